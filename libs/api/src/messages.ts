@@ -1,0 +1,470 @@
+/**
+ * Every message and KV record on the bus, as versioned zod schemas.
+ *
+ * Ids follow `kubelet.<domain>.<Name>.v1`. Evolution rule: add optional fields only; a breaking change
+ * is a new `.v2` schema, and readers accept the old one for one release.
+ */
+import { z } from 'zod';
+import { BoundPod, PodStatus } from './pod.js';
+
+/** A W3C trace-context carrier (`traceparent`, `tracestate`) kept inside records that trigger work. */
+export const TraceCarrier = z.record(z.string(), z.string());
+export type TraceCarrier = z.infer<typeof TraceCarrier>;
+
+/** The error shape that crosses processes. */
+export const WireError = z.object({
+  code: z.string(),
+  message: z.string(),
+  retryable: z.boolean(),
+});
+export type WireError = z.infer<typeof WireError>;
+
+/** Fencing token: the partition and the lease revision its owner held when it acted. */
+export const Fence = z.object({ partition: z.number().int().min(0), epoch: z.number().int().min(0) });
+export type Fence = z.infer<typeof Fence>;
+
+// ---------------------------------------------------------------------------------------------
+// config-source → sync-loop
+// ---------------------------------------------------------------------------------------------
+
+export const PodOperation = z.enum(['ADD', 'UPDATE', 'DELETE', 'REMOVE', 'RECONCILE']);
+export type PodOperation = z.infer<typeof PodOperation>;
+
+export const PodSource = z.enum(['file', 'http', 'api']);
+export type PodSource = z.infer<typeof PodSource>;
+
+export const PodUpdateItem = z.object({ pod: BoundPod, trace: TraceCarrier.optional() });
+export type PodUpdateItem = z.infer<typeof PodUpdateItem>;
+
+/**
+ * kubetypes.PodUpdate as the merged PodConfig emits it (incremental mode). An ADD with no pods is the
+ * "source ready" signal on a source's first SET. `sources` lists every source config-source runs, so
+ * sync-loop knows when all sources have been seen.
+ */
+export const PodUpdate = z.object({
+  type: z.literal('kubelet.config.PodUpdate.v1'),
+  op: PodOperation,
+  source: PodSource,
+  sources: z.array(PodSource),
+  items: z.array(PodUpdateItem),
+  sentAt: z.string(),
+});
+export type PodUpdate = z.infer<typeof PodUpdate>;
+
+// ---------------------------------------------------------------------------------------------
+// sync-loop → pod-worker (KV truth + stream pokes)
+// ---------------------------------------------------------------------------------------------
+
+export const SyncPodType = z.enum(['create', 'update', 'sync', 'kill']);
+export type SyncPodType = z.infer<typeof SyncPodType>;
+
+/** Bucket `sl_desired`: the latest desired pod. Written by sync-loop with `put` (latest wins). */
+export const DesiredPod = z.object({
+  type: z.literal('kubelet.podworker.DesiredPod.v1'),
+  pod: BoundPod,
+  updateType: SyncPodType,
+  /** When the update entered sync-loop (UpdatePodOptions.StartTime), for latency metrics. */
+  startTime: z.string(),
+  /** Bumped by HandlePodSyncs so a level-triggered worker knows a sync was asked for. */
+  syncGeneration: z.number().int().min(0),
+  trace: TraceCarrier.optional(),
+});
+export type DesiredPod = z.infer<typeof DesiredPod>;
+
+export const KillReason = z.enum(['deleted', 'removed', 'evicted', 'orphaned', 'terminal']);
+export type KillReason = z.infer<typeof KillReason>;
+
+/** A runtime pod with no spec (an orphan found in the runtime). */
+export const RunningPodRef = z.object({ uid: z.string(), name: z.string(), namespace: z.string() });
+export type RunningPodRef = z.infer<typeof RunningPodRef>;
+
+/**
+ * Bucket `sl_kill`: a kill request. Created by sync-loop with `create` (first kill wins, no later
+ * non-kill update can overwrite it); sync-loop may only shorten the grace (CAS update); the pod-worker
+ * that carried it out deletes it.
+ */
+export const KillRequest = z.object({
+  type: z.literal('kubelet.podworker.KillRequest.v1'),
+  uid: z.string(),
+  reason: KillReason,
+  /** The pod as last known; absent for an orphaned runtime pod. */
+  pod: BoundPod.optional(),
+  runningPod: RunningPodRef.optional(),
+  /** KillPodOptions.PodTerminationGracePeriodSecondsOverride. */
+  gracePeriodOverride: z.number().int().min(0).optional(),
+  evict: z.boolean().optional(),
+  requestedAt: z.string(),
+  trace: TraceCarrier.optional(),
+});
+export type KillRequest = z.infer<typeof KillRequest>;
+
+/** Stream `SL_WORK`: a poke. Never trusted for content; the worker reads KV. */
+export const WorkPoke = z.object({
+  type: z.literal('kubelet.podworker.WorkPoke.v1'),
+  uid: z.string(),
+  kind: SyncPodType,
+});
+export type WorkPoke = z.infer<typeof WorkPoke>;
+
+export const WorkerState = z.enum(['sync', 'terminating', 'terminated']);
+export type WorkerState = z.infer<typeof WorkerState>;
+
+/** The kubelet's reasonCache entry: why a container is waiting. */
+export const ContainerReason = z.object({ reason: z.string(), message: z.string() });
+export type ContainerReason = z.infer<typeof ContainerReason>;
+
+/** Bucket `sl_worker`: a pod's worker state (podSyncStatus). Written by the owning pod-worker. */
+export const WorkerRecord = z.object({
+  type: z.literal('kubelet.podworker.WorkerRecord.v1'),
+  uid: z.string(),
+  name: z.string(),
+  namespace: z.string(),
+  state: WorkerState,
+  finished: z.boolean(),
+  deleted: z.boolean().optional(),
+  evicted: z.boolean().optional(),
+  startedAt: z.string().optional(),
+  syncedAt: z.string().optional(),
+  terminatingAt: z.string().optional(),
+  terminatedAt: z.string().optional(),
+  gracePeriod: z.number().int().optional(),
+  /** The runtime cache time the last sync was based on (GetNewerThan). */
+  lastSyncTime: z.number().optional(),
+  /** Desired revision and sync generation the last completed sync saw. */
+  syncedRevision: z.number().int().optional(),
+  syncedGeneration: z.number().int().optional(),
+  /** reasonCache: container name → last start failure. */
+  reasons: z.record(z.string(), ContainerReason),
+  /** Set once the pod first reached Running, for pod_start_duration_seconds. */
+  runningObserved: z.boolean().optional(),
+  epoch: z.number().int().optional(),
+});
+export type WorkerRecord = z.infer<typeof WorkerRecord>;
+
+export const PartitionLease = z.object({
+  type: z.literal('kubelet.podworker.PartitionLease.v1'),
+  holder: z.string(),
+  acquiredAt: z.string(),
+});
+export type PartitionLease = z.infer<typeof PartitionLease>;
+
+export const MemberHeartbeat = z.object({
+  type: z.literal('kubelet.podworker.Member.v1'),
+  instance: z.string(),
+  at: z.string(),
+});
+export type MemberHeartbeat = z.infer<typeof MemberHeartbeat>;
+
+// ---------------------------------------------------------------------------------------------
+// Runtime view (kubecontainer.PodStatus), pleg cache and events
+// ---------------------------------------------------------------------------------------------
+
+export const SandboxState = z.enum(['SANDBOX_READY', 'SANDBOX_NOTREADY']);
+export const ContainerRuntimeState = z.enum(['CONTAINER_CREATED', 'CONTAINER_RUNNING', 'CONTAINER_EXITED', 'CONTAINER_UNKNOWN']);
+export type ContainerRuntimeState = z.infer<typeof ContainerRuntimeState>;
+
+export const RuntimeSandboxStatus = z.object({
+  id: z.string(),
+  state: SandboxState,
+  /** Unix nanoseconds as a decimal string would overflow JSON numbers; milliseconds are enough here. */
+  createdAt: z.number(),
+  attempt: z.number().int(),
+  ip: z.string().optional(),
+  additionalIps: z.array(z.string()).optional(),
+  hostNetwork: z.boolean().optional(),
+});
+export type RuntimeSandboxStatus = z.infer<typeof RuntimeSandboxStatus>;
+
+export const RuntimeContainerStatus = z.object({
+  id: z.string(),
+  name: z.string(),
+  sandboxId: z.string(),
+  state: ContainerRuntimeState,
+  createdAt: z.number(),
+  startedAt: z.number().optional(),
+  finishedAt: z.number().optional(),
+  exitCode: z.number().int().optional(),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  image: z.string(),
+  imageRef: z.string(),
+  /** The kubelet's container hash (spec hash) from the container's annotations. */
+  hash: z.string(),
+  restartCount: z.number().int(),
+  /** True for init containers (from annotations). */
+  init: z.boolean().optional(),
+});
+export type RuntimeContainerStatus = z.infer<typeof RuntimeContainerStatus>;
+
+/** kubecontainer.PodStatus: what the runtime says about one pod. */
+export const RuntimePodStatus = z.object({
+  uid: z.string(),
+  name: z.string(),
+  namespace: z.string(),
+  ips: z.array(z.string()),
+  sandboxes: z.array(RuntimeSandboxStatus),
+  containers: z.array(RuntimeContainerStatus),
+});
+export type RuntimePodStatus = z.infer<typeof RuntimePodStatus>;
+
+/** Bucket `sl_runtime`, key `<node>.<uid>`: the pleg cache entry with the time it was observed. */
+export const RuntimeCacheEntry = z.object({
+  type: z.literal('kubelet.pleg.RuntimeCacheEntry.v1'),
+  uid: z.string(),
+  /** Milliseconds since the epoch at which the status was read from the runtime. */
+  timestamp: z.number(),
+  status: RuntimePodStatus,
+});
+export type RuntimeCacheEntry = z.infer<typeof RuntimeCacheEntry>;
+
+/** Bucket `sl_runtime`, key `<node>._relist`: the global cache time (cache.UpdateTime). */
+export const RelistMark = z.object({
+  type: z.literal('kubelet.pleg.RelistMark.v1'),
+  timestamp: z.number(),
+});
+export type RelistMark = z.infer<typeof RelistMark>;
+
+export const PlegEventType = z.enum(['ContainerStarted', 'ContainerDied', 'ContainerRemoved', 'PodSync', 'ContainerChanged']);
+export type PlegEventType = z.infer<typeof PlegEventType>;
+
+/** Stream `SL_PLEG`: pleg.PodLifecycleEvent. */
+export const PodLifecycleEvent = z.object({
+  type: z.literal('kubelet.pleg.PodLifecycleEvent.v1'),
+  uid: z.string(),
+  event: PlegEventType,
+  /** The container id for container events. */
+  data: z.string().optional(),
+  containerName: z.string().optional(),
+  at: z.string(),
+});
+export type PodLifecycleEvent = z.infer<typeof PodLifecycleEvent>;
+
+// ---------------------------------------------------------------------------------------------
+// pod-worker → cri-adapter (request/reply)
+// ---------------------------------------------------------------------------------------------
+
+/** kubecontainer.SyncResult: one action and its outcome. `error` names the kubelet error (CrashLoopBackOff, ErrImagePull…). */
+export const SyncResult = z.object({
+  action: z.enum(['StartContainer', 'KillContainer', 'CreatePodSandbox', 'KillPodSandbox', 'ConfigPodSandbox', 'InitContainer']),
+  target: z.string(),
+  error: z.string().optional(),
+  message: z.string().optional(),
+});
+export type SyncResult = z.infer<typeof SyncResult>;
+
+/** Host paths volume-manager mounted for a pod, by volume name. */
+export const MountedVolumes = z.record(z.string(), z.object({ hostPath: z.string(), readOnly: z.boolean().optional() }));
+export type MountedVolumes = z.infer<typeof MountedVolumes>;
+
+export const RuntimeSyncPodRequest = z.object({
+  type: z.literal('kubelet.runtime.SyncPodRequest.v1'),
+  pod: BoundPod,
+  /** The runtime status the worker based its decision on. */
+  podStatus: RuntimePodStatus,
+  volumes: MountedVolumes,
+  /** Pull secret *names*; their values are resolved on the node by cri-adapter. */
+  pullSecrets: z.array(z.string()),
+  /** The pod's IPs from the API status (downward API `status.podIP`). */
+  fence: Fence,
+});
+export type RuntimeSyncPodRequest = z.infer<typeof RuntimeSyncPodRequest>;
+
+export const RuntimeSyncPodReply = z.object({
+  type: z.literal('kubelet.runtime.SyncPodReply.v1'),
+  results: z.array(SyncResult),
+  /** The runtime status right after the sync, so the worker need not wait for a relist. */
+  podStatus: RuntimePodStatus,
+});
+export type RuntimeSyncPodReply = z.infer<typeof RuntimeSyncPodReply>;
+
+export const RuntimeKillPodRequest = z.object({
+  type: z.literal('kubelet.runtime.KillPodRequest.v1'),
+  pod: BoundPod.optional(),
+  runningPod: RunningPodRef,
+  gracePeriodOverride: z.number().int().min(0).optional(),
+  fence: Fence,
+});
+export type RuntimeKillPodRequest = z.infer<typeof RuntimeKillPodRequest>;
+
+export const RuntimeKillPodReply = z.object({
+  type: z.literal('kubelet.runtime.KillPodReply.v1'),
+  results: z.array(SyncResult),
+  podStatus: RuntimePodStatus,
+});
+export type RuntimeKillPodReply = z.infer<typeof RuntimeKillPodReply>;
+
+export const RuntimeGetPodStatusRequest = z.object({
+  type: z.literal('kubelet.runtime.GetPodStatusRequest.v1'),
+  pod: RunningPodRef,
+});
+export type RuntimeGetPodStatusRequest = z.infer<typeof RuntimeGetPodStatusRequest>;
+
+export const RuntimeGetPodStatusReply = z.object({
+  type: z.literal('kubelet.runtime.GetPodStatusReply.v1'),
+  podStatus: RuntimePodStatus,
+  timestamp: z.number(),
+});
+export type RuntimeGetPodStatusReply = z.infer<typeof RuntimeGetPodStatusReply>;
+
+export const RuntimeRelistRequest = z.object({ type: z.literal('kubelet.runtime.RelistRequest.v1') });
+export type RuntimeRelistRequest = z.infer<typeof RuntimeRelistRequest>;
+
+export const RuntimeRelistReply = z.object({
+  type: z.literal('kubelet.runtime.RelistReply.v1'),
+  pods: z.array(RuntimePodStatus),
+  timestamp: z.number(),
+});
+export type RuntimeRelistReply = z.infer<typeof RuntimeRelistReply>;
+
+// ---------------------------------------------------------------------------------------------
+// pod-worker / sync-loop → volume-manager (request/reply)
+// ---------------------------------------------------------------------------------------------
+
+export const VolumeMountRequest = z.object({
+  type: z.literal('kubelet.volume.MountRequest.v1'),
+  pod: BoundPod,
+  fence: Fence,
+});
+export type VolumeMountRequest = z.infer<typeof VolumeMountRequest>;
+
+export const VolumeMountReply = z.object({
+  type: z.literal('kubelet.volume.MountReply.v1'),
+  podDir: z.string(),
+  volumes: MountedVolumes,
+});
+export type VolumeMountReply = z.infer<typeof VolumeMountReply>;
+
+export const VolumeUnmountRequest = z.object({
+  type: z.literal('kubelet.volume.UnmountRequest.v1'),
+  uid: z.string(),
+  /** Remove the pod's data directory too (ShouldPodContentBeRemoved). */
+  removeContent: z.boolean(),
+  fence: Fence,
+});
+export type VolumeUnmountRequest = z.infer<typeof VolumeUnmountRequest>;
+
+export const VolumeUnmountReply = z.object({ type: z.literal('kubelet.volume.UnmountReply.v1'), unmounted: z.array(z.string()) });
+export type VolumeUnmountReply = z.infer<typeof VolumeUnmountReply>;
+
+export const VolumeCleanupRequest = z.object({
+  type: z.literal('kubelet.volume.CleanupRequest.v1'),
+  /** UIDs that may still have content: desired pods and pods whose workers are not finished. */
+  keep: z.array(z.string()),
+});
+export type VolumeCleanupRequest = z.infer<typeof VolumeCleanupRequest>;
+
+export const VolumeCleanupReply = z.object({ type: z.literal('kubelet.volume.CleanupReply.v1'), removed: z.array(z.string()) });
+export type VolumeCleanupReply = z.infer<typeof VolumeCleanupReply>;
+
+/** Bucket `sl_volumes`: actual state of world for one pod. */
+export const PodVolumeState = z.object({
+  type: z.literal('kubelet.volume.PodVolumeState.v1'),
+  uid: z.string(),
+  podDir: z.string(),
+  mounted: z.boolean(),
+  volumes: MountedVolumes,
+  error: z.string().optional(),
+  updatedAt: z.string(),
+});
+export type PodVolumeState = z.infer<typeof PodVolumeState>;
+
+// ---------------------------------------------------------------------------------------------
+// → status-manager
+// ---------------------------------------------------------------------------------------------
+
+/** Pod identity and spec carried with a status so readers can render a full v1 Pod. */
+export const StatusPodRef = z.object({
+  uid: z.string(),
+  name: z.string(),
+  namespace: z.string(),
+  pod: BoundPod,
+});
+
+/**
+ * Stream `SL_STATUS`: statusManager.SetPodStatus / TerminatePod / RemovePod as a message.
+ * `kind: set` carries a generated status; `terminated` marks the worker finished (TerminatePod);
+ * `removed` forgets the pod (RemoveOrphanedStatuses).
+ */
+export const PodStatusUpdate = z.object({
+  type: z.literal('kubelet.status.PodStatusUpdate.v1'),
+  kind: z.enum(['set', 'terminated', 'removed']),
+  uid: z.string(),
+  name: z.string(),
+  namespace: z.string(),
+  pod: BoundPod.optional(),
+  status: PodStatus.optional(),
+  /** From the pod worker: could a container still be running? (holds a terminal phase back). */
+  couldHaveRunningContainers: z.boolean(),
+  at: z.string(),
+  trace: TraceCarrier.optional(),
+});
+export type PodStatusUpdate = z.infer<typeof PodStatusUpdate>;
+
+/** Bucket `sl_status`: the versioned status cache entry. */
+export const PodStatusRecord = z.object({
+  type: z.literal('kubelet.status.PodStatusRecord.v1'),
+  uid: z.string(),
+  name: z.string(),
+  namespace: z.string(),
+  version: z.number().int(),
+  pod: BoundPod,
+  status: PodStatus,
+  /** TerminatePod was called: the worker finished. */
+  finished: z.boolean(),
+  updatedAt: z.string(),
+});
+export type PodStatusRecord = z.infer<typeof PodStatusRecord>;
+
+/** Stream `SL_EVENTS`: a core/v1 Event, as the event recorder would post it. */
+export const KubeEvent = z.object({
+  type: z.literal('kubelet.events.Event.v1'),
+  eventType: z.enum(['Normal', 'Warning']),
+  reason: z.string(),
+  message: z.string(),
+  involvedObject: z.object({
+    kind: z.string(),
+    name: z.string(),
+    namespace: z.string(),
+    uid: z.string(),
+    fieldPath: z.string().optional(),
+  }),
+  source: z.object({ component: z.string(), host: z.string() }),
+  timestamp: z.string(),
+});
+export type KubeEvent = z.infer<typeof KubeEvent>;
+
+/** Stream `SL_DLQ`: a message that could not be processed, with why. */
+export const DeadLetter = z.object({
+  type: z.literal('kubelet.bus.DeadLetter.v1'),
+  subject: z.string(),
+  stream: z.string().optional(),
+  consumer: z.string().optional(),
+  streamSequence: z.number().optional(),
+  deliveryCount: z.number().optional(),
+  reason: z.string(),
+  /** The original payload, truncated to 64 KiB, as UTF-8 text (lossy for binary). */
+  payload: z.string(),
+  payloadBytes: z.number().int(),
+  process: z.string(),
+  at: z.string(),
+});
+export type DeadLetter = z.infer<typeof DeadLetter>;
+
+/** Stream `SL_SPANS`: a finished span, so `splitlet trace` works without a collector. */
+export const SpanRecord = z.object({
+  type: z.literal('kubelet.trace.Span.v1'),
+  traceId: z.string(),
+  spanId: z.string(),
+  parentSpanId: z.string().optional(),
+  name: z.string(),
+  kind: z.number().int(),
+  service: z.string(),
+  startUnixNano: z.string(),
+  endUnixNano: z.string(),
+  statusCode: z.number().int(),
+  statusMessage: z.string().optional(),
+  attributes: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+  links: z.array(z.object({ traceId: z.string(), spanId: z.string() })),
+  events: z.array(z.object({ name: z.string(), timeUnixNano: z.string() })).optional(),
+});
+export type SpanRecord = z.infer<typeof SpanRecord>;
