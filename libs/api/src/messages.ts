@@ -65,8 +65,11 @@ export const DesiredPod = z.object({
   updateType: SyncPodType,
   /** When the update entered sync-loop (UpdatePodOptions.StartTime), for latency metrics. */
   startTime: z.string(),
-  /** Bumped by HandlePodSyncs so a level-triggered worker knows a sync was asked for. */
-  syncGeneration: z.number().int().min(0),
+  /** Set when admission rejected the pod: the pod-worker never runs it; its status is Failed. */
+  rejected: z.object({ reason: z.string(), message: z.string() }).optional(),
+  /** The trace of the pod's creation episode, so later episodes can link to it. */
+  creationTrace: TraceCarrier.optional(),
+  /** The trace of the update that produced this record. */
   trace: TraceCarrier.optional(),
 });
 export type DesiredPod = z.infer<typeof DesiredPod>;
@@ -130,9 +133,10 @@ export const WorkerRecord = z.object({
   gracePeriod: z.number().int().optional(),
   /** The runtime cache time the last sync was based on (GetNewerThan). */
   lastSyncTime: z.number().optional(),
-  /** Desired revision and sync generation the last completed sync saw. */
+  /** Desired revision the last completed sync saw. */
   syncedRevision: z.number().int().optional(),
-  syncedGeneration: z.number().int().optional(),
+  /** The work queue: when sync-loop's 1 s tick should poke this pod again (ms since epoch). */
+  nextSyncAt: z.number().optional(),
   /** reasonCache: container name → last start failure. */
   reasons: z.record(z.string(), ContainerReason),
   /** Set once the pod first reached Running, for pod_start_duration_seconds. */

@@ -1,0 +1,1 @@
+export { STREAMS, BUCKETS } from '../topology.js';

@@ -1,0 +1,185 @@
+/**
+ * A KV bucket whose values are validated by a zod schema on write and on read.
+ *
+ * Revisions are stream sequences (the kine pattern): `create` fails if the key exists, `update` is a
+ * compare-and-swap on the revision. A stored value that fails validation is never returned as data:
+ * `get` throws SchemaInvalid, `watch` dead-letters it and reports the key as unreadable.
+ */
+import type { KV, KvEntry } from '@nats-io/kv';
+import { KvWatchInclude } from '@nats-io/kv';
+import type { z } from 'zod';
+import { errorMessage } from '@splitlet/api';
+import { BusError } from './errors.js';
+
+/** What the typed KV needs from the bus. */
+export interface KvOwner {
+  deadLetter(d: { subject: string; reason: string; data: Uint8Array }): Promise<void>;
+  readonly logger: { warn(msg: string, fields?: Record<string, unknown>): void };
+}
+
+/** A decoded entry. `value` is null for a delete or purge. */
+export interface TypedEntry<T> {
+  key: string;
+  value: T | null;
+  revision: number;
+  /** Server time of the write. */
+  created: Date;
+  /** Entries still to come in the initial replay of a watch (0 = caught up). */
+  delta: number;
+}
+
+const enc = new TextEncoder();
+
+function isWrongLastSequence(e: unknown): boolean {
+  const msg = errorMessage(e);
+  return /wrong last sequence|key exists|10071/i.test(msg);
+}
+
+/** Typed view of one bucket. Obtain it from `NatsBus.kv()`. */
+export class TypedKv<T> {
+  readonly kv: KV;
+  readonly bucket: string;
+  readonly #schema: z.ZodType<T>;
+  readonly #owner: KvOwner;
+
+  constructor(kv: KV, bucket: string, schema: z.ZodType<T>, owner: KvOwner) {
+    this.kv = kv;
+    this.bucket = bucket;
+    this.#schema = schema;
+    this.#owner = owner;
+  }
+
+  #encode(key: string, value: T): Uint8Array {
+    const parsed = this.#schema.safeParse(value);
+    if (!parsed.success) {
+      throw new BusError('SchemaInvalid', `refusing to write an invalid value to ${this.bucket}/${key}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    }
+    return enc.encode(JSON.stringify(parsed.data));
+  }
+
+  #decode(e: KvEntry): { ok: true; value: T | null } | { ok: false; reason: string } {
+    if (e.operation !== 'PUT') return { ok: true, value: null };
+    let json: unknown;
+    try {
+      json = e.json();
+    } catch (err) {
+      return { ok: false, reason: `value of ${this.bucket}/${e.key} is not JSON: ${errorMessage(err)}` };
+    }
+    const parsed = this.#schema.safeParse(json);
+    if (!parsed.success) {
+      return { ok: false, reason: `value of ${this.bucket}/${e.key} does not match its schema: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` };
+    }
+    return { ok: true, value: parsed.data };
+  }
+
+  /** The current entry, or null when absent or deleted. */
+  async get(key: string): Promise<TypedEntry<T> | null> {
+    const e = await this.kv.get(key);
+    if (!e || e.operation !== 'PUT') return null;
+    const d = this.#decode(e);
+    if (!d.ok) throw new BusError('SchemaInvalid', d.reason);
+    return { key, value: d.value, revision: e.revision, created: e.created, delta: 0 };
+  }
+
+  /** Writes unconditionally (latest wins). Returns the new revision. */
+  put(key: string, value: T): Promise<number> {
+    return this.kv.put(key, this.#encode(key, value));
+  }
+
+  /** Writes only if the key is absent (or deleted). Throws BusError Conflict when it exists. */
+  async create(key: string, value: T): Promise<number> {
+    try {
+      return await this.kv.create(key, this.#encode(key, value));
+    } catch (e) {
+      if (isWrongLastSequence(e)) throw new BusError('Conflict', `${this.bucket}/${key} already exists`, { cause: e });
+      throw e;
+    }
+  }
+
+  /** Compare-and-swap on `revision`. Throws BusError Conflict when the key moved on. */
+  async update(key: string, value: T, revision: number): Promise<number> {
+    try {
+      return await this.kv.update(key, this.#encode(key, value), revision);
+    } catch (e) {
+      if (isWrongLastSequence(e)) throw new BusError('Conflict', `${this.bucket}/${key} is no longer at revision ${revision}`, { cause: e });
+      throw e;
+    }
+  }
+
+  /** Deletes the key; with `previousRevision`, only if it is still at that revision (Conflict otherwise). */
+  async delete(key: string, previousRevision?: number): Promise<void> {
+    try {
+      await this.kv.delete(key, previousRevision === undefined ? {} : { previousSeq: previousRevision });
+    } catch (e) {
+      if (isWrongLastSequence(e)) throw new BusError('Conflict', `${this.bucket}/${key} is no longer at revision ${previousRevision}`, { cause: e });
+      throw e;
+    }
+  }
+
+  /** How many live keys match `filter`. */
+  async countKeys(filter: string): Promise<number> {
+    let n = 0;
+    const it = await this.kv.keys(filter);
+    for await (const _k of it) n++;
+    return n;
+  }
+
+  /** Every current entry under a key filter (e.g. `node.>`), read through a watch of last values. */
+  async list(filter: string): Promise<TypedEntry<T>[]> {
+    const out: TypedEntry<T>[] = [];
+    const w = await this.kv.watch({ key: filter, include: KvWatchInclude.LastValue });
+    try {
+      if ((await this.countKeys(filter)) === 0) return out;
+      const timer = setTimeout(() => w.stop(), 5000);
+      try {
+        for await (const e of w) {
+          if (e.operation === 'PUT') {
+            const d = this.#decode(e);
+            if (d.ok && d.value !== null) out.push({ key: e.key, value: d.value, revision: e.revision, created: e.created, delta: e.delta ?? 0 });
+          }
+          if ((e.delta ?? 0) === 0) break;
+        }
+      } finally {
+        clearTimeout(timer);
+      }
+      return out;
+    } finally {
+      w.stop();
+    }
+  }
+
+  /**
+   * Watches keys matching `filter`: first the current values (`delta` counts down to 0), then every
+   * change, until `signal` aborts. Invalid values are dead-lettered and skipped. `onCaughtUp` fires
+   * once the initial replay is complete (also for an empty bucket).
+   */
+  async watch(
+    filter: string,
+    signal: AbortSignal,
+    onEntry: (e: TypedEntry<T>) => void | Promise<void>,
+    opts: { updatesOnly?: boolean; onCaughtUp?: () => void } = {},
+  ): Promise<{ done: Promise<void> }> {
+    const w = await this.kv.watch({ key: filter, include: opts.updatesOnly ? KvWatchInclude.UpdatesOnly : KvWatchInclude.LastValue });
+    signal.addEventListener('abort', () => w.stop(), { once: true });
+    let caughtUp = false;
+    const markCaughtUp = (): void => {
+      if (!caughtUp) {
+        caughtUp = true;
+        opts.onCaughtUp?.();
+      }
+    };
+    if (opts.updatesOnly || (await this.countKeys(filter)) === 0) markCaughtUp();
+    const done = (async () => {
+      for await (const e of w) {
+        const d = this.#decode(e);
+        if (!d.ok) {
+          await this.#owner.deadLetter({ subject: `$KV.${this.bucket}.${e.key}`, reason: d.reason, data: e.value });
+        } else {
+          await onEntry({ key: e.key, value: d.value, revision: e.revision, created: e.created, delta: e.delta ?? 0 });
+        }
+        if ((e.delta ?? 0) === 0) markCaughtUp();
+      }
+    })();
+    return { done };
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * `splitlet up`: NATS (NATS_URL, else a spawned nats-server) plus every process, each its own OS
+ * process, until Ctrl-C or SIGTERM.
+ */
+import { existsSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { nodeToken } from '@splitlet/api';
+import type { StateDir } from '../state-dir.js';
+import { CliError, ensureStateDir, isAlive, removeInstance, writeInstance } from '../state-dir.js';
+import { readFileSync } from 'node:fs';
+import { Supervisor } from '../up/supervisor.js';
+import type { ProcessSpec } from '../up/supervisor.js';
+import { spawnNatsServer } from '../up/nats-server.js';
+import type { SpawnedNats } from '../up/nats-server.js';
+import { serviceMain } from '../paths.js';
+
+export interface UpOptions {
+  nodeName: string;
+  podWorkers: number;
+  runtime: 'sim' | 'containerd';
+  criEndpoint: string | undefined;
+  manifestUrl: string | undefined;
+  restart: boolean;
+  partitions: number | undefined;
+  extraEnv: Record<string, string>;
+}
+
+/** The default node name: the host name, lower-cased into a DNS-1123 subdomain. */
+export function defaultNodeName(): string {
+  const h = hostname().toLowerCase().replace(/[^a-z0-9.-]/g, '-').replace(/^[-.]+|[-.]+$/g, '');
+  return h || 'splitlet-node';
+}
+
+/** The processes of one node, in start order. */
+export function processSpecs(s: StateDir, natsUrl: string, o: UpOptions): ProcessSpec[] {
+  const common = (name: string): Record<string, string> => ({
+    NATS_URL: natsUrl,
+    NODE_NAME: o.nodeName,
+    HEALTH_PORT: '0',
+    HEALTH_PORT_FILE: join(s.run, `${name}.port`),
+    ...(o.partitions !== undefined ? { PARTITIONS: String(o.partitions) } : {}),
+    ...o.extraEnv,
+  });
+  const spec = (name: string, service: string, env: Record<string, string> = {}): ProcessSpec => ({
+    name,
+    main: serviceMain(service),
+    env: { ...common(name), ...env },
+    portFile: join(s.run, `${name}.port`),
+  });
+  const simSocket = join(s.run, 'sim-runtime.sock');
+  const criEndpoint = o.criEndpoint ?? `unix://${simSocket}`;
+  const specs: ProcessSpec[] = [];
+  if (o.runtime === 'sim' && o.criEndpoint === undefined) specs.push(spec('sim-runtime', 'sim-runtime', { SIM_SOCKET: simSocket }));
+  specs.push(spec('cri-adapter', 'cri-adapter', { CRI_ENDPOINT: criEndpoint, POD_LOG_DIR: s.podLogs }));
+  specs.push(spec('volume-manager', 'volume-manager', { ROOT_DIR: s.kubeletRoot }));
+  specs.push(spec('status-manager', 'status-manager'));
+  specs.push(spec('pleg', 'pleg'));
+  for (let i = 1; i <= o.podWorkers; i++) specs.push(spec(`pod-worker-${i}`, 'pod-worker', { INSTANCE_ID: `${nodeToken(o.nodeName)}-pw-${i}` }));
+  specs.push(spec('sync-loop', 'sync-loop'));
+  specs.push(spec('config-source', 'config-source', { MANIFEST_DIR: s.manifests, ...(o.manifestUrl ? { MANIFEST_URL: o.manifestUrl } : {}) }));
+  return specs;
+}
+
+/** Runs until SIGINT/SIGTERM; resolves with the exit code. */
+export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out: NodeJS.WritableStream): Promise<number> {
+  nodeToken(o.nodeName); // validates the node name
+  ensureStateDir(s);
+  if (existsSync(s.instanceFile)) {
+    const prev = JSON.parse(readFileSync(s.instanceFile, 'utf8')) as { supervisorPid?: number };
+    if (prev.supervisorPid && isAlive(prev.supervisorPid) && prev.supervisorPid !== process.pid) {
+      throw new CliError(`splitlet is already running in ${s.root} (pid ${prev.supervisorPid}); use another --state-dir to run a second instance`);
+    }
+  }
+  for (const svc of ['config-source', 'sync-loop', 'pod-worker', 'pleg', 'volume-manager', 'status-manager', 'cri-adapter', 'sim-runtime']) {
+    if (!existsSync(serviceMain(svc))) throw new CliError(`${serviceMain(svc)} is missing: run \`npm run build\` in the repository root first`);
+  }
+  let nats: SpawnedNats | undefined;
+  let natsUrl = env['NATS_URL'];
+  if (!natsUrl) {
+    nats = await spawnNatsServer({ bin: env['NATS_SERVER_BIN'] ?? 'nats-server', storeDir: s.natsStore, logFile: join(s.logs, 'nats-server.log') });
+    natsUrl = nats.url;
+    out.write(`started nats-server with JetStream at ${natsUrl} (store ${s.natsStore})\n`);
+  }
+  const url = natsUrl;
+  const startedAt = new Date().toISOString();
+  const sup = new Supervisor({
+    nodeBin: process.execPath,
+    logsDir: s.logs,
+    out,
+    restart: o.restart,
+    color: Boolean((out as { isTTY?: boolean }).isTTY),
+    onChange: () => {
+      writeInstance(s, {
+        version: 1,
+        nodeName: o.nodeName,
+        natsUrl: url,
+        natsSpawned: nats !== undefined,
+        supervisorPid: process.pid,
+        runtime: o.runtime,
+        startedAt,
+        processes: sup.snapshot(),
+      });
+    },
+  });
+  const specs = processSpecs(s, url, o);
+  for (const p of specs) sup.start(p);
+  out.write(`splitlet up: node ${o.nodeName}, ${specs.length} processes, state dir ${s.root}\n`);
+  out.write(`manifests: ${s.manifests}  (splitlet apply -f FILE; splitlet get pods)\n`);
+  // Refresh health ports in instance.json once the processes wrote them.
+  const refresh = setInterval(() => {
+    writeInstance(s, { version: 1, nodeName: o.nodeName, natsUrl: url, natsSpawned: nats !== undefined, supervisorPid: process.pid, runtime: o.runtime, startedAt, processes: sup.snapshot() });
+  }, 1000);
+  await new Promise<void>((resolveSignal) => {
+    process.once('SIGINT', () => resolveSignal());
+    process.once('SIGTERM', () => resolveSignal());
+  });
+  clearInterval(refresh);
+  out.write('stopping splitlet…\n');
+  await sup.stopAll(15_000);
+  if (nats) await nats.stop(5000);
+  removeInstance(s);
+  out.write('splitlet stopped\n');
+  return 0;
+}

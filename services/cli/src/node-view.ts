@@ -1,0 +1,81 @@
+/**
+ * What the CLI shows: a node's pods as v1 Pods with their status, read from the buckets each
+ * process publishes (status-manager's statuses, sync-loop's desired pods and kill requests).
+ */
+import { Buckets, DesiredPod, KillRequest, KubeEvent, Keys, PodStatusRecord, Streams, Subjects } from '@splitlet/api';
+import type { Pod } from '@splitlet/api';
+import { connectBus } from '@splitlet/bus';
+import type { NatsBus } from '@splitlet/bus';
+import { createLogger } from '@splitlet/telemetry';
+import type { InstanceInfo } from './state-dir.js';
+
+/** A pod as the CLI lists it. */
+export interface PodView {
+  pod: Pod;
+  /** A kill is pending and the pod has not finished. */
+  terminating: boolean;
+}
+
+/** Connects to the instance's NATS as a short-lived CLI client. */
+export async function connectCli(inst: InstanceInfo): Promise<NatsBus> {
+  return connectBus({
+    servers: inst.natsUrl,
+    process: 'cli',
+    node: inst.nodeName,
+    logger: createLogger({ service: 'cli', level: 'error', stream: process.stderr }),
+    provision: false,
+  });
+}
+
+/** Every pod of the node: those with a status, plus desired pods not yet reported (Pending). */
+export async function listPods(bus: NatsBus, node: string): Promise<PodView[]> {
+  const [statusKv, desiredKv, killKv] = await Promise.all([
+    bus.kv(Buckets.status, PodStatusRecord),
+    bus.kv(Buckets.desired, DesiredPod),
+    bus.kv(Buckets.kill, KillRequest),
+  ]);
+  const [statuses, desired, kills] = await Promise.all([
+    statusKv.list(Keys.nodePrefix(node)),
+    desiredKv.list(Keys.nodePrefix(node)),
+    killKv.list(Keys.nodePrefix(node)),
+  ]);
+  const killed = new Set(kills.map((k) => k.value?.uid).filter((u): u is string => u !== undefined));
+  const byUid = new Map<string, PodView>();
+  for (const e of statuses) {
+    const r = e.value;
+    if (!r) continue;
+    byUid.set(r.uid, { pod: { ...r.pod, status: r.status }, terminating: killed.has(r.uid) && !r.finished });
+  }
+  for (const e of desired) {
+    const d = e.value;
+    if (!d) continue;
+    const uid = d.pod.metadata.uid;
+    const known = byUid.get(uid);
+    if (known) {
+      // The desired spec is newer than the one the status was written with.
+      byUid.set(uid, { pod: { ...d.pod, status: known.pod.status ?? {} }, terminating: known.terminating });
+    } else {
+      byUid.set(uid, { pod: { ...d.pod, status: d.pod.status ?? { phase: 'Pending' } }, terminating: killed.has(uid) });
+    }
+  }
+  return [...byUid.values()].sort((a, b) => {
+    const an = `${a.pod.metadata.namespace}/${a.pod.metadata.name}`;
+    const bn = `${b.pod.metadata.namespace}/${b.pod.metadata.name}`;
+    return an.localeCompare(bn);
+  });
+}
+
+/** Finds a pod by name (`<name>` or `<name>-<node>`) and namespace. */
+export function findPod(pods: PodView[], name: string, namespace: string, node: string): PodView | undefined {
+  return (
+    pods.find((p) => p.pod.metadata.name === name && p.pod.metadata.namespace === namespace) ??
+    pods.find((p) => p.pod.metadata.name === `${name}-${node}` && p.pod.metadata.namespace === namespace)
+  );
+}
+
+/** The recorded events of one pod, oldest first. */
+export async function podEvents(bus: NatsBus, node: string, uid: string): Promise<KubeEvent[]> {
+  const out: KubeEvent[] = [];
+  await bus.readStream(KubeEvent, Streams.events, Subjects.events(node, uid), (e) => out.push(e));
+  return out;
+}

@@ -1,0 +1,156 @@
+/**
+ * Runs every splitlet process as its own OS process, prefixes their output, restarts a process
+ * that dies (with backoff, like a process supervisor), and stops them all in reverse order.
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { createWriteStream, readFileSync } from 'node:fs';
+import type { WriteStream } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+/** One process to supervise. */
+export interface ProcessSpec {
+  /** Unique name, also the log prefix (`pod-worker-2`). */
+  name: string;
+  /** The service's main module (a path to a .js file). */
+  main: string;
+  env: Record<string, string>;
+  /** File the process writes its health port into. */
+  portFile?: string;
+}
+
+export interface SupervisorOptions {
+  nodeBin: string;
+  logsDir: string;
+  /** Where prefixed lines go. */
+  out: NodeJS.WritableStream;
+  restart: boolean;
+  /** Called when the set of pids changes (start, restart). */
+  onChange?: () => void;
+  color: boolean;
+}
+
+interface Running {
+  spec: ProcessSpec;
+  child: ChildProcess | undefined;
+  restarts: number;
+  startedAt: number;
+  stopping: boolean;
+  restartTimer: NodeJS.Timeout | undefined;
+  log: WriteStream;
+  exited: Promise<void>;
+}
+
+const COLORS = [31, 32, 33, 34, 35, 36, 91, 92, 93, 94, 95, 96];
+
+/** Supervises a fixed set of processes. */
+export class Supervisor {
+  readonly #opts: SupervisorOptions;
+  readonly #procs: Running[] = [];
+  #stopping = false;
+
+  constructor(opts: SupervisorOptions) {
+    this.#opts = opts;
+  }
+
+  /** Starts a process (and remembers it for restarts and shutdown). */
+  start(spec: ProcessSpec): void {
+    const r: Running = {
+      spec,
+      child: undefined,
+      restarts: 0,
+      startedAt: 0,
+      stopping: false,
+      restartTimer: undefined,
+      log: createWriteStream(join(this.#opts.logsDir, `${spec.name}.log`), { flags: 'a' }),
+      exited: Promise.resolve(),
+    };
+    this.#procs.push(r);
+    this.#launch(r);
+  }
+
+  #prefix(name: string): string {
+    const width = Math.max(...this.#procs.map((p) => p.spec.name.length), 14);
+    const idx = this.#procs.findIndex((p) => p.spec.name === name);
+    const label = name.padEnd(width);
+    if (!this.#opts.color) return `${label} | `;
+    const c = COLORS[idx % COLORS.length] ?? 37;
+    return `\u001b[${c}m${label} |\u001b[0m `;
+  }
+
+  #launch(r: Running): void {
+    const child = spawn(this.#opts.nodeBin, [r.spec.main], {
+      env: { ...process.env, ...r.spec.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    r.child = child;
+    r.startedAt = Date.now();
+    const pipe = (stream: NodeJS.ReadableStream): void => {
+      const rl = createInterface({ input: stream });
+      rl.on('line', (line) => {
+        r.log.write(`${line}\n`);
+        this.#opts.out.write(`${this.#prefix(r.spec.name)}${line}\n`);
+      });
+    };
+    if (child.stdout) pipe(child.stdout);
+    if (child.stderr) pipe(child.stderr);
+    r.exited = new Promise((resolveExit) => {
+      child.once('exit', (code, signal) => {
+        resolveExit();
+        if (r.stopping || this.#stopping) return;
+        const how = signal ? `signal ${signal}` : `code ${code}`;
+        this.#opts.out.write(`${this.#prefix(r.spec.name)}process exited with ${how}\n`);
+        if (!this.#opts.restart) return;
+        // Backoff: 1 s doubling to 30 s; a process that ran for a minute starts over.
+        if (Date.now() - r.startedAt > 60_000) r.restarts = 0;
+        const delay = Math.min(30_000, 1000 * 2 ** r.restarts);
+        r.restarts++;
+        this.#opts.out.write(`${this.#prefix(r.spec.name)}restarting in ${delay / 1000}s\n`);
+        r.restartTimer = setTimeout(() => {
+          r.restartTimer = undefined;
+          if (!this.#stopping) {
+            this.#launch(r);
+            this.#opts.onChange?.();
+          }
+        }, delay);
+      });
+    });
+    this.#opts.onChange?.();
+  }
+
+  /** The current pid and health port of each process. */
+  snapshot(): { name: string; pid: number; healthPort?: number }[] {
+    return this.#procs.map((r) => {
+      const out: { name: string; pid: number; healthPort?: number } = { name: r.spec.name, pid: r.child?.pid ?? 0 };
+      if (r.spec.portFile) {
+        try {
+          const port = Number(readFileSync(r.spec.portFile, 'utf8').trim());
+          if (Number.isInteger(port) && port > 0) out.healthPort = port;
+        } catch {
+          // not written yet
+        }
+      }
+      return out;
+    });
+  }
+
+  /** Stops every process in reverse start order: SIGTERM, then SIGKILL after `graceMs`. */
+  async stopAll(graceMs: number): Promise<void> {
+    this.#stopping = true;
+    for (const r of [...this.#procs].reverse()) {
+      if (r.restartTimer) clearTimeout(r.restartTimer);
+      r.stopping = true;
+      const child = r.child;
+      if (!child || child.exitCode !== null || child.signalCode !== null) continue;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => {
+        this.#opts.out.write(`${this.#prefix(r.spec.name)}did not stop within ${graceMs} ms, killing\n`);
+        child.kill('SIGKILL');
+      }, graceMs);
+      await r.exited;
+      clearTimeout(timer);
+    }
+    await Promise.all(this.#procs.map((r) => new Promise<void>((res) => r.log.end(res))));
+  }
+}
