@@ -253,6 +253,11 @@ export const SyncResult = z.object({
   target: z.string(),
   error: z.string().optional(),
   message: z.string().optional(),
+  /**
+   * For backoff errors (CrashLoopBackOff, ImagePullBackOff): when the backoff expires (ms since the
+   * epoch), so the worker requeues then instead of at the resync (kubernetes PR 133066).
+   */
+  retryAt: z.number().optional(),
 });
 export type SyncResult = z.infer<typeof SyncResult>;
 
@@ -416,6 +421,14 @@ export const PodStatusRecord = z.object({
   /** TerminatePod was called: the worker finished. */
   finished: z.boolean(),
   updatedAt: z.string(),
+  /**
+   * A terminal phase (with its reason and message) held back because a container could still be
+   * running (status manager mergePodStatus): `status` keeps the previous phase until the worker
+   * reports no running container or TerminatePod. Optional (added by status-manager).
+   */
+  heldTerminal: z
+    .object({ phase: z.enum(['Succeeded', 'Failed']), reason: z.string().optional(), message: z.string().optional() })
+    .optional(),
 });
 export type PodStatusRecord = z.infer<typeof PodStatusRecord>;
 

@@ -1,0 +1,30 @@
+/**
+ * `@splitlet/service`: the process lifecycle every splitlet service shares — config from the
+ * environment, health by progress, `/healthz` `/readyz` `/metrics`, SIGTERM drain with closers in
+ * reverse order — and the `Clock` seam.
+ * @packageDocumentation
+ */
+export { loadConfig } from './load-config.js';
+export type { Env } from './load-config.js';
+export {
+  ConfigError,
+  ServiceError,
+  ServiceErrorCodes,
+  isConfigError,
+  isServiceError,
+} from './service-error.js';
+export type { ConfigIssue, ServiceErrorCode } from './service-error.js';
+export { runService } from './run-service.js';
+export type { Closer, RunServiceOptions, RunningService, ServiceContext } from './run-service.js';
+export { HealthRegistry } from './health-registry.js';
+export type {
+  HealthCheck,
+  HealthCheckOptions,
+  HealthFailure,
+  HealthReport,
+  HealthStatus,
+} from './health-registry.js';
+export { ProgressMonitor } from './progress-monitor.js';
+export type { ProgressMonitorOptions } from './progress-monitor.js';
+export { realClock, sleep } from './clock.js';
+export type { Clock, TimerHandle } from './clock.js';

@@ -1,0 +1,59 @@
+import { Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * `count` upper bounds, the first `start`, each `factor` times the previous; computed by repeated
+ * multiplication exactly as Prometheus' Go client (`prometheus.ExponentialBuckets`), so bucket
+ * labels match the kubelet's to the last digit.
+ *
+ * @throws RangeError when `count < 1`, `start <= 0` or `factor <= 1` (where Go panics).
+ */
+export function exponentialBuckets(start: number, factor: number, count: number): number[] {
+  if (!Number.isInteger(count) || count < 1) throw new RangeError(`exponentialBuckets needs a positive integer count, got ${count}`);
+  if (!(start > 0)) throw new RangeError(`exponentialBuckets needs a positive start, got ${start}`);
+  if (!(factor > 1)) throw new RangeError(`exponentialBuckets needs a factor greater than 1, got ${factor}`);
+  const buckets: number[] = [];
+  let next = start;
+  for (let i = 0; i < count; i++) {
+    buckets.push(next);
+    next *= factor;
+  }
+  return buckets;
+}
+
+/** Prometheus' default histogram buckets (`prometheus.DefBuckets`), in seconds. */
+export const DefBuckets: readonly number[] = Object.freeze([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]);
+
+/** `kubelet_pod_start_duration_seconds` and friends (pkg/kubelet/metrics), in seconds. */
+export const podStartupDurationBuckets: readonly number[] = Object.freeze([
+  0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600,
+]);
+
+/** `kubelet_pod_status_sync_duration_seconds` (pkg/kubelet/metrics), in seconds. */
+export const podStatusSyncBuckets: readonly number[] = Object.freeze([0.01, 0.05, 0.1, 0.5, 1, 5, 10, 20, 30, 45, 60]);
+
+/** `kubelet_runtime_operations_duration_seconds`: `exponentialBuckets(.005, 2.5, 14)`, in seconds. */
+export const runtimeOperationsBuckets: readonly number[] = Object.freeze(exponentialBuckets(0.005, 2.5, 14));
+
+/** `kubelet_containers_per_pod_count`: `exponentialBuckets(1, 2, 5)`. */
+export const containersPerPodBuckets: readonly number[] = Object.freeze(exponentialBuckets(1, 2, 5));
+
+/** Options of {@link createMetricsRegistry}. */
+export interface MetricsRegistryOptions {
+  /** Added as the constant label `service` to every metric of the registry. */
+  readonly service: string;
+  /** Collect prom-client's default process and Node.js metrics. @default true */
+  readonly defaultMetrics?: boolean;
+}
+
+/**
+ * Creates a process's own Prometheus registry (never prom-client's global one), with the label
+ * `service` on every metric and, by default, the process/Node.js metrics (`process_cpu_seconds_total`,
+ * `nodejs_eventloop_lag_seconds`, …). Components register their histograms on it with the bucket
+ * constants of this module; `runService` serves it at `/metrics`.
+ */
+export function createMetricsRegistry(options: MetricsRegistryOptions): Registry {
+  const registry = new Registry();
+  registry.setDefaultLabels({ service: options.service });
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+  return registry;
+}

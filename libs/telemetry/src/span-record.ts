@@ -1,0 +1,101 @@
+import { ROOT_CONTEXT, context as otelContext, type HrTime, type Context } from '@opentelemetry/api';
+import { globalErrorHandler, suppressTracing } from '@opentelemetry/core';
+import type { ReadableSpan, Span, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import type { SpanRecord } from '@splitlet/api';
+import { REDACTED, isSecretKey } from './redact.js';
+
+function hrTimeToUnixNano(t: HrTime): string {
+  return (BigInt(t[0]) * 1_000_000_000n + BigInt(t[1])).toString();
+}
+
+/**
+ * Converts a finished SDK span into the bus's `kubelet.trace.Span.v1` record (`@splitlet/api`
+ * `SpanRecord`): times as decimal nanosecond strings (exact, unlike `number`), array attributes
+ * as JSON text, secret-looking attribute keys redacted. `service` defaults to the span resource's
+ * `service.name`. Pure.
+ */
+export function spanToRecord(span: ReadableSpan, service?: string): SpanRecord {
+  const attributes: SpanRecord['attributes'] = {};
+  for (const [k, v] of Object.entries(span.attributes)) {
+    if (v === undefined || v === null) continue;
+    if (isSecretKey(k)) attributes[k] = REDACTED;
+    else if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') attributes[k] = v;
+    else attributes[k] = JSON.stringify(v);
+  }
+  const resourceService = span.resource.attributes[ATTR_SERVICE_NAME];
+  const ctx = span.spanContext();
+  const record: SpanRecord = {
+    type: 'kubelet.trace.Span.v1',
+    traceId: ctx.traceId,
+    spanId: ctx.spanId,
+    name: span.name,
+    kind: span.kind,
+    service: service ?? (typeof resourceService === 'string' ? resourceService : 'unknown'),
+    startUnixNano: hrTimeToUnixNano(span.startTime),
+    endUnixNano: hrTimeToUnixNano(span.endTime),
+    statusCode: span.status.code,
+    attributes,
+    links: span.links.map((l) => ({ traceId: l.context.traceId, spanId: l.context.spanId })),
+    events: span.events.map((e) => ({ name: e.name, timeUnixNano: hrTimeToUnixNano(e.time) })),
+  };
+  if (span.parentSpanContext !== undefined) record.parentSpanId = span.parentSpanContext.spanId;
+  if (span.status.message !== undefined && span.status.message !== '') record.statusMessage = span.status.message;
+  return record;
+}
+
+/** Options of {@link createSpanRecordProcessor}. */
+export interface SpanRecordProcessorOptions {
+  /**
+   * Receives each finished, sampled span as a record (e.g. publishes it to `SL_SPANS`). Called
+   * synchronously from `span.end()`, inside a context with tracing suppressed (so spans the sink
+   * itself would create, like a bus publish span, are not recorded and cannot loop). A returned
+   * promise is awaited by `forceFlush`/`shutdown`; it must not block for long.
+   */
+  readonly sink: (record: SpanRecord) => void | Promise<void>;
+  /** `service` of every record. @default the span resource's `service.name` */
+  readonly service?: string;
+  /** Receives sink failures. @default the OTel global error handler (`startTelemetry`'s `onError`) */
+  readonly onError?: (error: unknown) => void;
+}
+
+/**
+ * A span processor that hands every finished span, as a {@link SpanRecord}, to `sink` — how
+ * splitlet keeps traces on the bus so the CLI works without a collector. Pass it to
+ * `startTelemetry({spanProcessors})` or `telemetry.addSpanProcessor()`. After `shutdown()` it
+ * drops spans.
+ */
+export function createSpanRecordProcessor(options: SpanRecordProcessorOptions): SpanProcessor {
+  const pending = new Set<Promise<void>>();
+  let closed = false;
+  const report = (e: unknown): void => {
+    if (options.onError !== undefined) options.onError(e);
+    else globalErrorHandler(e instanceof Error ? e : new Error(String(e)));
+  };
+  const suppressed: Context = suppressTracing(ROOT_CONTEXT);
+  return {
+    onStart(_span: Span, _parentContext: Context): void {},
+    onEnd(span: ReadableSpan): void {
+      if (closed) return;
+      let result: void | Promise<void>;
+      try {
+        const record = spanToRecord(span, options.service);
+        result = otelContext.with(suppressed, () => options.sink(record));
+      } catch (e) {
+        report(e);
+        return;
+      }
+      if (result instanceof Promise) {
+        const p = result.catch(report).finally(() => pending.delete(p));
+        pending.add(p);
+      }
+    },
+    async forceFlush(): Promise<void> {
+      await Promise.all([...pending]);
+    },
+    async shutdown(): Promise<void> {
+      closed = true;
+      await Promise.all([...pending]);
+    },
+  };
+}

@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Histogram, register as globalRegistry } from 'prom-client';
+import {
+  DefBuckets,
+  containersPerPodBuckets,
+  createMetricsRegistry,
+  exponentialBuckets,
+  podStartupDurationBuckets,
+  podStatusSyncBuckets,
+  runtimeOperationsBuckets,
+} from '../src/index.js';
+
+describe('buckets', () => {
+  it('match the kubelet (KUBELET.md §9)', () => {
+    assert.deepEqual(DefBuckets, [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]);
+    assert.deepEqual(podStartupDurationBuckets, [
+      0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600,
+    ]);
+    assert.deepEqual(podStatusSyncBuckets, [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 20, 30, 45, 60]);
+    assert.deepEqual(containersPerPodBuckets, [1, 2, 4, 8, 16]);
+    assert.equal(runtimeOperationsBuckets.length, 14);
+    assert.equal(runtimeOperationsBuckets[0], 0.005);
+    assert.equal(runtimeOperationsBuckets[1], 0.0125);
+    // Go's ExponentialBuckets multiplies repeatedly; the last bound is 0.005 * 2.5^13 up to float error.
+    assert.ok(Math.abs((runtimeOperationsBuckets[13] ?? 0) - 0.005 * 2.5 ** 13) < 1e-9);
+    assert.ok(Object.isFrozen(DefBuckets));
+  });
+
+  it('exponentialBuckets rejects what Go panics on', () => {
+    assert.deepEqual(exponentialBuckets(1, 3, 3), [1, 3, 9]);
+    assert.throws(() => exponentialBuckets(1, 2, 0), RangeError);
+    assert.throws(() => exponentialBuckets(0, 2, 3), RangeError);
+    assert.throws(() => exponentialBuckets(1, 1, 3), RangeError);
+  });
+});
+
+describe('createMetricsRegistry', () => {
+  it('labels every metric with the service and leaves the global registry alone', async () => {
+    const registry = createMetricsRegistry({ service: 'pleg' });
+    const h = new Histogram({
+      name: 'kubelet_pleg_relist_duration_seconds',
+      help: 'Duration in seconds for relisting pods in PLEG.',
+      buckets: [...DefBuckets],
+      registers: [registry],
+    });
+    h.observe(0.02);
+    const text = await registry.metrics();
+    assert.match(text, /kubelet_pleg_relist_duration_seconds_bucket\{le="0.025",service="pleg"\} 1/);
+    assert.match(text, /process_cpu_user_seconds_total\{service="pleg"\}/);
+    assert.doesNotMatch(await globalRegistry.metrics(), /kubelet_pleg/);
+  });
+
+  it('can skip the default metrics', async () => {
+    const registry = createMetricsRegistry({ service: 'x', defaultMetrics: false });
+    assert.equal((await registry.metrics()).trim(), '');
+  });
+});
