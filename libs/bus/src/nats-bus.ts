@@ -553,8 +553,8 @@ export class NatsBus {
     opts: { follow?: boolean; signal?: AbortSignal; onInvalid?: (reason: string) => void } = {},
   ): Promise<void> {
     const info = await this.jsm.streams.info(stream, { subjects_filter: filterSubject }).catch(() => undefined);
-    const consumer = await this.js.consumers.get(stream, { filter_subjects: [filterSubject] });
-    const pendingAtStart = info?.state.subjects ? Object.values(info.state.subjects).reduce((a, b) => a + b, 0) : undefined;
+    const consumer = await this.js.consumers.get(stream, { filter_subjects: filterSubject });
+    const pendingAtStart = info ? Object.values(info.state.subjects ?? {}).reduce((a, b) => a + b, 0) : undefined;
     if (!opts.follow && pendingAtStart === 0) return;
     const messages = await consumer.consume({ max_messages: 256 });
     const stop = (): void => void messages.close().catch(() => undefined);

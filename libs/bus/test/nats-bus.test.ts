@@ -1,0 +1,202 @@
+/**
+ * The bus against a real nats-server: provisioning, validation at both ends, dead letters,
+ * retries, request/reply errors, KV create/CAS/watch, and trace context in headers.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { z } from 'zod';
+import { context, propagation, trace } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { startNatsServer, eventually as poll } from '@splitlet/testkit';
+import type { NatsServer } from '@splitlet/testkit';
+import { DeadLetter, Streams, Subjects, KubeletError } from '@splitlet/api';
+import { connectBus, isBusError, STREAMS } from '../src/index.ts';
+import type { NatsBus } from '../src/index.ts';
+
+const NODE = 'node-a.example.com';
+/** Polls until the assertions in `fn` pass. */
+function eventually(fn: () => void | Promise<void>): Promise<true> {
+  return poll(async () => {
+    await fn();
+    return true as const;
+  });
+}
+
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+
+const Ping = z.object({ type: z.literal('test.Ping.v1'), n: z.number().int() });
+
+describe('NatsBus', () => {
+  let server: NatsServer;
+  let bus: NatsBus;
+  let other: NatsBus;
+
+  before(async () => {
+    const cm = new AsyncLocalStorageContextManager();
+    cm.enable();
+    context.setGlobalContextManager(cm);
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    server = await startNatsServer();
+    bus = await connectBus({ servers: server.url, process: 'test-a', node: NODE, logger: quiet });
+    other = await connectBus({ servers: server.url, process: 'test-b', node: NODE, logger: quiet });
+  });
+
+  after(async () => {
+    await bus.close();
+    await other.close();
+    await server.stop();
+  });
+
+  test('provisioning is idempotent and creates every stream', async () => {
+    const again = await connectBus({ servers: server.url, process: 'test-c', node: NODE, logger: quiet });
+    await again.close();
+    for (const s of STREAMS) {
+      const info = await bus.jsm.streams.info(s.name);
+      assert.deepEqual(info.config.subjects, s.subjects);
+    }
+  });
+
+  test('publish refuses an invalid message; nothing is sent', async () => {
+    await assert.rejects(
+      bus.publish(Ping, Subjects.pleg(NODE, 'u1'), { type: 'test.Ping.v1', n: 1.5 } as never),
+      (e: unknown) => isBusError(e, 'SchemaInvalid') && /n:/.test((e as Error).message),
+    );
+  });
+
+  test('a malformed message is dead-lettered with the reason and the consumer keeps going', async () => {
+    const ac = new AbortController();
+    const got: number[] = [];
+    const c = await other.consume(
+      Ping,
+      { stream: Streams.pleg, durable: 'test-pleg', filterSubject: Subjects.plegAll(NODE), signal: ac.signal },
+      async (d) => {
+        got.push(d.data.n);
+      },
+    );
+    await bus.js.publish(Subjects.pleg(NODE, 'bad'), '{"type":"test.Ping.v1","n":"not a number"}');
+    await bus.js.publish(Subjects.pleg(NODE, 'bad2'), 'not json at all');
+    await bus.publish(Ping, Subjects.pleg(NODE, 'good'), { type: 'test.Ping.v1', n: 7 });
+    await eventually(() => assert.deepEqual(got, [7]));
+    const letters: DeadLetter[] = [];
+    await eventually(async () => {
+      letters.length = 0;
+      await bus.readStream(DeadLetter, Streams.deadLetter, Subjects.deadLetter(NODE, 'test-b'), (d) => letters.push(d));
+      assert.equal(letters.length, 2);
+    });
+    assert.equal(letters[0]!.subject, Subjects.pleg(NODE, 'bad'));
+    assert.match(letters[0]!.reason, /does not match its schema: n:/);
+    assert.match(letters[1]!.reason, /not valid JSON/);
+    assert.equal(letters[1]!.payload, 'not json at all');
+    ac.abort();
+    await c.done;
+  });
+
+  test('a retryable failure is redelivered with backoff; a non-retryable one is dead-lettered', async () => {
+    const ac = new AbortController();
+    const attempts = new Map<number, number>();
+    const c = await other.consume(
+      Ping,
+      { stream: Streams.status, durable: 'test-status', filterSubject: Subjects.statusAll(NODE), signal: ac.signal, nakBackoffMs: [50], maxDeliver: 5 },
+      async (d) => {
+        const n = (attempts.get(d.data.n) ?? 0) + 1;
+        attempts.set(d.data.n, n);
+        if (d.data.n === 1 && n < 3) throw new KubeletError('Unavailable', 'try again', { retryable: true });
+        if (d.data.n === 2) throw new KubeletError('Invalid', 'never works');
+      },
+    );
+    await bus.publish(Ping, Subjects.status(NODE, 'p1'), { type: 'test.Ping.v1', n: 1 });
+    await bus.publish(Ping, Subjects.status(NODE, 'p2'), { type: 'test.Ping.v1', n: 2 });
+    await eventually(() => {
+      assert.equal(attempts.get(1), 3);
+      assert.equal(attempts.get(2), 1);
+    });
+    await eventually(async () => {
+      const letters: DeadLetter[] = [];
+      await bus.readStream(DeadLetter, Streams.deadLetter, Subjects.deadLetter(NODE, 'test-b'), (d) => letters.push(d));
+      assert.ok(letters.some((l) => l.subject === Subjects.status(NODE, 'p2') && l.reason === 'never works'));
+    });
+    ac.abort();
+    await c.done;
+  });
+
+  test('request/reply: reply, remote error, no responders, timeout, invalid request', async () => {
+    const ac = new AbortController();
+    const subject = Subjects.rpc.volume(NODE, 'mount');
+    other.serve(
+      subject,
+      Ping,
+      Ping,
+      async (req) => {
+        if (req.n === 13) throw new KubeletError('FailedMount', 'unlucky', { retryable: true });
+        if (req.n === 99) await new Promise((r) => setTimeout(r, 500));
+        return { type: 'test.Ping.v1', n: req.n + 1 };
+      },
+      { queue: 'test', signal: ac.signal },
+    );
+    await other.nc.flush();
+    const rep = await bus.request(Ping, Ping, subject, { type: 'test.Ping.v1', n: 1 }, { timeoutMs: 2000 });
+    assert.equal(rep.n, 2);
+    await assert.rejects(bus.request(Ping, Ping, subject, { type: 'test.Ping.v1', n: 13 }, { timeoutMs: 2000 }), (e: unknown) => {
+      return isBusError(e, 'Remote') && e.remoteCode === 'FailedMount' && e.retryable && e.message === 'unlucky';
+    });
+    await assert.rejects(bus.request(Ping, Ping, Subjects.rpc.volume(NODE, 'cleanup'), { type: 'test.Ping.v1', n: 1 }, { timeoutMs: 2000 }), (e: unknown) => isBusError(e, 'NoResponders'));
+    await assert.rejects(bus.request(Ping, Ping, subject, { type: 'test.Ping.v1', n: 99 }, { timeoutMs: 100 }), (e: unknown) => isBusError(e, 'Timeout') && /within 100 ms/.test((e as Error).message));
+    const raw = await bus.nc.request(subject, '{"type":"nope"}', { timeout: 2000 });
+    const env = raw.json<{ ok: boolean; error: { code: string } }>();
+    assert.equal(env.ok, false);
+    assert.equal(env.error.code, 'SchemaInvalid');
+    ac.abort();
+  });
+
+  test('KV: create is first-wins, update is CAS, watch replays then follows, invalid values are skipped', async () => {
+    const kv = await bus.kv('sl_kill', Ping);
+    const key = 'node-a_example_com.3.uid-1';
+    const r1 = await kv.create(key, { type: 'test.Ping.v1', n: 1 });
+    await assert.rejects(kv.create(key, { type: 'test.Ping.v1', n: 2 }), (e: unknown) => isBusError(e, 'Conflict'));
+    const r2 = await kv.update(key, { type: 'test.Ping.v1', n: 3 }, r1);
+    await assert.rejects(kv.update(key, { type: 'test.Ping.v1', n: 4 }, r1), (e: unknown) => isBusError(e, 'Conflict'));
+    assert.equal((await kv.get(key))?.value?.n, 3);
+    const seen: (number | null)[] = [];
+    const ac = new AbortController();
+    let caughtUp = false;
+    const otherKv = await other.kv('sl_kill', Ping);
+    await otherKv.watch('node-a_example_com.>', ac.signal, (e) => void seen.push(e.value?.n ?? null), { onCaughtUp: () => (caughtUp = true) });
+    await eventually(() => assert.ok(caughtUp));
+    assert.deepEqual(seen, [3]);
+    await kv.kv.put('node-a_example_com.3.bad', '{"garbage":true}');
+    await kv.delete(key, r2 + 0 === r2 ? r2 : r2);
+    await eventually(() => assert.deepEqual(seen, [3, null]));
+    ac.abort();
+    // A watch on an empty prefix is caught up at once.
+    let emptyCaughtUp = false;
+    const ac2 = new AbortController();
+    await otherKv.watch('nothing-here.>', ac2.signal, () => undefined, { onCaughtUp: () => (emptyCaughtUp = true) });
+    assert.ok(emptyCaughtUp);
+    ac2.abort();
+  });
+
+  test('trace context travels in the headers of a published message', async () => {
+    const { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    trace.setGlobalTracerProvider(provider);
+    const tracer = provider.getTracer('test');
+    const ac = new AbortController();
+    let consumerTrace: string | undefined;
+    const c = await other.consume(Ping, { stream: Streams.events, durable: 'test-events', filterSubject: Subjects.eventsAll(NODE), signal: ac.signal }, async () => {
+      consumerTrace = trace.getSpan(context.active())?.spanContext().traceId;
+    });
+    const root = tracer.startSpan('root');
+    await context.with(trace.setSpan(context.active(), root), () => bus.publish(Ping, Subjects.events(NODE, 'u'), { type: 'test.Ping.v1', n: 1 }));
+    root.end();
+    await eventually(() => assert.equal(consumerTrace, root.spanContext().traceId));
+    ac.abort();
+    await c.done;
+    await provider.forceFlush();
+    const names = exporter.getFinishedSpans().map((s) => s.name);
+    assert.ok(names.includes('send sl.{node}.events.{uid}'));
+    assert.ok(names.includes('process sl.{node}.events.{uid}'));
+    trace.disable();
+  });
+});
