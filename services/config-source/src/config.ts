@@ -1,0 +1,67 @@
+/**
+ * config-source's configuration: the common process contract (docs/architecture.md) plus the
+ * file and http sources. The only reader of `process.env`.
+ */
+import { isAbsolute, resolve } from 'node:path';
+import { z } from 'zod';
+import { loadConfig } from '@splitlet/service';
+import type { Env } from '@splitlet/service';
+
+/** `Key: Value` → the header; the value is a secret for logging purposes. */
+const header = z
+  .string()
+  .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+:\s*\S.*$/, 'must be "Key: Value"')
+  .transform((s) => {
+    const i = s.indexOf(':');
+    return { name: s.slice(0, i).trim(), value: s.slice(i + 1).trim() };
+  });
+
+const period = z.coerce.number().int().min(100);
+
+/** The env schema. */
+export const ConfigSchema = z
+  .object({
+    NATS_URL: z.string().min(1),
+    NODE_NAME: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase DNS-1123 subdomain').max(253),
+    HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+    HEALTH_PORT_FILE: z.string().min(1).optional(),
+    HEALTH_HOST: z.string().min(1).default('127.0.0.1'),
+    LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+    /** The file source: a directory of static pod manifests (or one manifest file). */
+    MANIFEST_DIR: z.string().min(1).optional(),
+    /** The http source. */
+    MANIFEST_URL: z.url({ protocol: /^https?$/ }).optional(),
+    /** An extra request header for the http source, `Key: Value`. */
+    MANIFEST_URL_HEADER: header.optional(),
+    FILE_CHECK_FREQUENCY_MS: period.default(20_000),
+    HTTP_CHECK_FREQUENCY_MS: period.default(20_000),
+  })
+  .refine((e) => e.MANIFEST_DIR !== undefined || e.MANIFEST_URL !== undefined, {
+    message: 'no pod source configured: set MANIFEST_DIR and/or MANIFEST_URL',
+  })
+  .transform((e) => ({
+    natsUrl: e.NATS_URL,
+    nodeName: e.NODE_NAME,
+    healthPort: e.HEALTH_PORT,
+    healthHost: e.HEALTH_HOST,
+    healthPortFile: e.HEALTH_PORT_FILE,
+    logLevel: e.LOG_LEVEL,
+    manifestDir: e.MANIFEST_DIR === undefined ? undefined : isAbsolute(e.MANIFEST_DIR) ? e.MANIFEST_DIR.replace(/\/+$/, '') || '/' : resolve(e.MANIFEST_DIR),
+    manifestUrl: e.MANIFEST_URL,
+    manifestUrlHeader: e.MANIFEST_URL_HEADER,
+    fileCheckFrequencyMs: e.FILE_CHECK_FREQUENCY_MS,
+    httpCheckFrequencyMs: e.HTTP_CHECK_FREQUENCY_MS,
+  }));
+
+/** The validated configuration. */
+export type Config = z.output<typeof ConfigSchema>;
+
+/** Reads the configuration (default `process.env`). Throws ConfigError naming every bad variable. */
+export function readConfig(env: Env = process.env): Config {
+  return loadConfig(ConfigSchema, env);
+}
+
+/** The environment, for the OTEL_* variables telemetry reads. */
+export function processEnv(): Env {
+  return process.env;
+}

@@ -1,0 +1,250 @@
+/**
+ * The file source: a directory of static pod manifests (or a single manifest file), listed at start,
+ * relisted every `periodMs`, and watched with inotify (`fs.watch`) for changes between relists.
+ *
+ * Models pkg/kubelet/config/file.go (sourceFile, resetStoreFromPath, extractFromDir,
+ * extractFromFile) and file_linux.go (the inotify watch). Every look sends the full list (the
+ * kubelet's UndeltaStore sends a SET on every change), so a watch event simply triggers a relist
+ * (debounced).
+ *
+ * ```
+ * start ─► relist ─► wait(period | watch event +50 ms | abort) ─► relist ─► …
+ * ```
+ */
+import { watch } from 'node:fs';
+import type { FSWatcher } from 'node:fs';
+import { open, readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Clock, TimerHandle } from '@splitlet/service';
+import type { Logger } from '@splitlet/telemetry';
+import { decodeManifest, MAX_CONFIG_LENGTH } from './manifest-decoder.js';
+import type { ManifestError, SourceListing, SourcedPod } from './listing.js';
+
+/** Reads at most `limit` bytes of a regular file; a larger file is an error naming its size. */
+export async function readManifestFile(path: string, limit: number = MAX_CONFIG_LENGTH): Promise<string> {
+  const fh = await open(path, 'r');
+  try {
+    const st = await fh.stat();
+    if (st.size > limit) throw new Error(tooLarge(path, st.size, limit));
+    // The file may grow between stat and read: read at most limit + 1 bytes and check again.
+    const buf = Buffer.alloc(Math.min(st.size, limit) + 1);
+    let n = 0;
+    while (n < buf.length) {
+      const { bytesRead } = await fh.read(buf, n, buf.length - n, n);
+      if (bytesRead === 0) break;
+      n += bytesRead;
+    }
+    if (n > limit) throw new Error(tooLarge(path, n, limit, true));
+    return buf.subarray(0, n).toString('utf8');
+  } finally {
+    await fh.close();
+  }
+}
+
+function tooLarge(path: string, size: number, limit: number, atLeast = false): string {
+  return `manifest file ${JSON.stringify(path)} is ${atLeast ? 'more than ' : ''}${size} bytes, larger than the limit of ${limit} bytes (maxConfigLength)`;
+}
+
+/** What one look at the path found, before PodConfig. */
+export interface DirListing {
+  /** The path does not exist (the source is still seen, with no pods). */
+  readonly missing: boolean;
+  readonly pods: SourcedPod[];
+  readonly errors: ManifestError[];
+  /** Entries skipped without being an error (subdirectories, special files), for the log. */
+  readonly skipped: { path: string; reason: string }[];
+}
+
+/**
+ * Lists `path` once: a directory's entries not starting with `.`, sorted, regular files only
+ * (subdirectories are not recursed into), each decoded on its own; or `path` itself when it is a
+ * file. A bad file contributes no pods and one {@link ManifestError}.
+ *
+ * Models sourceFile.resetStoreFromPath / extractFromDir.
+ */
+export async function listManifests(path: string, nodeName: string): Promise<DirListing> {
+  const pods: SourcedPod[] = [];
+  const errors: ManifestError[] = [];
+  const skipped: { path: string; reason: string }[] = [];
+  let info;
+  try {
+    info = await stat(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { missing: true, pods, errors, skipped };
+    throw e;
+  }
+  const readOne = async (file: string): Promise<void> => {
+    let text: string;
+    try {
+      text = await readManifestFile(file);
+    } catch (e) {
+      errors.push({ kind: 'file', location: file, message: e instanceof Error ? e.message : String(e) });
+      return;
+    }
+    const decoded = decodeManifest(text, nodeName, { kind: 'file', path: file });
+    if (decoded.ok) for (const pod of decoded.pods) pods.push({ pod, origin: file });
+    else errors.push({ kind: 'file', location: file, message: decoded.message, ...(decoded.document !== undefined ? { document: decoded.document } : {}) });
+  };
+  if (info.isFile()) {
+    await readOne(path);
+    return { missing: false, pods, errors, skipped };
+  }
+  if (!info.isDirectory()) throw new Error(`manifest path ${JSON.stringify(path)} is not a directory or file`);
+  const names = (await readdir(path)).filter((n) => !n.startsWith('.')).sort();
+  for (const name of names) {
+    const file = join(path, name);
+    let st;
+    try {
+      st = await stat(file);
+    } catch (e) {
+      // Vanished between readdir and stat, or a dangling symlink.
+      skipped.push({ path: file, reason: `can't get metadata: ${e instanceof Error ? e.message : String(e)}` });
+      continue;
+    }
+    if (st.isDirectory()) skipped.push({ path: file, reason: 'not recursing into manifest path' });
+    else if (st.isFile()) await readOne(file);
+    else skipped.push({ path: file, reason: 'manifest path is not a directory or file' });
+  }
+  return { missing: false, pods, errors, skipped };
+}
+
+/** Options of {@link FileSource}. */
+export interface FileSourceOptions {
+  /** The manifest directory (or file). */
+  readonly path: string;
+  readonly nodeName: string;
+  /** `fileCheckFrequency`. @default 20000 */
+  readonly periodMs?: number;
+  /** Quiet time after a watch event before relisting. @default 50 */
+  readonly debounceMs?: number;
+  /** Watch with inotify between relists. @default true */
+  readonly watch?: boolean;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Receives every listing; awaited before the next look (so updates stay in order). */
+  readonly onListing: (listing: SourceListing) => Promise<void>;
+  /** Called after each completed relist (health by progress). */
+  readonly onProgress?: () => void;
+}
+
+/** A running file source. Create it, then `run(signal)`; it stops when the signal aborts. */
+export class FileSource {
+  readonly #o: FileSourceOptions;
+  readonly #periodMs: number;
+  #watcher: FSWatcher | undefined;
+  #watchedIno: number | undefined;
+  #wake: (() => void) | undefined;
+  #debounce: TimerHandle | undefined;
+  /** A debounced watch event fired while no wait was in progress. */
+  #dirty = false;
+  #lastMissingLogged: boolean | undefined;
+
+  constructor(options: FileSourceOptions) {
+    this.#o = options;
+    this.#periodMs = options.periodMs ?? 20_000;
+  }
+
+  /** Lists once and hands the listing on (awaiting it). Exposed for tests. */
+  async relist(): Promise<void> {
+    const { path, nodeName, logger } = this.#o;
+    let listing: DirListing;
+    try {
+      listing = await listManifests(path, nodeName);
+    } catch (e) {
+      logger.error('unable to read manifest path', { path, err: e });
+      return;
+    }
+    if (listing.missing !== this.#lastMissingLogged) {
+      if (listing.missing) logger.info('manifest path does not exist, ignoring', { path });
+      this.#lastMissingLogged = listing.missing;
+    }
+    for (const s of listing.skipped) logger.warn('skipped manifest path', { path: s.path, reason: s.reason });
+    try {
+      await this.#o.onListing({ source: 'file', pods: listing.pods, errors: listing.errors });
+    } catch (e) {
+      // Only a shutdown interrupts delivery (PodConfig retries otherwise); the loop sees the signal.
+      logger.debug('listing not delivered', { path, err: e });
+    }
+  }
+
+  /** Lists now and then every period or on a watch event, until `signal` aborts. */
+  async run(signal: AbortSignal): Promise<void> {
+    const stop = (): void => this.#stopWatching();
+    signal.addEventListener('abort', stop, { once: true });
+    try {
+      while (!signal.aborted) {
+        if (this.#o.watch ?? true) await this.#ensureWatcher();
+        this.#dirty = false;
+        await this.relist();
+        this.#o.onProgress?.();
+        if (signal.aborted) break;
+        if (this.#dirty) continue;
+        await this.#waitForWork(signal);
+      }
+    } finally {
+      signal.removeEventListener('abort', stop);
+      this.#stopWatching();
+    }
+  }
+
+  #waitForWork(signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const { clock } = this.#o;
+      const done = (): void => {
+        clock.clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        this.#wake = undefined;
+        resolve();
+      };
+      const timer = clock.setTimeout(done, this.#periodMs);
+      signal.addEventListener('abort', done, { once: true });
+      this.#wake = done;
+    });
+  }
+
+  /** A watch event: relist once things are quiet for `debounceMs`. */
+  #onWatchEvent(): void {
+    const { clock } = this.#o;
+    if (this.#debounce !== undefined) clock.clearTimeout(this.#debounce);
+    this.#debounce = clock.setTimeout(() => {
+      this.#debounce = undefined;
+      if (this.#wake !== undefined) this.#wake();
+      else this.#dirty = true;
+    }, this.#o.debounceMs ?? 50);
+  }
+
+  /** (Re)creates the inotify watch when missing or when the directory was replaced. */
+  async #ensureWatcher(): Promise<void> {
+    let ino: number | undefined;
+    try {
+      ino = (await stat(this.#o.path)).ino;
+    } catch {
+      ino = undefined;
+    }
+    if (this.#watcher !== undefined && ino === this.#watchedIno) return;
+    this.#stopWatching();
+    if (ino === undefined) return;
+    try {
+      const w = watch(this.#o.path, { persistent: false }, () => this.#onWatchEvent());
+      w.on('error', (e) => {
+        this.#o.logger.warn('manifest watch failed; relying on the periodic relist until it is re-established', { path: this.#o.path, err: e });
+        if (this.#watcher === w) this.#stopWatching();
+        this.#onWatchEvent();
+      });
+      this.#watcher = w;
+      this.#watchedIno = ino;
+    } catch (e) {
+      this.#o.logger.warn('cannot watch manifest path; relying on the periodic relist', { path: this.#o.path, err: e });
+    }
+  }
+
+  #stopWatching(): void {
+    if (this.#debounce !== undefined) {
+      this.#o.clock.clearTimeout(this.#debounce);
+      this.#debounce = undefined;
+    }
+    this.#watcher?.close();
+    this.#watcher = undefined;
+    this.#watchedIno = undefined;
+  }
+}

@@ -1,0 +1,36 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { readConfig } from '../src/config.js';
+
+const base = { NATS_URL: 'nats://127.0.0.1:4222', NODE_NAME: 'node-a' };
+
+describe('config-source config', () => {
+  it('needs at least one source', () => {
+    assert.throws(() => readConfig(base), (e: unknown) => {
+      const err = e as { code: string; message: string };
+      assert.equal(err.code, 'InvalidConfig');
+      assert.match(err.message, /no pod source configured: set MANIFEST_DIR and\/or MANIFEST_URL/);
+      return true;
+    });
+  });
+
+  it('defaults the periods to 20 s and parses the header', () => {
+    const c = readConfig({ ...base, MANIFEST_DIR: '/etc/kubernetes/manifests/', MANIFEST_URL: 'http://x/y', MANIFEST_URL_HEADER: 'Authorization: Bearer abc' });
+    assert.equal(c.manifestDir, '/etc/kubernetes/manifests');
+    assert.equal(c.manifestUrl, 'http://x/y');
+    assert.deepEqual(c.manifestUrlHeader, { name: 'Authorization', value: 'Bearer abc' });
+    assert.equal(c.fileCheckFrequencyMs, 20_000);
+    assert.equal(c.httpCheckFrequencyMs, 20_000);
+  });
+
+  it('rejects a bad header, URL or node name without echoing values', () => {
+    assert.throws(() => readConfig({ ...base, MANIFEST_URL: 'http://x/', MANIFEST_URL_HEADER: 'no colon secret' }), (e: unknown) => {
+      const msg = (e as Error).message;
+      assert.match(msg, /MANIFEST_URL_HEADER/);
+      assert.ok(!msg.includes('secret'));
+      return true;
+    });
+    assert.throws(() => readConfig({ ...base, MANIFEST_URL: 'ftp://x/' }), /MANIFEST_URL/);
+    assert.throws(() => readConfig({ ...base, NODE_NAME: 'Node_A', MANIFEST_DIR: '/m' }), /NODE_NAME/);
+  });
+});

@@ -1,0 +1,149 @@
+import assert from 'node:assert/strict';
+import { mkdir, open, rm, symlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { realClock } from '@splitlet/service';
+import { FakeClock } from '@splitlet/service/testing';
+import { eventually, makeTempDir, type TempDir } from '@splitlet/testkit';
+import { FileSource, listManifests, readManifestFile } from '../src/sources/file-source.js';
+import type { SourceListing } from '../src/sources/listing.js';
+import { MAX_CONFIG_LENGTH } from '../src/sources/manifest-decoder.js';
+import { manifest, memoryLogger } from './helpers.js';
+
+const NODE = 'node-a';
+
+describe('listManifests', () => {
+  let tmp: TempDir;
+  beforeEach(async () => {
+    tmp = await makeTempDir('cs-file-');
+  });
+  afterEach(async () => tmp.cleanup());
+
+  it('reads regular files sorted, skipping dotfiles and subdirectories', async () => {
+    await writeFile(join(tmp.path, 'b.yaml'), manifest('b'));
+    await writeFile(join(tmp.path, 'a.json'), JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'a' }, spec: { containers: [{ name: 'c', image: 'i' }] } }));
+    await writeFile(join(tmp.path, '.hidden.yaml'), manifest('hidden'));
+    await writeFile(join(tmp.path, '.swp'), 'garbage: [');
+    await mkdir(join(tmp.path, 'sub'));
+    await writeFile(join(tmp.path, 'sub', 'c.yaml'), manifest('c'));
+    const l = await listManifests(tmp.path, NODE);
+    assert.equal(l.missing, false);
+    assert.deepEqual(l.pods.map((p) => [p.pod.metadata.name, p.origin]), [
+      ['a-node-a', join(tmp.path, 'a.json')],
+      ['b-node-a', join(tmp.path, 'b.yaml')],
+    ]);
+    assert.deepEqual(l.errors, []);
+    assert.deepEqual(l.skipped, [{ path: join(tmp.path, 'sub'), reason: 'not recursing into manifest path' }]);
+  });
+
+  it('multi-document files and PodLists contribute several pods', async () => {
+    await writeFile(join(tmp.path, 'multi.yaml'), `${manifest('x')}---\n${manifest('y')}`);
+    await writeFile(join(tmp.path, 'list.yaml'), `apiVersion: v1\nkind: PodList\nitems:\n- metadata: {name: z}\n  spec: {containers: [{name: c, image: i}]}\n`);
+    const l = await listManifests(tmp.path, NODE);
+    assert.deepEqual(l.pods.map((p) => p.pod.metadata.name), ['z-node-a', 'x-node-a', 'y-node-a']);
+  });
+
+  it('a bad file is an error naming it; the other files still count', async () => {
+    await writeFile(join(tmp.path, 'good.yaml'), manifest('good'));
+    await writeFile(join(tmp.path, 'noname.yaml'), manifest('x').replace('  name: x\n', ''));
+    await writeFile(join(tmp.path, 'kind.yaml'), 'apiVersion: apps/v1\nkind: Deployment\n');
+    await writeFile(join(tmp.path, 'broken.yaml'), 'a: [\n');
+    const l = await listManifests(tmp.path, NODE);
+    assert.deepEqual(l.pods.map((p) => p.pod.metadata.name), ['good-node-a']);
+    assert.deepEqual(l.errors.map((e) => e.location), ['broken.yaml', 'kind.yaml', 'noname.yaml'].map((f) => join(tmp.path, f)));
+    assert.match(l.errors[0]!.message, /^error converting YAML to JSON/);
+    assert.match(l.errors[1]!.message, /unsupported kind "Deployment"/);
+    assert.equal(l.errors[2]!.message, 'invalid pod: name is needed for the pod');
+  });
+
+  it('a file over 10 MiB is an error naming the file and its size, without reading it', async () => {
+    const big = join(tmp.path, 'big.yaml');
+    const fh = await open(big, 'w');
+    await fh.truncate(MAX_CONFIG_LENGTH + 1); // sparse: no data written
+    await fh.close();
+    await writeFile(join(tmp.path, 'ok.yaml'), manifest('ok'));
+    const l = await listManifests(tmp.path, NODE);
+    assert.deepEqual(l.pods.map((p) => p.pod.metadata.name), ['ok-node-a']);
+    assert.equal(l.errors.length, 1);
+    assert.equal(l.errors[0]!.location, big);
+    assert.equal(l.errors[0]!.message, `manifest file ${JSON.stringify(big)} is 10485761 bytes, larger than the limit of 10485760 bytes (maxConfigLength)`);
+  });
+
+  it('exactly 10 MiB is read', async () => {
+    const p = join(tmp.path, 'edge.yaml');
+    const text = manifest('edge');
+    await writeFile(p, text + ' '.repeat(MAX_CONFIG_LENGTH - Buffer.byteLength(text)));
+    assert.equal((await readManifestFile(p)).length, MAX_CONFIG_LENGTH);
+  });
+
+  it('a missing path is "missing"; an empty dir has no pods', async () => {
+    assert.equal((await listManifests(join(tmp.path, 'nope'), NODE)).missing, true);
+    const l = await listManifests(tmp.path, NODE);
+    assert.deepEqual([l.missing, l.pods, l.errors], [false, [], []]);
+  });
+
+  it('the path may be a single manifest file', async () => {
+    const p = join(tmp.path, 'one.yaml');
+    await writeFile(p, manifest('one'));
+    assert.deepEqual((await listManifests(p, NODE)).pods.map((x) => x.pod.metadata.name), ['one-node-a']);
+  });
+
+  it('a dangling symlink is skipped, a symlink to a file is read', async () => {
+    await writeFile(join(tmp.path, 'real.yaml'), manifest('real'));
+    await mkdir(join(tmp.path, '.store'));
+    await writeFile(join(tmp.path, '.store', 'target.yaml'), manifest('linked'));
+    await symlink(join(tmp.path, '.store', 'target.yaml'), join(tmp.path, 'link.yaml'));
+    await symlink(join(tmp.path, 'gone'), join(tmp.path, 'dangling.yaml'));
+    const l = await listManifests(tmp.path, NODE);
+    assert.deepEqual(l.pods.map((p) => p.pod.metadata.name), ['linked-node-a', 'real-node-a']);
+    assert.equal(l.skipped.length, 1);
+  });
+});
+
+describe('FileSource loop', () => {
+  let tmp: TempDir;
+  beforeEach(async () => {
+    tmp = await makeTempDir('cs-loop-');
+  });
+  afterEach(async () => tmp.cleanup());
+
+  it('lists at start and every period (fake clock), sending SET [] for a missing dir', async () => {
+    const clock = new FakeClock(0);
+    const listings: SourceListing[] = [];
+    let progress = 0;
+    const src = new FileSource({ path: join(tmp.path, 'manifests'), nodeName: NODE, periodMs: 20_000, watch: false, clock, logger: memoryLogger().logger, onListing: async (l) => void listings.push(l), onProgress: () => progress++ });
+    const ac = new AbortController();
+    const done = src.run(ac.signal);
+    await eventually(() => listings.length === 1);
+    assert.deepEqual(listings[0], { source: 'file', pods: [], errors: [] });
+    await mkdir(join(tmp.path, 'manifests'));
+    await writeFile(join(tmp.path, 'manifests', 'a.yaml'), manifest('a'));
+    clock.advance(19_999);
+    assert.equal(listings.length, 1);
+    clock.advance(1);
+    await eventually(() => listings.length === 2);
+    assert.deepEqual(listings[1]?.pods?.map((p) => p.pod.metadata.name), ['a-node-a']);
+    assert.equal(progress, 2);
+    ac.abort();
+    await done;
+    assert.equal(clock.pendingTimers, 0);
+  });
+
+  it('relists on inotify events (add, modify, delete) well before the period', async () => {
+    const listings: SourceListing[] = [];
+    // The period (10 min) never elapses within the test: only watch events cause relists.
+    const src = new FileSource({ path: tmp.path, nodeName: NODE, periodMs: 600_000, clock: realClock, logger: memoryLogger().logger, onListing: async (l) => void listings.push(l) });
+    const ac = new AbortController();
+    const done = src.run(ac.signal);
+    await eventually(() => listings.length === 1);
+    const names = (): string[] => listings.at(-1)?.pods?.map((p) => p.pod.metadata.name) ?? [];
+    await writeFile(join(tmp.path, 'a.yaml'), manifest('a'));
+    await eventually(() => names().join() === 'a-node-a', { timeoutMs: 5000 });
+    await writeFile(join(tmp.path, 'a.yaml'), manifest('a', 'busybox:1.37'));
+    await eventually(() => listings.at(-1)?.pods?.[0]?.pod.spec.containers[0]?.image === 'busybox:1.37', { timeoutMs: 5000 });
+    await rm(join(tmp.path, 'a.yaml'));
+    await eventually(() => names().length === 0, { timeoutMs: 5000 });
+    ac.abort();
+    await done;
+  });
+});

@@ -1,0 +1,52 @@
+/**
+ * The narrow interfaces volume-manager consumes. The domain (`src/volumes`) depends only on these,
+ * a clock and a logger; `src/adapters` implements them over NATS and the host.
+ */
+import type { KubeEvent, PodVolumeState } from '@splitlet/api';
+
+/**
+ * Mounts that need privileges (tmpfs for `emptyDir.medium: Memory`).
+ *
+ * Models k8s.io/mount-utils Interface (Mount, Unmount, IsLikelyNotMountPoint), reduced to what the
+ * emptyDir plugin uses.
+ */
+export interface Mounter {
+  /** Mounts a tmpfs of `sizeBytes` on `dir` (which exists). */
+  mountTmpfs(dir: string, sizeBytes: number): Promise<void>;
+  /** Unmounts whatever is mounted on `dir`. */
+  unmount(dir: string): Promise<void>;
+  /** Every mount point at or below `dir` (absolute, normalised), deepest first. */
+  mountPointsUnder(dir: string): Promise<string[]>;
+}
+
+/**
+ * The actual state of world, persisted: bucket `sl_volumes`, key `<node>.<uid>`, one writer
+ * (this process).
+ */
+export interface VolumeStateStore {
+  put(state: PodVolumeState): Promise<void>;
+  get(uid: string): Promise<PodVolumeState | null>;
+  delete(uid: string): Promise<void>;
+  /** Every state this node has stored (to rebuild the actual state of world after a restart). */
+  list(): Promise<PodVolumeState[]>;
+}
+
+/** Records a Kubernetes event (fire and forget from the domain's view; failures are the adapter's to log). */
+export interface EventRecorder {
+  record(event: KubeEvent, uid: string): Promise<void>;
+}
+
+/** Wall-clock time, injectable for tests. */
+export interface Clock {
+  now(): number;
+}
+
+/**
+ * The volume metrics the kubelet exports (pkg/volume/util/metrics.go, volumemanager/metrics).
+ */
+export interface VolumeMetrics {
+  /** `storage_operation_duration_seconds{operation_name, volume_plugin, status, migrated}`. */
+  observeOperation(operation: 'volume_mount' | 'volume_unmount', plugin: string, ok: boolean, seconds: number): void;
+  /** `volume_manager_total_volumes{plugin_name, state}`: volumes per plugin in the actual state of world. */
+  setTotals(byPlugin: ReadonlyMap<string, number>): void;
+}

@@ -1,0 +1,442 @@
+/**
+ * The node's pod volumes: desired state arrives as requests (mount / unmount / cleanup), the actual
+ * state of world is kept in memory and persisted to `sl_volumes`.
+ *
+ * Models pkg/kubelet/volumemanager (volume_manager.go WaitForAttachAndMount / WaitForUnmount,
+ * cache/actual_state_of_world.go, reconciler), pkg/volume/emptydir/empty_dir.go (SetUpAt,
+ * TearDownAt, calculateEmptyDirMemorySize), pkg/volume/hostpath/host_path.go, and
+ * kubelet_pods.go (makePodDataDirs, cleanupOrphanedPodDirs).
+ *
+ * ```
+ * mount(pod)      makePodDataDirs → per volume SetUp (span `volume.mount <name>`) → ASW + sl_volumes
+ *                 any failure → FailedMount events, sl_volumes{error}, error reply (retryable)
+ * unmount(uid)    TearDown every volume (unmount tmpfs, remove emptyDir dirs) → ASW unmounted;
+ *                 removeContent → the pod dir is removed and the sl_volumes key deleted
+ * cleanup(keep)   pod dirs not in keep, not mounted in ASW and without mount points → removed
+ * ```
+ *
+ * Concurrency: one operation per pod UID at a time (a {@link KeyedMutex}); different pods run in
+ * parallel. Every operation is idempotent: a repeated mount returns the same paths.
+ */
+import { totalmem } from 'node:os';
+import { access, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Tracer } from '@opentelemetry/api';
+import { KubeletError, errorMessage } from '@splitlet/api';
+import type { BoundPod, Fence, KubeEvent, MountedVolumes, PodVolumeState, Volume, VolumeCleanupReply, VolumeMountReply, VolumeUnmountReply } from '@splitlet/api';
+import { withSpan } from '@splitlet/telemetry';
+import type { Logger } from '@splitlet/telemetry';
+import type { Clock, EventRecorder, Mounter, VolumeMetrics, VolumeStateStore } from '../ports.js';
+import { FenceTracker } from './fence-tracker.js';
+import { setUpHostPath } from './host-path.js';
+import type { HostPathType, HostPathTypeChecker } from './host-path.js';
+import { KeyedMutex } from './keyed-mutex.js';
+import { listPodsFromDisk, makeEmptyDir, makePodDataDirs, PluginNames, removeAllOneFilesystem } from './pod-dirs.js';
+import type { PodPaths } from './pod-dirs.js';
+import { parseByteQuantity } from './quantity.js';
+
+/** Error codes of volume operations (on the wire as WireError.code). */
+export const VolumeErrorCodes = {
+  /** A volume could not be set up. Retryable: the pod-worker tries again on its next sync. */
+  FailedMount: 'FailedMount',
+  /** The pod's data directories could not be made. Retryable. */
+  Failed: 'Failed',
+  /** A teardown or removal failed. Retryable. */
+  FailedUnmount: 'FailedUnmount',
+  /** The request names a pod or volume that cannot be a directory name. Not retryable. */
+  InvalidRequest: 'InvalidRequest',
+} as const;
+
+/** The volume source a volume uses, as the kubelet's plugin manager would pick it. */
+export type VolumeType = 'emptyDir' | 'hostPath' | 'configMap' | 'secret' | 'projected' | 'downwardAPI' | 'persistentVolumeClaim' | (string & {});
+
+const API_VOLUME_TYPES: readonly string[] = ['configMap', 'secret', 'projected', 'downwardAPI', 'persistentVolumeClaim'];
+const KNOWN_SOURCE_KEYS: readonly string[] = ['emptyDir', 'hostPath', ...API_VOLUME_TYPES];
+
+/**
+ * The source type of a volume: the first set source field; a volume with none is an emptyDir (API
+ * defaulting); an unknown source key (nfs, iscsi, csi…) is reported as itself.
+ */
+export function volumeType(v: Volume): VolumeType {
+  for (const k of KNOWN_SOURCE_KEYS) {
+    if ((v as Record<string, unknown>)[k] !== undefined && (v as Record<string, unknown>)[k] !== null) return k;
+  }
+  const other = Object.keys(v).find((k) => k !== 'name' && (v as Record<string, unknown>)[k] !== undefined && (v as Record<string, unknown>)[k] !== null);
+  return other ?? 'emptyDir';
+}
+
+/** The kubelet plugin name of a volume type, for metrics. */
+export function pluginName(t: VolumeType): string {
+  if (t === 'emptyDir') return PluginNames.emptyDir;
+  if (t === 'hostPath') return PluginNames.hostPath;
+  const kebab = t.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+  return `kubernetes.io/${kebab}`;
+}
+
+/** Dependencies of {@link VolumeManager}. */
+export interface VolumeManagerDeps {
+  readonly nodeName: string;
+  readonly paths: PodPaths;
+  readonly mounter: Mounter;
+  readonly store: VolumeStateStore;
+  readonly events: EventRecorder;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly tracer: Tracer;
+  /** May `emptyDir.medium: Memory` mount a tmpfs? (needs CAP_SYS_ADMIN) */
+  readonly allowTmpfs: boolean;
+  readonly metrics?: VolumeMetrics;
+  /** Size of a Memory emptyDir with neither a sizeLimit nor a pod memory limit. @default the node's total memory */
+  readonly defaultTmpfsBytes?: number;
+  /** The hostPath type checker (a test seam). @default the real filesystem checker */
+  readonly hostPathChecker?: (path: string) => HostPathTypeChecker;
+}
+
+interface AswEntry {
+  state: PodVolumeState;
+  /** The pod's `spec.volumes` as JSON, to recognise a repeated mount of the same pod. */
+  volumesKey: string;
+  /** Plugin per mounted volume, for metrics. */
+  plugins: Map<string, string>;
+}
+
+interface VolumeFailure {
+  name: string;
+  message: string;
+  /** No plugin can attach it (unsupported type), so it is also "unattached". */
+  unattached: boolean;
+}
+
+/** Volume-manager's domain object. Create one per process; see the file comment for the contract. */
+export class VolumeManager {
+  readonly #d: VolumeManagerDeps;
+  readonly #fences = new FenceTracker();
+  readonly #mutex: KeyedMutex;
+  readonly #asw = new Map<string, AswEntry>();
+
+  constructor(deps: VolumeManagerDeps) {
+    this.#d = deps;
+    this.#mutex = new KeyedMutex(() => deps.clock.now());
+  }
+
+  /**
+   * Rebuilds the actual state of world from `sl_volumes` (after a restart), so that cleanup keeps
+   * pods whose volumes are still mounted and unmount knows their volumes.
+   *
+   * Models volumemanager reconstruct (syncStates) in spirit: the kubelet rebuilds from disk.
+   */
+  async reconstruct(): Promise<number> {
+    const states = await this.#d.store.list();
+    for (const s of states) {
+      if (this.#asw.has(s.uid)) continue;
+      const plugins = new Map<string, string>();
+      for (const name of Object.keys(s.volumes)) plugins.set(name, 'unknown');
+      this.#asw.set(s.uid, { state: s, volumesKey: '', plugins });
+    }
+    this.#publishTotals();
+    return states.length;
+  }
+
+  /** For health by progress: how long the oldest in-flight operation has been running. */
+  oldestOperationMs(): number {
+    return this.#mutex.oldestRunningMs();
+  }
+
+  /** The in-memory actual state for `uid` (a copy), if any. */
+  actualState(uid: string): PodVolumeState | undefined {
+    const e = this.#asw.get(uid);
+    return e === undefined ? undefined : structuredClone(e.state);
+  }
+
+  /**
+   * Makes the pod's data dirs and sets up every volume. Idempotent: a repeated mount of an already
+   * mounted pod with the same volumes returns the recorded paths without touching the disk.
+   * Throws KubeletError `FencedOff` (stale fence), `Failed` (data dirs), `FailedMount` (any volume;
+   * retryable), `InvalidRequest`.
+   */
+  async mount(pod: BoundPod, fence: Fence): Promise<VolumeMountReply> {
+    const uid = pod.metadata.uid;
+    this.#fences.admit(fence);
+    const podDir = this.#podDir(uid);
+    return this.#mutex.run(uid, async () => {
+      this.#fences.admit(fence);
+      const volumes = pod.spec.volumes ?? [];
+      const volumesKey = JSON.stringify(volumes);
+      const cached = this.#asw.get(uid);
+      if (cached !== undefined && cached.state.mounted && cached.volumesKey === volumesKey && (await exists(podDir))) {
+        return { type: 'kubelet.volume.MountReply.v1', podDir, volumes: structuredClone(cached.state.volumes) };
+      }
+      try {
+        await makePodDataDirs(this.#d.paths, uid);
+      } catch (e) {
+        const message = `error making pod data directories: ${errorMessage(e)}`;
+        await this.#recordPodEvent(pod, 'Failed', message);
+        throw new KubeletError(VolumeErrorCodes.Failed, message, { retryable: true, cause: e });
+      }
+      const mounted: MountedVolumes = {};
+      const plugins = new Map<string, string>();
+      const failures: VolumeFailure[] = [];
+      for (const v of volumes) {
+        const type = volumeType(v);
+        const plugin = pluginName(type);
+        const started = this.#d.clock.now();
+        try {
+          const hostPath = await withSpan(
+            this.#d.tracer,
+            `volume.mount ${v.name}`,
+            { attributes: { 'k8s.pod.uid': uid, 'k8s.pod.name': pod.metadata.name, 'k8s.namespace.name': pod.metadata.namespace, 'k8s.volume.name': v.name, 'k8s.volume.type': type } },
+            () => this.#setUp(pod, v, type),
+          );
+          mounted[v.name] = { hostPath };
+          plugins.set(v.name, plugin);
+          this.#d.metrics?.observeOperation('volume_mount', plugin, true, (this.#d.clock.now() - started) / 1000);
+        } catch (e) {
+          this.#d.metrics?.observeOperation('volume_mount', plugin, false, (this.#d.clock.now() - started) / 1000);
+          failures.push({ name: v.name, message: errorMessage(e), unattached: API_VOLUME_TYPES.includes(type) || !KNOWN_SOURCE_KEYS.includes(type) });
+        }
+      }
+      const state: PodVolumeState = {
+        type: 'kubelet.volume.PodVolumeState.v1',
+        uid,
+        podDir,
+        mounted: failures.length === 0,
+        volumes: mounted,
+        updatedAt: new Date(this.#d.clock.now()).toISOString(),
+      };
+      if (failures.length > 0) {
+        const setUpErrors = failures.map((f) => `MountVolume.SetUp failed for volume ${JSON.stringify(f.name)} : ${f.message}`);
+        const unmounted = volumes.map((v) => v.name).filter((n) => mounted[n] === undefined).sort();
+        const unattached = failures.filter((f) => f.unattached).map((f) => f.name).sort();
+        const message = `Unable to attach or mount volumes: unmounted volumes=[${unmounted.join(' ')}], unattached volumes=[${unattached.join(' ')}]: ${setUpErrors.join('; ')}`;
+        state.error = message;
+        this.#asw.set(uid, { state, volumesKey, plugins });
+        this.#publishTotals();
+        await this.#store(state);
+        for (const msg of setUpErrors) await this.#recordPodEvent(pod, 'FailedMount', msg);
+        this.#d.logger.warn('mount failed', { uid, pod: `${pod.metadata.namespace}/${pod.metadata.name}`, error: message });
+        throw new KubeletError(VolumeErrorCodes.FailedMount, message, { retryable: true });
+      }
+      this.#asw.set(uid, { state, volumesKey, plugins });
+      this.#publishTotals();
+      await this.#store(state);
+      this.#d.logger.debug('pod volumes mounted', { uid, volumes: Object.keys(mounted) });
+      return { type: 'kubelet.volume.MountReply.v1', podDir, volumes: structuredClone(mounted) };
+    });
+  }
+
+  /**
+   * Tears down every volume of the pod (unmounts tmpfs, removes emptyDir directories; hostPath
+   * targets are never touched) and marks the state unmounted. With `removeContent` the whole pod
+   * directory is removed too and the `sl_volumes` key deleted. Idempotent; an unknown pod is a no-op.
+   *
+   * Models volumeManager.WaitForUnmount + emptyDir TearDownAt + removeOrphanedPodDir.
+   */
+  async unmount(uid: string, removeContent: boolean, fence: Fence): Promise<VolumeUnmountReply> {
+    this.#fences.admit(fence);
+    const podDir = this.#podDir(uid);
+    return this.#mutex.run(uid, async () => {
+      this.#fences.admit(fence);
+      const names = new Set<string>();
+      const known = this.#asw.get(uid)?.state ?? (await this.#d.store.get(uid));
+      for (const n of Object.keys(known?.volumes ?? {})) names.add(n);
+      const started = this.#d.clock.now();
+      try {
+        for (const m of await this.#d.mounter.mountPointsUnder(podDir)) await this.#d.mounter.unmount(m);
+        const emptyDirRoot = this.#d.paths.podPluginVolumesDir(uid, PluginNames.emptyDir);
+        for (const n of await listDir(emptyDirRoot)) {
+          names.add(n);
+          await removeAllOneFilesystem(join(emptyDirRoot, n));
+        }
+        if (removeContent) {
+          const left = await this.#d.mounter.mountPointsUnder(podDir);
+          if (left.length > 0) throw new Error(`mount points remain under ${podDir}: ${left.join(', ')}`);
+          await removeAllOneFilesystem(podDir);
+        }
+        this.#d.metrics?.observeOperation('volume_unmount', PluginNames.emptyDir, true, (this.#d.clock.now() - started) / 1000);
+      } catch (e) {
+        this.#d.metrics?.observeOperation('volume_unmount', PluginNames.emptyDir, false, (this.#d.clock.now() - started) / 1000);
+        throw new KubeletError(VolumeErrorCodes.FailedUnmount, `UnmountVolume.TearDown failed for pod ${JSON.stringify(uid)}: ${errorMessage(e)}`, { retryable: true, cause: e });
+      }
+      this.#asw.delete(uid);
+      this.#publishTotals();
+      if (removeContent) {
+        await this.#d.store.delete(uid);
+      } else if (known !== null && known !== undefined) {
+        await this.#store({ type: 'kubelet.volume.PodVolumeState.v1', uid, podDir, mounted: false, volumes: {}, updatedAt: new Date(this.#d.clock.now()).toISOString() });
+      } else if (await exists(podDir)) {
+        await this.#store({ type: 'kubelet.volume.PodVolumeState.v1', uid, podDir, mounted: false, volumes: {}, updatedAt: new Date(this.#d.clock.now()).toISOString() });
+      }
+      return { type: 'kubelet.volume.UnmountReply.v1', unmounted: [...names].sort() };
+    });
+  }
+
+  /**
+   * Removes the directories of pods that are not in `keep`, whose volumes are not mounted (actual
+   * state of world) and that have no mount point below them; deletes their `sl_volumes` keys (also
+   * the keys of such pods whose directory is already gone).
+   * Never follows a symlink, never crosses into another filesystem. A pod that cannot be removed is
+   * logged and skipped (the next housekeeping retries).
+   *
+   * Models Kubelet.cleanupOrphanedPodDirs.
+   */
+  async cleanup(keep: readonly string[]): Promise<VolumeCleanupReply> {
+    const keepSet = new Set(keep);
+    const removed: string[] = [];
+    for (const uid of await listPodsFromDisk(this.#d.paths)) {
+      if (keepSet.has(uid)) continue;
+      await this.#mutex.run(uid, async () => {
+        if (keepSet.has(uid)) return;
+        if (this.#asw.get(uid)?.state.mounted === true) {
+          this.#d.logger.info('orphaned pod found, but volumes are not cleaned up', { uid });
+          return;
+        }
+        const podDir = this.#d.paths.podDir(uid);
+        try {
+          const mounts = await this.#d.mounter.mountPointsUnder(podDir);
+          if (mounts.length > 0) {
+            this.#d.logger.warn('orphaned pod found, but volume paths are still mounted', { uid, mounts });
+            return;
+          }
+          await removeAllOneFilesystem(podDir);
+          this.#asw.delete(uid);
+          await this.#d.store.delete(uid);
+          removed.push(uid);
+        } catch (e) {
+          this.#d.logger.error('failed to remove orphaned pod dir', { uid, podDir, err: errorMessage(e) });
+        }
+      });
+    }
+    // States whose pod directory is already gone (removed by hand, or a crash between the removal
+    // and the key delete): drop them too, under the same rules.
+    const onDisk = new Set(await listPodsFromDisk(this.#d.paths));
+    for (const state of await this.#d.store.list()) {
+      const uid = state.uid;
+      if (keepSet.has(uid) || onDisk.has(uid) || removed.includes(uid)) continue;
+      await this.#mutex.run(uid, async () => {
+        if (this.#asw.get(uid)?.state.mounted === true) return;
+        try {
+          await this.#d.store.delete(uid);
+          this.#asw.delete(uid);
+          removed.push(uid);
+        } catch (e) {
+          this.#d.logger.error('failed to delete the volume state of an orphaned pod', { uid, err: errorMessage(e) });
+        }
+      });
+    }
+    if (removed.length > 0) {
+      this.#publishTotals();
+      this.#d.logger.info('removed orphaned pod dirs', { removed });
+    }
+    return { type: 'kubelet.volume.CleanupReply.v1', removed };
+  }
+
+  #podDir(uid: string): string {
+    try {
+      return this.#d.paths.podDir(uid);
+    } catch (e) {
+      throw new KubeletError(VolumeErrorCodes.InvalidRequest, errorMessage(e), { retryable: false });
+    }
+  }
+
+  /** Sets up one volume; resolves to the host path the container should mount. */
+  async #setUp(pod: BoundPod, v: Volume, type: VolumeType): Promise<string> {
+    const uid = pod.metadata.uid;
+    switch (type) {
+      case 'emptyDir': {
+        const dir = this.#d.paths.podVolumeDir(uid, PluginNames.emptyDir, v.name);
+        await makeEmptyDir(dir);
+        if (v.emptyDir?.medium === 'Memory') {
+          if (!this.#d.allowTmpfs) throw new Error('a memory-backed emptyDir needs a tmpfs mount, which is not allowed on this node (ALLOW_TMPFS=false)');
+          const mounts = await this.#d.mounter.mountPointsUnder(dir);
+          if (!mounts.includes(dir)) {
+            await this.#d.mounter.mountTmpfs(dir, this.#tmpfsSize(pod, v));
+            await makeEmptyDir(dir);
+          }
+        }
+        return dir;
+      }
+      case 'hostPath': {
+        const hp = v.hostPath;
+        if (hp === undefined) throw new Error('hostPath volume without a path');
+        await setUpHostPath(hp.path, hp.type as HostPathType | undefined, this.#d.hostPathChecker);
+        return hp.path;
+      }
+      default:
+        if (API_VOLUME_TYPES.includes(type)) throw new Error(`${type} volumes are not available in standalone mode yet`);
+        throw new Error(`no volume plugin matched: ${type} volumes are not supported`);
+    }
+  }
+
+  /**
+   * The tmpfs size: the smaller of `sizeLimit` and the pod's memory limit (when every container sets
+   * one), else the default (the node's memory).
+   *
+   * Models emptydir.calculateEmptyDirMemorySize.
+   */
+  #tmpfsSize(pod: BoundPod, v: Volume): number {
+    const fallback = this.#d.defaultTmpfsBytes ?? totalmem();
+    const containers = pod.spec.containers;
+    const limits = containers.map((c) => c.resources?.limits?.['memory']);
+    let podLimit: number | undefined;
+    if (limits.length > 0 && limits.every((l) => l !== undefined)) {
+      podLimit = limits.reduce<number>((sum, l) => sum + parseByteQuantity(l as string), 0);
+    }
+    const sizeLimit = v.emptyDir?.sizeLimit === undefined ? undefined : parseByteQuantity(v.emptyDir.sizeLimit);
+    const candidates = [sizeLimit, podLimit].filter((n): n is number => n !== undefined && n > 0);
+    return candidates.length > 0 ? Math.min(...candidates) : fallback;
+  }
+
+  async #store(state: PodVolumeState): Promise<void> {
+    try {
+      await this.#d.store.put(state);
+    } catch (e) {
+      // The reply still tells the caller the truth; the next operation rewrites the state.
+      this.#d.logger.error('could not write volume state', { uid: state.uid, err: errorMessage(e) });
+    }
+  }
+
+  async #recordPodEvent(pod: BoundPod, reason: string, message: string): Promise<void> {
+    const event: KubeEvent = {
+      type: 'kubelet.events.Event.v1',
+      eventType: 'Warning',
+      reason,
+      message,
+      involvedObject: { kind: 'Pod', name: pod.metadata.name, namespace: pod.metadata.namespace, uid: pod.metadata.uid },
+      source: { component: 'kubelet', host: this.#d.nodeName },
+      timestamp: new Date(this.#d.clock.now()).toISOString(),
+    };
+    try {
+      await this.#d.events.record(event, pod.metadata.uid);
+    } catch (e) {
+      this.#d.logger.error('could not record event', { uid: pod.metadata.uid, reason, err: errorMessage(e) });
+    }
+  }
+
+  #publishTotals(): void {
+    if (this.#d.metrics === undefined) return;
+    const totals = new Map<string, number>();
+    for (const e of this.#asw.values()) {
+      if (!e.state.mounted) continue;
+      for (const p of e.plugins.values()) totals.set(p, (totals.get(p) ?? 0) + 1);
+    }
+    this.#d.metrics.setTotals(totals);
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function listDir(dir: string): Promise<string[]> {
+  try {
+    return (await readdir(dir)).sort();
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return [];
+    throw e;
+  }
+}

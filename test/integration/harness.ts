@@ -1,0 +1,157 @@
+/**
+ * Runs a real `splitlet up` (every process its own OS process, a spawned nats-server) in a temp
+ * state dir, and drives it with the real CLI.
+ */
+import { spawn, execFile } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+
+const execFileP = promisify(execFile);
+
+export const repoRoot = resolve(import.meta.dirname, '..', '..');
+const cliBin = join(repoRoot, 'services', 'cli', 'bin', 'splitlet.js');
+
+export interface Instance {
+  stateDir: string;
+  nodeName: string;
+  child: ChildProcess;
+  output: string[];
+  /** Runs `splitlet <args>` against this instance; resolves stdout (throws with stderr on failure). */
+  cli(args: string[], input?: string): Promise<string>;
+  /** `get pods -o json` items. */
+  pods(): Promise<PodJson[]>;
+  info(): InstanceJson;
+  stop(): Promise<number | null>;
+}
+
+export interface InstanceJson {
+  nodeName: string;
+  natsUrl: string;
+  processes: { name: string; pid: number; healthPort?: number }[];
+}
+
+export interface PodJson {
+  metadata: { name: string; namespace: string; uid: string; annotations?: Record<string, string> };
+  spec: { containers: { name: string; image?: string }[] };
+  status?: {
+    phase?: string;
+    reason?: string;
+    message?: string;
+    conditions?: { type: string; status: string; reason?: string }[];
+    containerStatuses?: {
+      name: string;
+      ready: boolean;
+      restartCount: number;
+      image: string;
+      containerID?: string;
+      state?: { running?: { startedAt?: string }; waiting?: { reason?: string; message?: string }; terminated?: { exitCode: number; reason?: string; finishedAt?: string; startedAt?: string } };
+      lastState?: { terminated?: { exitCode: number; reason?: string; finishedAt?: string; startedAt?: string } };
+    }[];
+  };
+}
+
+/** Starts `splitlet up` and waits until every process reports ready. */
+export async function startSplitlet(opts: { podWorkers?: number; nodeName?: string; env?: Record<string, string>; args?: string[] } = {}): Promise<Instance> {
+  const stateDir = mkdtempSync(join(tmpdir(), 'splitlet-e2e-'));
+  const nodeName = opts.nodeName ?? 'e2e-node';
+  const output: string[] = [];
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), SPLITLET_STATE_DIR: stateDir, LOG_LEVEL: 'debug', ...opts.env };
+  delete env['NATS_URL'];
+  const child = spawn(process.execPath, [cliBin, 'up', '--node-name', nodeName, '--pod-workers', String(opts.podWorkers ?? 1), ...(opts.args ?? [])], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let buf = '';
+  const onData = (d: Buffer): void => {
+    buf += d.toString();
+    let i: number;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      output.push(buf.slice(0, i));
+      buf = buf.slice(i + 1);
+    }
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  const inst: Instance = {
+    stateDir,
+    nodeName,
+    child,
+    output,
+    async cli(args, input) {
+      const p = execFileP(process.execPath, [cliBin, ...args], { env: { ...env }, maxBuffer: 64 * 1024 * 1024 });
+      if (input !== undefined) {
+        p.child.stdin?.end(input);
+      }
+      const { stdout } = await p;
+      return stdout;
+    },
+    async pods() {
+      const out = await inst.cli(['get', 'pods', '-o', 'json']);
+      return (JSON.parse(out) as { items: PodJson[] }).items;
+    },
+    info() {
+      return JSON.parse(readFileSync(join(stateDir, 'instance.json'), 'utf8')) as InstanceJson;
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      const code = await exited;
+      clearTimeout(t);
+      rmSync(stateDir, { recursive: true, force: true });
+      return code;
+    },
+  };
+  // Wait for every process to be ready.
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`splitlet up exited with ${child.exitCode}:\n${output.slice(-50).join('\n')}`);
+    if (existsSync(join(stateDir, 'instance.json'))) {
+      const info = inst.info();
+      const ready = await Promise.all(
+        info.processes.map(async (p) => {
+          if (!p.healthPort) return false;
+          try {
+            const r = await fetch(`http://127.0.0.1:${p.healthPort}/readyz`);
+            return r.ok;
+          } catch {
+            return false;
+          }
+        }),
+      );
+      if (ready.length > 0 && ready.every(Boolean)) return inst;
+    }
+    if (Date.now() > deadline) {
+      await inst.stop();
+      throw new Error(`splitlet did not become ready within 60 s:\n${output.slice(-80).join('\n')}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Polls `fn` until it returns a truthy value or throws no more; fails after `timeoutMs` with the last error. */
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000, intervalMs = 250): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+      last = undefined;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last instanceof Error ? last.message : String(last)}` : ''}`);
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/** A pod with the given phase by name. */
+export function podNamed(pods: PodJson[], name: string): PodJson | undefined {
+  return pods.find((p) => p.metadata.name === name);
+}
