@@ -1,0 +1,61 @@
+/**
+ * The cri-adapter's environment: the common process contract plus the runtime settings. The only
+ * reader of `process.env`.
+ */
+import { loadConfig, type Env } from '@splitlet/service';
+import { z } from 'zod';
+
+const nodeName = z
+  .string()
+  .max(253)
+  .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase DNS-1123 subdomain');
+
+const ipList = z
+  .string()
+  .optional()
+  .transform((s) =>
+    (s ?? '')
+      .split(',')
+      .map((x) => x.trim())
+      .filter((x) => x !== ''),
+  );
+
+/** The variables, with their defaults. */
+export const CriAdapterEnv = z.object({
+  NATS_URL: z.string().min(1),
+  NODE_NAME: nodeName,
+  HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  HEALTH_PORT_FILE: z.string().min(1).optional(),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  /** The runtime's CRI socket, `unix:///path.sock`. */
+  CRI_ENDPOINT: z.string().regex(/^unix:\/\/\/.+/, 'must be unix:///<absolute path to the socket>'),
+  /** Deadline of each CRI call (the kubelet's runtimeRequestTimeout). */
+  RUNTIME_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
+  /** Root of the pod log directories. */
+  POD_LOG_DIR: z.string().min(1).default('/var/log/pods'),
+  /** The pause image (the kubelet's --pod-infra-container-image): pulled at start when missing. */
+  SANDBOX_IMAGE: z.string().min(1).default('registry.k8s.io/pause:3.9'),
+  /** One image pull at a time (the kubelet's serializeImagePulls). */
+  SERIALIZE_IMAGE_PULLS: z.stringbool().default(true),
+  /** Comma-separated cluster DNS server IPs (ClusterFirst pods). */
+  CLUSTER_DNS: ipList,
+  /** e.g. `cluster.local`. */
+  CLUSTER_DOMAIN: z.string().default(''),
+  /** The node's resolver config; '' disables it. */
+  RESOLV_CONF: z.string().default('/etc/resolv.conf'),
+  /** Base of the pod cgroups, e.g. `/kubepods` (cgroupfs) or `kubepods.slice` (systemd); unset: none. */
+  CGROUP_PARENT: z.string().min(1).optional(),
+});
+
+/** The validated configuration. */
+export type CriAdapterConfig = z.output<typeof CriAdapterEnv>;
+
+/** Parses the environment (default: the process's); throws a ConfigError naming each bad variable. */
+export function loadCriAdapterConfig(env: Env = process.env): CriAdapterConfig {
+  return loadConfig(CriAdapterEnv, env);
+}
+
+/** The process environment (for the OTEL_* variables telemetry reads). */
+export function processEnv(): Env {
+  return process.env;
+}

@@ -1,0 +1,213 @@
+/**
+ * Assembles the cri-adapter from its dependencies — a connected bus, a CRI client, a clock — and
+ * binds its endpoints. `main` calls it with the real ones, integration tests with a fake clock and
+ * the CRI simulator.
+ */
+import { availableParallelism, networkInterfaces, totalmem } from 'node:os';
+import type { Tracer } from '@opentelemetry/api';
+import { Subjects } from '@splitlet/api';
+import type { NatsBus } from '@splitlet/bus';
+import type { ImageService, RuntimeService } from '@splitlet/cri';
+import { Backoff, KubeletPeriods } from '@splitlet/kube';
+import type { Clock, HealthStatus } from '@splitlet/service';
+import type { Logger } from '@splitlet/telemetry';
+import { createEventPublisher, type EventPublisher } from './adapters/event-publisher.js';
+import { createNodeFiles } from './adapters/node-files.js';
+import { serveRuntimeRpc } from './adapters/runtime-rpc.js';
+import type { CriAdapterConfig } from './config.js';
+import { FenceKeeper } from './guard/fence-keeper.js';
+import { KeyedMutex } from './guard/keyed-mutex.js';
+import { ImageManager } from './images/image-manager.js';
+import { createLifecycleHandlerRunner } from './kuberuntime/lifecycle-handlers.js';
+import type { KubeRuntimeMetrics } from './kuberuntime/metrics.js';
+import { RuntimeUpChecker } from './kuberuntime/runtime-health.js';
+import { KubeGenericRuntimeManager } from './kuberuntime/runtime-manager.js';
+import { RuntimeStatusReader } from './kuberuntime/runtime-status-reader.js';
+import type { NodeFiles, StateStore } from './ports.js';
+import { RuntimeOperations, type BackoffTables } from './runtime-operations.js';
+
+/** The configuration fields the assembly reads. */
+export type CriAdapterSettings = Pick<
+  CriAdapterConfig,
+  | 'NODE_NAME'
+  | 'RUNTIME_REQUEST_TIMEOUT_MS'
+  | 'POD_LOG_DIR'
+  | 'SANDBOX_IMAGE'
+  | 'SERIALIZE_IMAGE_PULLS'
+  | 'CLUSTER_DNS'
+  | 'CLUSTER_DOMAIN'
+  | 'RESOLV_CONF'
+  | 'CGROUP_PARENT'
+>;
+
+/** Dependencies of {@link createCriAdapter}. */
+export interface CriAdapterDeps {
+  readonly settings: CriAdapterSettings;
+  readonly bus: NatsBus;
+  /** The (instrumented) CRI client. */
+  readonly cri: RuntimeService & ImageService;
+  /** Counts mutating CRI calls made through `cri` (see {@link isMutatingCriMethod}). */
+  readonly mutations: () => number;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly tracer: Tracer;
+  readonly metrics: KubeRuntimeMetrics;
+  /** Persisted backoff tables; absent: memory only. */
+  readonly backoffStore?: StateStore<BackoffTables> | undefined;
+  /** @default the local filesystem with `RESOLV_CONF` */
+  readonly nodeFiles?: NodeFiles;
+  readonly signal: AbortSignal;
+}
+
+/** A running cri-adapter. */
+export interface CriAdapter {
+  readonly operations: RuntimeOperations;
+  readonly manager: KubeGenericRuntimeManager;
+  readonly backoffs: { readonly crashLoop: Backoff; readonly imagePull: Backoff };
+  /** Readiness: the runtime answered Status with RuntimeReady within the last 30 s. */
+  runtimeHealthy(): HealthStatus;
+  /** Liveness: the runtime-up loop completed a check within the last 30 s. */
+  loopAlive(): HealthStatus;
+  /** Resolves when the runtime-up loop stopped (after abort). */
+  readonly done: Promise<void>;
+  /** Waits for queued events and backoff saves. */
+  flush(): Promise<void>;
+  readonly events: EventPublisher;
+}
+
+const MUTATING = new Set(['RunPodSandbox', 'StopPodSandbox', 'RemovePodSandbox', 'CreateContainer', 'StartContainer', 'StopContainer', 'RemoveContainer']);
+
+/** True for the CRI RPCs that change sandboxes or containers (after which pleg is poked). */
+export function isMutatingCriMethod(method: string): boolean {
+  return MUTATING.has(method);
+}
+
+/** The node's addresses, IPv4 first, for the downward API `status.hostIP`. */
+export function nodeAddresses(): string[] {
+  const v4: string[] = [];
+  const v6: string[] = [];
+  for (const addrs of Object.values(networkInterfaces())) {
+    for (const a of addrs ?? []) {
+      if (a.internal) continue;
+      if (a.family === 'IPv4') v4.push(a.address);
+      else if (!a.address.startsWith('fe80:')) v6.push(a.address);
+    }
+  }
+  return [...v4, ...v6];
+}
+
+/**
+ * Builds the backoffs (restored from the store when it has them), the runtime manager and its
+ * guards, serves the four endpoints, and starts the runtime-up loop. The sandbox image is made
+ * present in the background (a failure is logged).
+ */
+export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter> {
+  const { settings, bus, cri, clock, logger, tracer, metrics } = deps;
+  const node = settings.NODE_NAME;
+
+  let stored: BackoffTables | undefined;
+  try {
+    stored = await deps.backoffStore?.load();
+  } catch (e) {
+    logger.warn('could not load the backoff tables; starting empty', { err: e });
+  }
+  const restore = (state: BackoffTables['crashLoop'] | undefined, fresh: () => Backoff): Backoff => {
+    if (state === undefined) return fresh();
+    try {
+      return Backoff.fromJSON(state, clock);
+    } catch (e) {
+      logger.warn('stored backoff table is invalid; starting empty', { err: e });
+      return fresh();
+    }
+  };
+  const crashLoop = restore(stored?.crashLoop, () => Backoff.crashLoop(clock));
+  const imagePull = restore(
+    stored?.imagePull,
+    () => new Backoff({ initialMs: KubeletPeriods.imageBackOffInitialMs, maxMs: KubeletPeriods.imageBackOffMaxMs, clock }),
+  );
+
+  const events = createEventPublisher({ bus, node, clock, logger });
+  const nodeFiles = deps.nodeFiles ?? createNodeFiles(settings.RESOLV_CONF);
+  const statusReader = new RuntimeStatusReader(cri);
+  const imageManager = new ImageManager({
+    images: cri,
+    recorder: events,
+    clock,
+    backoff: imagePull,
+    serializePulls: settings.SERIALIZE_IMAGE_PULLS,
+    metrics,
+    logger,
+    tracer,
+  });
+  const cpus = availableParallelism();
+  const manager = new KubeGenericRuntimeManager({
+    runtime: cri,
+    images: cri,
+    imageManager,
+    statusReader,
+    handlers: createLifecycleHandlerRunner(cri),
+    recorder: events,
+    nodeFiles,
+    clock,
+    crashLoopBackoff: crashLoop,
+    metrics,
+    logger,
+    tracer,
+    settings: {
+      sandbox: {
+        podLogDir: settings.POD_LOG_DIR,
+        dns: { clusterDns: settings.CLUSTER_DNS, clusterDomain: settings.CLUSTER_DOMAIN, hasResolvConf: settings.RESOLV_CONF !== '' },
+        cgroupParent: settings.CGROUP_PARENT,
+      },
+      runtimeRequestTimeoutMs: settings.RUNTIME_REQUEST_TIMEOUT_MS,
+      memoryCapacityBytes: totalmem(),
+      nodeAllocatable: { milliCpu: cpus * 1000, memoryBytes: totalmem() },
+      hostIPs: nodeAddresses(),
+    },
+  });
+  const operations = new RuntimeOperations({
+    manager,
+    fences: new FenceKeeper(),
+    podLocks: new KeyedMutex(),
+    mutations: deps.mutations,
+    pokePleg: () => bus.publishCore(Subjects.plegRelist(node), {}),
+    backoffs: { crashLoop, imagePull },
+    backoffStore: deps.backoffStore,
+    clock,
+    logger,
+  });
+
+  const health = new RuntimeUpChecker({ runtime: cri, clock, logger });
+  serveRuntimeRpc(bus, node, operations, deps.signal);
+  const done = health.run(deps.signal);
+  void ensureSandboxImage(cri, settings.SANDBOX_IMAGE, logger);
+
+  return {
+    operations,
+    manager,
+    backoffs: { crashLoop, imagePull },
+    runtimeHealthy: () => health.healthy(),
+    loopAlive: () => health.alive(),
+    done,
+    flush: async () => {
+      await operations.flush();
+      await events.flush();
+    },
+    events,
+  };
+}
+
+/**
+ * Pulls the pause image when the runtime does not have it, so the first sandbox does not wait for
+ * it (the runtime itself decides which pause image a sandbox uses).
+ */
+async function ensureSandboxImage(images: Pick<ImageService, 'ImageStatus' | 'PullImage'>, image: string, logger: Logger): Promise<void> {
+  try {
+    const st = await images.ImageStatus({ image: { image } });
+    if (st.image !== null) return;
+    logger.info('pulling the sandbox image', { image });
+    await images.PullImage({ image: { image } });
+  } catch (e) {
+    logger.warn('could not make the sandbox image present', { image, err: e });
+  }
+}

@@ -1,0 +1,229 @@
+/**
+ * The image manager: makes sure a container's image is on the node before it is created, with the
+ * pull policy, pull backoff and (by default) one pull at a time.
+ *
+ * Models pkg/kubelet/images/image_manager.go (EnsureImageExists, shouldPullImage, evalCRIPullErr),
+ * puller.go (serialImagePuller, parallelImagePuller) and types.go (the Err* values).
+ */
+import type { Tracer } from '@opentelemetry/api';
+import type { BoundPod, Container } from '@splitlet/api';
+import type { CriInput, PodSandboxConfig } from '@splitlet/cri';
+import { isCriError } from '@splitlet/cri';
+import { defaultPullPolicy, formatGoDuration, type Backoff } from '@splitlet/kube';
+import type { Clock } from '@splitlet/service';
+import type { Logger } from '@splitlet/telemetry';
+import { withSpan } from '@splitlet/telemetry';
+import type { CriImages, EventPodRef, EventRecorder } from '../ports.js';
+import type { KubeRuntimeMetrics } from '../kuberuntime/metrics.js';
+import { SyncErrors, type StepFailure } from '../kuberuntime/sync-result.js';
+import { applyDefaultImageTag } from './image-reference.js';
+
+/** The outcome of {@link ImageManager.ensureImageExists}: the image ref, or the kubelet error. */
+export type EnsureImageResult = { readonly ok: true; readonly imageRef: string } | ({ readonly ok: false } & StepFailure);
+
+/** What {@link ImageManager.ensureImageExists} needs to know about the container. */
+export interface EnsureImageRequest {
+  readonly pod: BoundPod;
+  readonly podRef: EventPodRef;
+  readonly container: Container;
+  readonly fieldPath: string;
+  /** Pull-secret names. Their values are not available in standalone mode: pulls are anonymous. */
+  readonly pullSecrets: readonly string[];
+  readonly sandboxConfig: CriInput<PodSandboxConfig>;
+}
+
+/** Dependencies of the {@link ImageManager}. */
+export interface ImageManagerOptions {
+  readonly images: CriImages;
+  readonly recorder: EventRecorder;
+  readonly clock: Clock;
+  /** Pull backoff per `<podUID>_<image>`: 10 s doubling to 300 s. */
+  readonly backoff: Backoff;
+  /** One pull at a time (`serializeImagePulls`). @default true */
+  readonly serializePulls?: boolean;
+  readonly metrics: KubeRuntimeMetrics;
+  readonly logger: Logger;
+  readonly tracer: Tracer;
+}
+
+interface PullOutcome {
+  readonly imageRef: string;
+  readonly sizeBytes: number;
+  /** Time of the PullImage call alone. */
+  readonly pullMs: number;
+}
+
+/**
+ * `Always` pulls every time; `IfNotPresent` pulls when absent; `Never` never pulls.
+ *
+ * Models images.shouldPullImage.
+ */
+export function shouldPullImage(policy: 'Always' | 'IfNotPresent' | 'Never', present: boolean): boolean {
+  if (policy === 'Never') return false;
+  return policy === 'Always' || !present;
+}
+
+const REGISTRY_UNAVAILABLE = 'RegistryUnavailable';
+const SIGNATURE_VALIDATION_FAILED = 'SignatureValidationFailed';
+
+/**
+ * The kubelet error for a failed pull: RegistryUnavailable / SignatureValidationFailed when the
+ * runtime's message starts with that name, else ErrImagePull with the runtime's message.
+ *
+ * Models images.evalCRIPullErr.
+ */
+export function evalPullError(image: string, err: unknown): StepFailure {
+  const text = err instanceof Error ? err.message : String(err);
+  const details = isCriError(err) ? err.details : text;
+  if (details.startsWith(REGISTRY_UNAVAILABLE)) {
+    return { error: SyncErrors.RegistryUnavailable, message: `image pull failed for ${image} because the registry is unavailable${details.slice(REGISTRY_UNAVAILABLE.length)}` };
+  }
+  if (details.startsWith(SIGNATURE_VALIDATION_FAILED)) {
+    return { error: SyncErrors.SignatureValidationFailed, message: `image pull failed for ${image} because the signature validation failed${details.slice(SIGNATURE_VALIDATION_FAILED.length)}` };
+  }
+  return { error: SyncErrors.ErrImagePull, message: text };
+}
+
+/**
+ * Ensures images are present. Concurrency: safe for concurrent use; with `serializePulls` the
+ * PullImage calls run one at a time in arrival order (the "including waiting" part of the Pulled
+ * message is the queue time plus the pull).
+ */
+export class ImageManager {
+  readonly #o: ImageManagerOptions;
+  #queue: Promise<unknown> = Promise.resolve();
+
+  constructor(options: ImageManagerOptions) {
+    this.#o = options;
+  }
+
+  /**
+   * Makes sure the container's image is present and returns its image ref (the id to create the
+   * container with), recording the kubelet's events: InspectFailed for a reference that does not
+   * parse (InvalidImageName) or an ImageStatus failure (ImageInspectError); `Pulled` "already
+   * present" when no pull is needed; ErrImageNeverPull for a missing image under `Never`; BackOff
+   * (Normal) while the pull is in backoff (ImagePullBackOff); Pulling, then Failed (ErrImagePull,
+   * backoff bumped) or Pulled "Successfully pulled image … Image size: N bytes.". Never throws for
+   * an image problem; a thrown error is a bug or a cancelled call.
+   *
+   * Models imageManager.EnsureImageExists.
+   */
+  async ensureImageExists(req: EnsureImageRequest): Promise<EnsureImageResult> {
+    const { pod, container } = req;
+    const requested = container.image ?? '';
+    return withSpan(
+      this.#o.tracer,
+      'EnsureImageExists',
+      {
+        attributes: {
+          'k8s.pod.uid': pod.metadata.uid,
+          'k8s.pod.name': pod.metadata.name,
+          'k8s.namespace.name': pod.metadata.namespace,
+          'k8s.container.name': container.name,
+          'container.image.name': requested,
+        },
+      },
+      async (span) => {
+        const result = await this.#ensure(req, requested);
+        span.setAttribute('splitlet.image.result', result.ok ? 'ok' : result.error);
+        return result;
+      },
+    );
+  }
+
+  async #ensure(req: EnsureImageRequest, requested: string): Promise<EnsureImageResult> {
+    const { pod, container } = req;
+    const o = this.#o;
+    const event = (eventType: 'Normal' | 'Warning', reason: string, message: string): void =>
+      o.recorder.record({ pod: req.podRef, fieldPath: req.fieldPath, eventType, reason, message });
+
+    let image: string;
+    try {
+      image = applyDefaultImageTag(requested);
+    } catch (e) {
+      const msg = `Failed to apply default image tag ${JSON.stringify(requested)}: ${e instanceof Error ? e.message : String(e)}`;
+      event('Warning', 'InspectFailed', msg);
+      return { ok: false, error: SyncErrors.InvalidImageName, message: msg };
+    }
+
+    let presentRef = '';
+    try {
+      const st = await o.images.ImageStatus({ image: { image, userSpecifiedImage: requested } });
+      presentRef = st.image?.id ?? '';
+    } catch (e) {
+      const msg = `Failed to inspect image ${JSON.stringify(requested)}: ${e instanceof Error ? e.message : String(e)}`;
+      event('Warning', 'InspectFailed', msg);
+      return { ok: false, error: SyncErrors.ImageInspectError, message: msg };
+    }
+    const present = presentRef !== '';
+    const policy = container.imagePullPolicy ?? defaultPullPolicy(requested);
+    if (!shouldPullImage(policy, present)) {
+      if (present) {
+        event('Normal', 'Pulled', `Container image ${JSON.stringify(requested)} already present on machine`);
+        return { ok: true, imageRef: presentRef };
+      }
+      const msg = `Container image ${JSON.stringify(requested)} is not present with pull policy of Never`;
+      event('Warning', 'ErrImageNeverPull', msg);
+      return { ok: false, error: SyncErrors.ErrImageNeverPull, message: msg };
+    }
+
+    const backoffKey = `${pod.metadata.uid}_${requested}`;
+    if (o.backoff.isInBackOffSinceUpdate(backoffKey, o.clock.now())) {
+      const msg = `Back-off pulling image ${JSON.stringify(requested)}`;
+      event('Normal', 'BackOff', msg);
+      return { ok: false, error: SyncErrors.ImagePullBackOff, message: msg };
+    }
+
+    event('Normal', 'Pulling', `Pulling image ${JSON.stringify(requested)}`);
+    if (req.pullSecrets.length > 0) {
+      o.logger.debug('pull secrets are not available in standalone mode; pulling anonymously', {
+        pod: `${pod.metadata.namespace}/${pod.metadata.name}`,
+        image: requested,
+        pullSecretNames: [...req.pullSecrets],
+      });
+    }
+    const enqueuedAt = performance.now();
+    let outcome: PullOutcome;
+    try {
+      outcome = await this.#schedule(() => this.#pull(image, requested, req.sandboxConfig));
+    } catch (e) {
+      event('Warning', 'Failed', `Failed to pull image ${JSON.stringify(requested)}: ${e instanceof Error ? e.message : String(e)}`);
+      o.backoff.next(backoffKey, o.clock.now());
+      const failure = evalPullError(requested, e);
+      return { ok: false, ...failure };
+    }
+    const totalMs = Math.trunc(performance.now() - enqueuedAt);
+    event(
+      'Normal',
+      'Pulled',
+      `Successfully pulled image ${JSON.stringify(requested)} in ${formatGoDuration(Math.trunc(outcome.pullMs))} (${formatGoDuration(totalMs)} including waiting). Image size: ${outcome.sizeBytes} bytes.`,
+    );
+    o.metrics.imagePull(outcome.sizeBytes, outcome.pullMs / 1000);
+    o.backoff.gc();
+    return { ok: true, imageRef: outcome.imageRef };
+  }
+
+  /** Runs `fn` now (parallel puller) or after every earlier pull (serial puller). */
+  #schedule<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.#o.serializePulls === false) return fn();
+    const run = this.#queue.then(fn, fn);
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async #pull(image: string, requested: string, sandboxConfig: CriInput<PodSandboxConfig>): Promise<PullOutcome> {
+    const started = performance.now();
+    const resp = await this.#o.images.PullImage({ image: { image, userSpecifiedImage: requested }, sandboxConfig });
+    const pullMs = performance.now() - started;
+    let sizeBytes = 0;
+    let imageRef = resp.imageRef;
+    try {
+      const st = await this.#o.images.ImageStatus({ image: { image: resp.imageRef !== '' ? resp.imageRef : image } });
+      sizeBytes = Number(st.image?.size ?? '0') || 0;
+      if (imageRef === '' && st.image !== null) imageRef = st.image.id;
+    } catch (e) {
+      this.#o.logger.warn('could not read the size of a pulled image', { image: requested, err: e });
+    }
+    return { imageRef, sizeBytes, pullMs };
+  }
+}

@@ -1,0 +1,246 @@
+/**
+ * Reads the runtime's view of pods over the CRI: one pod (GetPodStatus) or all of them (relist).
+ *
+ * Models pkg/kubelet/kuberuntime/kuberuntime_manager.go (GetPodStatus, GetPods),
+ * kuberuntime_sandbox.go (getSandboxIDByPodUID, determinePodSandboxIPs) and kuberuntime_container.go
+ * (getPodContainerStatuses, toKubeContainerStatus).
+ */
+import type { RuntimeContainerStatus, RuntimePodStatus, RuntimeSandboxStatus } from '@splitlet/api';
+import { isCriError } from '@splitlet/cri';
+import type { Container as CriContainer, ContainerStatus as CriContainerStatus, PodSandbox, PodSandboxStatus } from '@splitlet/cri';
+import type { CriRuntime } from '../ports.js';
+import { containerInfoFrom, RuntimeLabels } from './labels.js';
+
+/** CRI nanosecond timestamps (decimal strings) as milliseconds; '0' / '' give undefined. */
+export function nanosToMillis(ns: string | undefined): number | undefined {
+  if (ns === undefined || ns === '' || ns === '0') return undefined;
+  const n = Number(ns);
+  return Number.isFinite(n) ? n / 1e6 : undefined;
+}
+
+/** The network facts of a sandbox, which do not change over its life. */
+interface SandboxNetwork {
+  readonly ip: string | undefined;
+  readonly additionalIps: string[];
+  readonly hostNetwork: boolean | undefined;
+}
+
+function sandboxNetworkOf(s: PodSandboxStatus): SandboxNetwork {
+  const mode = s.linux?.namespaces?.options?.network;
+  return {
+    ip: s.network === null ? undefined : s.network.ip,
+    additionalIps: (s.network?.additionalIps ?? []).map((p) => p.ip).filter((ip) => ip !== ''),
+    hostNetwork: mode === undefined ? undefined : mode === 'NODE',
+  };
+}
+
+function toSandboxStatus(id: string, state: PodSandbox['state'], createdAt: string, attempt: number, net: SandboxNetwork | undefined): RuntimeSandboxStatus {
+  const out: RuntimeSandboxStatus = { id, state, createdAt: nanosToMillis(createdAt) ?? 0, attempt };
+  if (net?.ip !== undefined) out.ip = net.ip;
+  if (net !== undefined && net.additionalIps.length > 0) out.additionalIps = net.additionalIps;
+  if (net?.hostNetwork !== undefined) out.hostNetwork = net.hostNetwork;
+  return out;
+}
+
+/**
+ * A CRI container status as the runtime-status schema: identity and spec hash, restart count and the
+ * init marker from the annotations; times in ms; exit code, reason and message passed through from
+ * the runtime (containerd: Completed / Error / OOMKilled / StartError).
+ *
+ * Models kuberuntime.toKubeContainerStatus.
+ */
+export function toRuntimeContainerStatus(status: CriContainerStatus, sandboxId: string): RuntimeContainerStatus {
+  const info = containerInfoFrom(status.labels, status.annotations);
+  const out: RuntimeContainerStatus = {
+    id: status.id,
+    name: status.metadata?.name ?? info.containerName,
+    sandboxId,
+    state: status.state,
+    createdAt: nanosToMillis(status.createdAt) ?? 0,
+    image: status.image?.userSpecifiedImage || status.image?.image || '',
+    imageRef: status.imageRef,
+    hash: info.hash,
+    restartCount: info.restartCount,
+  };
+  const started = nanosToMillis(status.startedAt);
+  if (started !== undefined) out.startedAt = started;
+  if (status.state === 'CONTAINER_EXITED') {
+    const finished = nanosToMillis(status.finishedAt);
+    if (finished !== undefined) out.finishedAt = finished;
+    out.exitCode = status.exitCode;
+  }
+  if (status.reason !== '') out.reason = status.reason;
+  if (status.message !== '') out.message = status.message;
+  if (info.init) out.init = true;
+  return out;
+}
+
+/** Newest first by creation time (the order GetPodStatus returns). */
+function newestFirst<T extends { createdAt: number }>(xs: T[]): T[] {
+  return xs.sort((a, b) => b.createdAt - a.createdAt);
+}
+
+/** The pod IPs from its newest sandbox, if that sandbox is ready. Models determinePodSandboxIPs. */
+export function podIpsOf(sandboxes: readonly RuntimeSandboxStatus[]): string[] {
+  const latest = sandboxes[0];
+  if (latest === undefined || latest.state !== 'SANDBOX_READY') return [];
+  return [latest.ip ?? '', ...(latest.additionalIps ?? [])].filter((ip) => ip !== '');
+}
+
+/**
+ * Reads pod statuses from the runtime. Container statuses are cached per container id and runtime
+ * state: an exited container never changes, and a created or running one only changes by changing
+ * state, which ListContainers shows; so ContainerStatus is called once per container and state.
+ * Sandbox network facts are cached per sandbox id. Safe for concurrent use.
+ */
+export class RuntimeStatusReader {
+  readonly #runtime: CriRuntime;
+  /** Container id → its pod UID and last status. */
+  readonly #containers = new Map<string, { uid: string; status: RuntimeContainerStatus }>();
+  /** Sandbox id → its pod UID and network facts. */
+  readonly #sandboxNets = new Map<string, { uid: string; net: SandboxNetwork }>();
+
+  constructor(runtime: CriRuntime) {
+    this.#runtime = runtime;
+  }
+
+  /** Containers whose statuses are cached (for tests and metrics). */
+  get cachedContainers(): number {
+    return this.#containers.size;
+  }
+
+  /**
+   * The fresh status of one pod: its sandboxes (ListPodSandbox by the pod-uid label, then
+   * PodSandboxStatus each, newest first), its containers (ListContainers by the label, then
+   * ContainerStatus), and the IPs of the newest ready sandbox. Objects removed between the list and
+   * the status call are skipped.
+   *
+   * Models kubeGenericRuntimeManager.GetPodStatus.
+   */
+  async getPodStatus(uid: string, name: string, namespace: string): Promise<RuntimePodStatus> {
+    const selector = { [RuntimeLabels.podUid]: uid };
+    const [sandboxList, containerList] = await Promise.all([
+      this.#runtime.ListPodSandbox({ filter: { labelSelector: selector } }),
+      this.#runtime.ListContainers({ filter: { labelSelector: selector } }),
+    ]);
+    const sandboxes: RuntimeSandboxStatus[] = [];
+    await Promise.all(
+      sandboxList.items.map(async (sb) => {
+        try {
+          const resp = await this.#runtime.PodSandboxStatus({ podSandboxId: sb.id });
+          const s = resp.status;
+          if (s === null) throw new Error(`pod sandbox status of ${sb.id} is nil`);
+          const net = sandboxNetworkOf(s);
+          this.#sandboxNets.set(sb.id, { uid, net });
+          sandboxes.push(toSandboxStatus(s.id, s.state, s.createdAt, s.metadata?.attempt ?? sb.metadata?.attempt ?? 0, net));
+        } catch (e) {
+          if (!isCriError(e, 'NotFound')) throw e;
+        }
+      }),
+    );
+    newestFirst(sandboxes);
+    const containers = await this.#containerStatuses(containerList.containers);
+    this.#forget(uid, new Set(sandboxList.items.map((s) => s.id)), new Set(containerList.containers.map((c) => c.id)));
+    return { uid, name, namespace, ips: podIpsOf(sandboxes), sandboxes, containers: newestFirst(containers) };
+  }
+
+  /**
+   * Every pod the runtime knows (sandboxes and containers carrying the pod-uid label), grouped by
+   * pod UID, each in the GetPodStatus shape. Sandbox states come from ListPodSandbox; a sandbox's
+   * network is read once with PodSandboxStatus; container details come from the cache or
+   * ContainerStatus. Cache entries of objects no longer listed are dropped.
+   *
+   * Models GenericPLEG.relist's runtime reads (GetPods + GetPodStatus per pod), batched.
+   */
+  async relist(): Promise<RuntimePodStatus[]> {
+    const [sandboxList, containerList] = await Promise.all([this.#runtime.ListPodSandbox({}), this.#runtime.ListContainers({})]);
+    const pods = new Map<string, RuntimePodStatus>();
+    const podFor = (labels: Readonly<Record<string, string>>, fallback?: { name?: string; namespace?: string }): RuntimePodStatus | undefined => {
+      const uid = labels[RuntimeLabels.podUid];
+      if (uid === undefined || uid === '') return undefined;
+      let p = pods.get(uid);
+      if (p === undefined) {
+        p = {
+          uid,
+          name: labels[RuntimeLabels.podName] ?? fallback?.name ?? '',
+          namespace: labels[RuntimeLabels.podNamespace] ?? fallback?.namespace ?? '',
+          ips: [],
+          sandboxes: [],
+          containers: [],
+        };
+        pods.set(uid, p);
+      }
+      return p;
+    };
+
+    const liveSandboxes = new Set<string>();
+    await Promise.all(
+      sandboxList.items.map(async (sb) => {
+        liveSandboxes.add(sb.id);
+        const pod = podFor(sb.labels, sb.metadata ?? undefined);
+        if (pod === undefined) return;
+        let net = this.#sandboxNets.get(sb.id)?.net;
+        if (net === undefined) {
+          try {
+            const s = (await this.#runtime.PodSandboxStatus({ podSandboxId: sb.id })).status;
+            if (s !== null) {
+              net = sandboxNetworkOf(s);
+              this.#sandboxNets.set(sb.id, { uid: pod.uid, net });
+            }
+          } catch (e) {
+            if (!isCriError(e, 'NotFound')) throw e;
+            return;
+          }
+        }
+        pod.sandboxes.push(toSandboxStatus(sb.id, sb.state, sb.createdAt, sb.metadata?.attempt ?? 0, net));
+      }),
+    );
+    for (const id of this.#sandboxNets.keys()) if (!liveSandboxes.has(id)) this.#sandboxNets.delete(id);
+
+    const labelled = containerList.containers.filter((c) => (c.labels[RuntimeLabels.podUid] ?? '') !== '');
+    const statuses = await this.#containerStatuses(labelled);
+    const liveContainers = new Set(containerList.containers.map((c) => c.id));
+    for (const id of this.#containers.keys()) if (!liveContainers.has(id)) this.#containers.delete(id);
+    const byId = new Map(labelled.map((c) => [c.id, c]));
+    for (const st of statuses) {
+      const c = byId.get(st.id);
+      if (c === undefined) continue;
+      podFor(c.labels)?.containers.push(st);
+    }
+    for (const p of pods.values()) {
+      newestFirst(p.sandboxes);
+      newestFirst(p.containers);
+      p.ips = podIpsOf(p.sandboxes);
+    }
+    return [...pods.values()];
+  }
+
+  async #containerStatuses(list: readonly CriContainer[]): Promise<RuntimeContainerStatus[]> {
+    const out: RuntimeContainerStatus[] = [];
+    await Promise.all(
+      list.map(async (c) => {
+        const cached = this.#containers.get(c.id)?.status;
+        if (cached !== undefined && cached.state === c.state && c.state !== 'CONTAINER_UNKNOWN') {
+          out.push(cached);
+          return;
+        }
+        try {
+          const resp = await this.#runtime.ContainerStatus({ containerId: c.id });
+          if (resp.status === null) return;
+          const st = toRuntimeContainerStatus(resp.status, c.podSandboxId);
+          if (st.state !== 'CONTAINER_UNKNOWN') this.#containers.set(c.id, { uid: c.labels[RuntimeLabels.podUid] ?? '', status: st });
+          out.push(st);
+        } catch (e) {
+          if (!isCriError(e, 'NotFound')) throw e;
+        }
+      }),
+    );
+    return out;
+  }
+
+  /** Drops cached entries of pod `uid` whose objects the runtime no longer lists. */
+  #forget(uid: string, sandboxIds: ReadonlySet<string>, containerIds: ReadonlySet<string>): void {
+    for (const [id, e] of this.#sandboxNets) if (e.uid === uid && !sandboxIds.has(id)) this.#sandboxNets.delete(id);
+    for (const [id, e] of this.#containers) if (e.uid === uid && !containerIds.has(id)) this.#containers.delete(id);
+  }
+}

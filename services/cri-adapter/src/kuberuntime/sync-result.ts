@@ -1,0 +1,60 @@
+/**
+ * The outcome of one runtime SyncPod / KillPod: one entry per action, with the kubelet's error name.
+ *
+ * Models pkg/kubelet/container/sync_result.go and the error values of pkg/kubelet/images/types.go
+ * and kuberuntime (ErrCreateContainerConfig, ErrPostStartHook …).
+ */
+import type { SyncResult } from '@splitlet/api';
+
+/** The kubelet's error names, as they appear in `SyncResult.error` and container waiting reasons. */
+export const SyncErrors = {
+  CrashLoopBackOff: 'CrashLoopBackOff',
+  RunContainerError: 'RunContainerError',
+  KillContainerError: 'KillContainerError',
+  VerifyNonRootError: 'VerifyNonRootError',
+  RunInitContainerError: 'RunInitContainerError',
+  CreatePodSandboxError: 'CreatePodSandboxError',
+  ConfigPodSandboxError: 'ConfigPodSandboxError',
+  KillPodSandboxError: 'KillPodSandboxError',
+  CreateContainerConfigError: 'CreateContainerConfigError',
+  CreateContainerError: 'CreateContainerError',
+  PreStartHookError: 'PreStartHookError',
+  PostStartHookError: 'PostStartHookError',
+  ErrImagePull: 'ErrImagePull',
+  ImagePullBackOff: 'ImagePullBackOff',
+  ErrImageNeverPull: 'ErrImageNeverPull',
+  InvalidImageName: 'InvalidImageName',
+  ImageInspectError: 'ImageInspectError',
+  RegistryUnavailable: 'RegistryUnavailable',
+  SignatureValidationFailed: 'SignatureValidationFailed',
+} as const;
+export type SyncErrorName = (typeof SyncErrors)[keyof typeof SyncErrors];
+
+/** A failed step: the kubelet error name and the human message. */
+export interface StepFailure {
+  readonly error: SyncErrorName;
+  readonly message: string;
+}
+
+/** Collects SyncResults in order (kubecontainer.PodSyncResult). */
+export class PodSyncResult {
+  readonly results: SyncResult[] = [];
+
+  /** Adds a successful (so far) result and returns it for a later `fail`. */
+  add(action: SyncResult['action'], target: string): SyncResult {
+    const r: SyncResult = { action, target };
+    this.results.push(r);
+    return r;
+  }
+
+  /** Marks `r` failed. */
+  static fail(r: SyncResult, error: SyncErrorName, message: string): void {
+    r.error = error;
+    r.message = message;
+  }
+
+  /** True when any step failed. */
+  get failed(): boolean {
+    return this.results.some((r) => r.error !== undefined);
+  }
+}

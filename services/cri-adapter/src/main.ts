@@ -1,0 +1,90 @@
+/**
+ * cri-adapter composition root: config → telemetry → logger → bus → CRI client (instrumented) →
+ * domain → endpoints → runService.
+ */
+import { SpanRecord, Subjects } from '@splitlet/api';
+import { connectBus } from '@splitlet/bus';
+import { GrpcRuntimeService, instrument } from '@splitlet/cri';
+import { realClock, runService, sleep } from '@splitlet/service';
+import { createLogger, createMetricsRegistry, createSpanRecordProcessor, startTelemetry } from '@splitlet/telemetry';
+import { createKvBackoffStore } from './adapters/kv-state-store.js';
+import { loadCriAdapterConfig, processEnv } from './config.js';
+import { createCriAdapter, isMutatingCriMethod } from './create-cri-adapter.js';
+import { createKubeRuntimeMetrics } from './kuberuntime/metrics.js';
+
+const SERVICE = 'cri-adapter';
+
+const config = loadCriAdapterConfig();
+const logger = createLogger({ service: SERVICE, level: config.LOG_LEVEL, fields: { node: config.NODE_NAME } });
+const telemetry = startTelemetry({
+  serviceName: SERVICE,
+  nodeName: config.NODE_NAME,
+  env: processEnv(),
+  onError: (e) => logger.warn('telemetry error', { err: e }),
+});
+const registry = createMetricsRegistry({ service: SERVICE });
+const metrics = createKubeRuntimeMetrics(registry);
+
+await runService({
+  name: SERVICE,
+  logger,
+  port: config.HEALTH_PORT,
+  ...(config.HEALTH_PORT_FILE !== undefined ? { portFile: config.HEALTH_PORT_FILE } : {}),
+  registry,
+  start: async ({ signal, health, onClose }) => {
+    onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
+    const bus = await connectBus({ servers: config.NATS_URL, process: SERVICE, node: config.NODE_NAME, logger });
+    onClose({ name: 'bus', close: () => bus.close() });
+    telemetry.addSpanProcessor(
+      createSpanRecordProcessor({
+        service: SERVICE,
+        sink: async (rec) => {
+          await bus.publish(SpanRecord, Subjects.spans(config.NODE_NAME, rec.traceId), rec);
+        },
+      }),
+    );
+
+    // The runtime may come up after us: keep dialling until it answers or we are stopped.
+    let client: GrpcRuntimeService | undefined;
+    for (let attempt = 1; client === undefined; attempt++) {
+      try {
+        client = await GrpcRuntimeService.connect({ endpoint: config.CRI_ENDPOINT, timeoutMs: config.RUNTIME_REQUEST_TIMEOUT_MS, signal });
+      } catch (e) {
+        if (signal.aborted) return;
+        logger.warn('container runtime not reachable yet', { endpoint: config.CRI_ENDPOINT, attempt, err: e });
+        if (!(await sleep(Math.min(1000 * attempt, 5000), signal))) return;
+      }
+    }
+    const grpc = client;
+    onClose({ name: 'cri-client', close: () => grpc.close() });
+    let mutations = 0;
+    const cri = instrument(grpc, {
+      tracer: telemetry.tracer,
+      onCall: (record) => {
+        metrics.runtimeCall(record);
+        if (isMutatingCriMethod(record.method)) mutations++;
+      },
+    });
+
+    const adapter = await createCriAdapter({
+      settings: config,
+      bus,
+      cri,
+      mutations: () => mutations,
+      clock: realClock,
+      logger,
+      tracer: telemetry.tracer,
+      metrics,
+      backoffStore: await createKvBackoffStore(bus, config.NODE_NAME),
+      signal,
+    });
+    onClose({ name: 'cri-adapter', close: async () => {
+      await adapter.done;
+      await adapter.flush();
+    } });
+    // A down runtime takes the adapter out of rotation (readiness); only a stuck loop fails liveness.
+    health.register('container-runtime', () => adapter.runtimeHealthy(), { readiness: true });
+    health.register('runtime-up-loop', () => adapter.loopAlive());
+    logger.info('cri-adapter serving', { endpoint: config.CRI_ENDPOINT, node: config.NODE_NAME });
+  },
+});

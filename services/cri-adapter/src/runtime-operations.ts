@@ -1,0 +1,156 @@
+/**
+ * The four runtime operations the cri-adapter serves — syncPod, killPod, getPodStatus, relist —
+ * with the guards around them: fencing, one operation per pod UID, a pleg poke after any runtime
+ * change, and persisting the backoff tables when they moved.
+ */
+import type {
+  RuntimeGetPodStatusReply,
+  RuntimeGetPodStatusRequest,
+  RuntimeKillPodReply,
+  RuntimeKillPodRequest,
+  RuntimeRelistReply,
+  RuntimeRelistRequest,
+  RuntimeSyncPodReply,
+  RuntimeSyncPodRequest,
+} from '@splitlet/api';
+import type { Backoff, BackoffState } from '@splitlet/kube';
+import type { Clock } from '@splitlet/service';
+import type { Logger } from '@splitlet/telemetry';
+import type { FenceKeeper } from './guard/fence-keeper.js';
+import type { KeyedMutex } from './guard/keyed-mutex.js';
+import type { KubeGenericRuntimeManager } from './kuberuntime/runtime-manager.js';
+import type { StateStore } from './ports.js';
+
+/** The persisted backoff tables of a node. */
+export interface BackoffTables {
+  readonly crashLoop: BackoffState;
+  readonly imagePull: BackoffState;
+}
+
+/** Dependencies of {@link RuntimeOperations}. */
+export interface RuntimeOperationsOptions {
+  readonly manager: KubeGenericRuntimeManager;
+  readonly fences: FenceKeeper;
+  readonly podLocks: KeyedMutex;
+  /** How many mutating CRI calls were made so far (a counter over the shared client). */
+  readonly mutations: () => number;
+  /** Asks pleg to relist now (a core-NATS poke). */
+  readonly pokePleg: () => void;
+  readonly backoffs: { readonly crashLoop: Backoff; readonly imagePull: Backoff };
+  /** Where the backoff tables are persisted; absent: memory only. */
+  readonly backoffStore?: StateStore<BackoffTables> | undefined;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
+
+/**
+ * The operations. Safe for concurrent use: operations on one pod UID run one at a time in arrival
+ * order, operations on different pods run concurrently, relist never waits for a pod.
+ */
+export class RuntimeOperations {
+  readonly #o: RuntimeOperationsOptions;
+  #savedBackoffs = '';
+  #saving: Promise<void> = Promise.resolve();
+  readonly #inflight = new Set<Promise<unknown>>();
+
+  constructor(options: RuntimeOperationsOptions) {
+    this.#o = options;
+    this.#savedBackoffs = JSON.stringify(this.#tables());
+  }
+
+  #tables(): BackoffTables {
+    return { crashLoop: this.#o.backoffs.crashLoop.toJSON(), imagePull: this.#o.backoffs.imagePull.toJSON() };
+  }
+
+  /**
+   * Runtime SyncPod for the request's pod. Refuses a stale fence (FencedOff) before and after
+   * waiting for the pod's lock.
+   */
+  syncPod(req: RuntimeSyncPodRequest): Promise<RuntimeSyncPodReply> {
+    this.#o.fences.check(req.fence);
+    return this.#track(this.#guarded(req.pod.metadata.uid, async () => {
+      this.#o.fences.check(req.fence);
+      const r = await this.#o.manager.syncPod({ pod: req.pod, volumes: req.volumes, pullSecrets: req.pullSecrets });
+      return { type: 'kubelet.runtime.SyncPodReply.v1', results: r.results, podStatus: r.podStatus };
+    }));
+  }
+
+  /** Runtime KillPod for the request's pod (or orphan). Fenced like {@link syncPod}. */
+  killPod(req: RuntimeKillPodRequest): Promise<RuntimeKillPodReply> {
+    this.#o.fences.check(req.fence);
+    return this.#track(this.#guarded(req.runningPod.uid, async () => {
+      this.#o.fences.check(req.fence);
+      const r = await this.#o.manager.killPod({ pod: req.pod, runningPod: req.runningPod, gracePeriodOverride: req.gracePeriodOverride });
+      return { type: 'kubelet.runtime.KillPodReply.v1', results: r.results, podStatus: r.podStatus };
+    }));
+  }
+
+  /** The pod's runtime status, read after any running operation on it finished. */
+  getPodStatus(req: RuntimeGetPodStatusRequest): Promise<RuntimeGetPodStatusReply> {
+    return this.#track(
+      this.#o.podLocks.run(req.pod.uid, async () => {
+        const timestamp = this.#o.clock.now();
+        const podStatus = await this.#o.manager.getPodStatus(req.pod);
+        return { type: 'kubelet.runtime.GetPodStatusReply.v1', podStatus, timestamp };
+      }),
+    );
+  }
+
+  /** Every runtime pod; `timestamp` is taken before the runtime is read (the cache time). */
+  relist(_req: RuntimeRelistRequest): Promise<RuntimeRelistReply> {
+    return this.#track(
+      (async (): Promise<RuntimeRelistReply> => {
+        const timestamp = this.#o.clock.now();
+        const pods = await this.#o.manager.relist();
+        return { type: 'kubelet.runtime.RelistReply.v1', pods, timestamp };
+      })(),
+    );
+  }
+
+  /** Waits for the operations in flight, then for pending backoff saves (shutdown). */
+  async flush(): Promise<void> {
+    while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight]);
+    await this.#saving;
+  }
+
+  /** Operations in flight. */
+  get inflight(): number {
+    return this.#inflight.size;
+  }
+
+  #track<T>(p: Promise<T>): Promise<T> {
+    this.#inflight.add(p);
+    const forget = (): void => {
+      this.#inflight.delete(p);
+    };
+    p.then(forget, forget);
+    return p;
+  }
+
+  async #guarded<T>(uid: string, fn: () => Promise<T>): Promise<T> {
+    return this.#o.podLocks.run(uid, async () => {
+      const before = this.#o.mutations();
+      try {
+        return await fn();
+      } finally {
+        if (this.#o.mutations() !== before) this.#o.pokePleg();
+        this.#persistBackoffs();
+      }
+    });
+  }
+
+  #persistBackoffs(): void {
+    const store = this.#o.backoffStore;
+    if (store === undefined) return;
+    const tables = this.#tables();
+    const json = JSON.stringify(tables);
+    if (json === this.#savedBackoffs) return;
+    this.#savedBackoffs = json;
+    this.#saving = this.#saving
+      .then(() => store.save(tables))
+      .catch((e: unknown) => {
+        this.#savedBackoffs = '';
+        this.#o.logger.warn('could not persist the backoff tables', { err: e });
+      });
+  }
+}

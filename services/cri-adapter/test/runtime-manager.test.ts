@@ -1,0 +1,266 @@
+/**
+ * The runtime manager against the in-process CRI simulator (no gRPC, no NATS): init containers,
+ * sidecars, config errors, postStart hooks, orphan kills from labels, sandbox replacement, spans.
+ */
+import assert from 'node:assert/strict';
+import { mkdir, readdir } from 'node:fs/promises';
+import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
+import { context, trace } from '@opentelemetry/api';
+import type { BoundPod, RuntimePodStatus } from '@splitlet/api';
+import { instrument } from '@splitlet/cri';
+import { createSimRuntime, type SimRuntime } from '@splitlet/cri/testing';
+import { Backoff, KubeletPeriods } from '@splitlet/kube';
+import { FakeClock } from '@splitlet/service/testing';
+import { createLogger } from '@splitlet/telemetry';
+import { createTestTracing, type TestTracing } from '@splitlet/telemetry/testing';
+import { eventually, makeTempDir, type TempDir } from '@splitlet/testkit';
+import { ImageManager } from '../src/images/image-manager.js';
+import { createLifecycleHandlerRunner } from '../src/kuberuntime/lifecycle-handlers.js';
+import { noopKubeRuntimeMetrics } from '../src/kuberuntime/metrics.js';
+import { KubeGenericRuntimeManager } from '../src/kuberuntime/runtime-manager.js';
+import { RuntimeStatusReader } from '../src/kuberuntime/runtime-status-reader.js';
+import type { PodEvent } from '../src/ports.js';
+import { aPod } from './fixtures.js';
+
+const logger = createLogger({ service: 'test', level: 'error' });
+/** A PID 1 shell that exits 0 promptly on SIGTERM. */
+const TRAPPED = ['sh', '-c', "trap 'exit 0' TERM; sleep 1000 & wait"];
+
+describe('KubeGenericRuntimeManager (in-process simulator)', () => {
+  let tracing: TestTracing;
+  let sim: SimRuntime;
+  let logs: TempDir;
+  let events: PodEvent[];
+  let manager: KubeGenericRuntimeManager;
+  let clock: FakeClock;
+  let stops: Array<{ containerId?: string; timeout?: string }>;
+
+  before(() => {
+    tracing = createTestTracing({ register: true });
+  });
+  after(async () => {
+    await tracing.shutdown();
+  });
+
+  beforeEach(async () => {
+    sim = createSimRuntime();
+    logs = await makeTempDir('cri-adapter-unit-');
+    events = [];
+    clock = new FakeClock(Date.now());
+    stops = [];
+    const recorded = new Proxy(sim, {
+      get(target, prop, receiver) {
+        const v: unknown = Reflect.get(target, prop, receiver);
+        if (prop === 'StopContainer' && typeof v === 'function') {
+          return (req: { containerId?: string; timeout?: string }, opts?: unknown) => {
+            stops.push({ ...req });
+            return (v as (r: unknown, o?: unknown) => unknown).call(target, req, opts);
+          };
+        }
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const cri = instrument(recorded, { tracer: tracing.tracer });
+    const recorder = { record: (e: PodEvent) => events.push(e) };
+    manager = new KubeGenericRuntimeManager({
+      runtime: cri,
+      images: cri,
+      imageManager: new ImageManager({
+        images: cri,
+        recorder,
+        clock,
+        backoff: new Backoff({ initialMs: KubeletPeriods.imageBackOffInitialMs, maxMs: KubeletPeriods.imageBackOffMaxMs, clock }),
+        metrics: noopKubeRuntimeMetrics,
+        logger,
+        tracer: tracing.tracer,
+      }),
+      statusReader: new RuntimeStatusReader(cri),
+      handlers: createLifecycleHandlerRunner(cri),
+      recorder,
+      nodeFiles: {
+        readResolvConf: async () => 'nameserver 10.0.0.2\n',
+        ensureDir: async (p) => {
+          await mkdir(p, { recursive: true });
+        },
+        listDir: (p) => readdir(p),
+      },
+      clock,
+      crashLoopBackoff: Backoff.crashLoop(clock),
+      metrics: noopKubeRuntimeMetrics,
+      settings: {
+        sandbox: { podLogDir: logs.path, dns: { clusterDns: ['10.96.0.10'], clusterDomain: 'cluster.local', hasResolvConf: true } },
+        runtimeRequestTimeoutMs: 10_000,
+        memoryCapacityBytes: 8 * 1024 ** 3,
+        nodeAllocatable: { milliCpu: 2000, memoryBytes: 8 * 1024 ** 3 },
+        hostIPs: ['192.168.0.10'],
+      },
+      logger,
+      tracer: tracing.tracer,
+    });
+  });
+  afterEach(async () => {
+    await sim.close();
+    await logs.cleanup();
+    tracing.reset();
+  });
+
+  const sync = (pod: BoundPod, volumes: Record<string, { hostPath: string }> = {}) => manager.syncPod({ pod, volumes, pullSecrets: [] });
+  const status = (pod: BoundPod): Promise<RuntimePodStatus> => manager.getPodStatus({ uid: pod.metadata.uid, name: pod.metadata.name, namespace: pod.metadata.namespace });
+  const reasons = (uid: string): string[] => events.filter((e) => e.pod.uid === uid).map((e) => `${e.reason}: ${e.message}`);
+
+  it('runs init containers one at a time, in order, before the regular containers', async () => {
+    const pod = aPod({
+      uid: 'u-init',
+      spec: {
+        initContainers: [
+          { name: 'init-1', image: 'busybox:1.36', command: ['sh', '-c', 'exit 0'] },
+          { name: 'init-2', image: 'busybox:1.36', command: ['sh', '-c', 'exit 0'] },
+        ],
+      },
+    });
+    const r1 = await sync(pod);
+    assert.deepEqual(r1.results.filter((r) => r.action === 'StartContainer').map((r) => r.target), ['init-1']);
+    await eventually(async () => (await status(pod)).containers.find((c) => c.name === 'init-1')?.state === 'CONTAINER_EXITED');
+    const r2 = await sync(pod);
+    assert.deepEqual(r2.results.filter((r) => r.action === 'StartContainer').map((r) => r.target), ['init-2']);
+    await eventually(async () => (await status(pod)).containers.find((c) => c.name === 'init-2')?.state === 'CONTAINER_EXITED');
+    const r3 = await sync(pod);
+    assert.deepEqual(r3.results.map((r) => `${r.action}:${r.target}`), ['StartContainer:main']);
+    const st = await status(pod);
+    assert.equal(st.containers.find((c) => c.name === 'init-1')?.init, true);
+    assert.equal(st.containers.find((c) => c.name === 'main')?.init, undefined);
+    assert.ok(events.some((e) => e.fieldPath === 'spec.initContainers{init-1}' && e.reason === 'Started'));
+  });
+
+  it('starts a sidecar and moves on to the next init container once it runs', async () => {
+    const pod = aPod({
+      uid: 'u-sidecar',
+      spec: {
+        initContainers: [
+          { name: 'proxy', image: 'busybox:1.36', restartPolicy: 'Always' },
+          { name: 'setup', image: 'busybox:1.36', command: ['sh', '-c', 'exit 0'] },
+        ],
+      },
+      containers: [{ name: 'main', image: 'busybox:1.36', command: TRAPPED }],
+    });
+    await sync(pod);
+    const r2 = await sync(pod);
+    assert.deepEqual(r2.results.filter((r) => r.action === 'StartContainer').map((r) => r.target), ['setup']);
+    await eventually(async () => (await status(pod)).containers.find((c) => c.name === 'setup')?.state === 'CONTAINER_EXITED');
+    const r3 = await sync(pod);
+    assert.deepEqual(r3.results.map((r) => r.target), ['main']);
+
+    // KillPod stops the regular container before the sidecar.
+    const k = await manager.killPod({ pod, runningPod: { uid: 'u-sidecar', name: pod.metadata.name, namespace: 'default' }, gracePeriodOverride: 1 });
+    assert.deepEqual(k.results.map((r) => `${r.action}:${r.target}`), ['KillContainer:main', 'KillContainer:proxy', 'KillPodSandbox:u-sidecar']);
+  });
+
+  it('a mount of an undefined volume is a CreateContainerConfigError with a Failed event', async () => {
+    const pod = aPod({ uid: 'u-vol', containers: [{ name: 'main', image: 'busybox:1.36', volumeMounts: [{ name: 'data', mountPath: '/data' }] }] });
+    const r = await sync(pod);
+    const start = r.results.find((x) => x.action === 'StartContainer');
+    assert.equal(start?.error, 'CreateContainerConfigError');
+    assert.equal(start?.message, 'cannot find volume "data" to mount into container "main"');
+    assert.ok(reasons('u-vol').includes('Failed: Error: cannot find volume "data" to mount into container "main"'));
+
+    const ok = await sync(pod, { data: { hostPath: logs.path } });
+    assert.deepEqual(ok.results.filter((x) => x.error !== undefined), []);
+  });
+
+  it('a configMap env reference is a CreateContainerConfigError in standalone mode', async () => {
+    const pod = aPod({ uid: 'u-cm', containers: [{ name: 'main', image: 'busybox:1.36', env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: 'cfg', key: 'x' } } }] }] });
+    const r = await sync(pod);
+    const start = r.results.find((x) => x.action === 'StartContainer');
+    assert.equal(start?.error, 'CreateContainerConfigError');
+    assert.match(start?.message ?? '', /not available in standalone mode/);
+  });
+
+  it('a failing postStart hook records FailedPostStartHook, kills the container, and fails with PostStartHookError', async () => {
+    const pod = aPod({
+      uid: 'u-hook',
+      containers: [{ name: 'main', image: 'busybox:1.36', command: TRAPPED, lifecycle: { postStart: { exec: { command: ['sh', '-c', 'exit 3'] } } } }],
+      spec: { terminationGracePeriodSeconds: 1 },
+    });
+    const r = await sync(pod);
+    const start = r.results.find((x) => x.action === 'StartContainer');
+    assert.equal(start?.error, 'PostStartHookError');
+    assert.match(start?.message ?? '', /^Exec lifecycle hook \(\[sh -c exit 3\]\) for Container "main" in Pod "web_default\(u-hook\)" failed - error: command 'sh -c exit 3' exited with 3/);
+    assert.deepEqual(
+      reasons('u-hook').filter((x) => !x.startsWith('Pulled')),
+      ['Created: Created container: main', 'Started: Started container main', 'FailedPostStartHook: PostStartHook failed', 'Killing: FailedPostStartHook'],
+    );
+    assert.equal((await status(pod)).containers[0]?.state, 'CONTAINER_EXITED');
+    // spec grace 1 s, raised to the 2 s minimum.
+    assert.deepEqual(stops.map((x) => x.timeout), ['2']);
+  });
+
+  it('kills an orphan (no pod spec) using the grace period stored in its annotations', async () => {
+    const pod = aPod({ uid: 'u-orphan', containers: [{ name: 'main', image: 'busybox:1.36', command: TRAPPED }], spec: { terminationGracePeriodSeconds: 7 } });
+    await sync(pod);
+    const k = await manager.killPod({ runningPod: { uid: 'u-orphan', name: 'web', namespace: 'default' } });
+    assert.deepEqual(k.results.map((r) => `${r.action}:${r.target}:${r.error ?? 'ok'}`), ['KillContainer:main:ok', 'KillPodSandbox:u-orphan:ok']);
+    assert.equal(k.podStatus.containers[0]?.exitCode, 0);
+    assert.equal(k.podStatus.sandboxes[0]?.state, 'SANDBOX_NOTREADY');
+    // The grace period comes from the io.kubernetes.pod.terminationGracePeriod annotation.
+    assert.deepEqual(stops.map((x) => x.timeout), ['7']);
+    const killing = events.find((e) => e.pod.uid === 'u-orphan' && e.reason === 'Killing');
+    assert.deepEqual(killing, { pod: { name: 'web', namespace: 'default', uid: 'u-orphan' }, fieldPath: 'spec.containers{main}', eventType: 'Normal', reason: 'Killing', message: 'Stopping container main' });
+  });
+
+  it('replaces a sandbox that is no longer ready, with a SandboxChanged event and a new attempt', async () => {
+    const pod = aPod({ uid: 'u-sb' });
+    const first = await sync(pod);
+    const sandboxId = first.podStatus.sandboxes[0]?.id ?? '';
+    await sim.StopPodSandbox({ podSandboxId: sandboxId });
+    const r = await sync(pod);
+    assert.ok(reasons('u-sb').includes('SandboxChanged: Pod sandbox changed, it will be killed and re-created.'));
+    assert.deepEqual(r.results.map((x) => `${x.action}:${x.error ?? 'ok'}`), ['KillPodSandbox:ok', 'CreatePodSandbox:ok', 'StartContainer:ok']);
+    const ready = r.podStatus.sandboxes.filter((s) => s.state === 'SANDBOX_READY');
+    assert.equal(ready.length, 1);
+    assert.equal(ready[0]?.attempt, 1);
+    assert.equal(r.podStatus.containers.find((c) => c.state === 'CONTAINER_RUNNING')?.restartCount, 1);
+  });
+
+  it('a failing RunPodSandbox records FailedCreatePodSandBox', async () => {
+    sim.injectFailure('RunPodSandbox', { code: 'Unknown', message: 'failed to setup network for sandbox: cni plugin not initialized', times: 1 });
+    const pod = aPod({ uid: 'u-fail' });
+    const r = await sync(pod);
+    const c = r.results.find((x) => x.action === 'CreatePodSandbox');
+    assert.equal(c?.error, 'CreatePodSandboxError');
+    assert.match(c?.message ?? '', /^Failed to create sandbox for pod "web_default\(u-fail\)": rpc error: code = Unknown desc = failed to setup network/);
+    assert.deepEqual(reasons('u-fail'), [
+      'FailedCreatePodSandBox: Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox: cni plugin not initialized',
+    ]);
+  });
+
+  it('an image that does not parse is InvalidImageName', async () => {
+    const pod = aPod({ uid: 'u-bad-image', containers: [{ name: 'main', image: 'Not/Valid' }] });
+    const r = await sync(pod);
+    const start = r.results.find((x) => x.action === 'StartContainer');
+    assert.equal(start?.error, 'InvalidImageName');
+    assert.match(start?.message ?? '', /^Failed to apply default image tag "Not\/Valid": couldn't parse image name "Not\/Valid": /);
+    assert.ok(reasons('u-bad-image').some((x) => x.startsWith('InspectFailed: Failed to apply default image tag')));
+  });
+
+  it('pulls an image with pull policy Always and reports the Pulled message', async () => {
+    const pod = aPod({ uid: 'u-always', containers: [{ name: 'main', image: 'busybox' }] });
+    await sync(pod);
+    const msgs = reasons('u-always');
+    assert.equal(msgs[0], 'Pulling: Pulling image "busybox"');
+    assert.match(msgs[1] ?? '', /^Pulled: Successfully pulled image "busybox" in \d+(\.\d+)?m?s \(\d+(\.\d+)?m?s including waiting\)\. Image size: \d+ bytes\.$/);
+  });
+
+  it('traces SyncPod, EnsureImageExists and the CRI calls under the caller span', async () => {
+    const parent = tracing.tracer.startSpan('process sl.{node}.rpc.runtime.syncPod');
+    await context.with(trace.setSpan(context.active(), parent), () => sync(aPod({ uid: 'u-trace' })));
+    parent.end();
+    const [syncSpan] = tracing.spansNamed('kuberuntime.SyncPod');
+    assert.equal(syncSpan?.parentSpanContext?.spanId, parent.spanContext().spanId);
+    assert.equal(syncSpan?.attributes['k8s.pod.uid'], 'u-trace');
+    const run = tracing.spansNamed('runtime.v1.RuntimeService/RunPodSandbox')[0];
+    assert.equal(run?.parentSpanContext?.spanId, syncSpan?.spanContext().spanId);
+    const ensure = tracing.spansNamed('EnsureImageExists')[0];
+    assert.equal(ensure?.parentSpanContext?.spanId, syncSpan?.spanContext().spanId);
+    assert.equal(tracing.spansNamed('runtime.v1.ImageService/ImageStatus')[0]?.parentSpanContext?.spanId, ensure?.spanContext().spanId);
+  });
+});

@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { createSimRuntime, type SimRuntime } from '@splitlet/cri/testing';
+import { eventually } from '@splitlet/testkit';
+import { nanosToMillis, RuntimeStatusReader } from '../src/kuberuntime/runtime-status-reader.js';
+
+function counting(sim: SimRuntime): { runtime: SimRuntime; count: (method: string) => number } {
+  const counts = new Map<string, number>();
+  const runtime = new Proxy(sim, {
+    get(target, prop, receiver) {
+      const v: unknown = Reflect.get(target, prop, receiver);
+      if (typeof v !== 'function') return v;
+      return (...args: unknown[]) => {
+        counts.set(String(prop), (counts.get(String(prop)) ?? 0) + 1);
+        return (v as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { runtime, count: (m) => counts.get(m) ?? 0 };
+}
+
+const labels = (uid: string, name: string) => ({ 'io.kubernetes.pod.uid': uid, 'io.kubernetes.pod.name': name, 'io.kubernetes.pod.namespace': 'ns' });
+
+describe('RuntimeStatusReader', () => {
+  let sim: SimRuntime;
+  beforeEach(() => {
+    sim = createSimRuntime();
+  });
+  afterEach(async () => {
+    await sim.close();
+  });
+
+  async function runPod(uid: string, command: string[]): Promise<{ sandboxId: string; containerId: string }> {
+    const { podSandboxId } = await sim.RunPodSandbox({ config: { metadata: { name: `p-${uid}`, namespace: 'ns', uid, attempt: 0 }, labels: labels(uid, `p-${uid}`) } });
+    const image = (await sim.PullImage({ image: { image: 'busybox:1.36' } })).imageRef;
+    const { containerId } = await sim.CreateContainer({
+      podSandboxId,
+      config: {
+        metadata: { name: 'main', attempt: 0 },
+        image: { image, userSpecifiedImage: 'busybox:1.36' },
+        command,
+        labels: { ...labels(uid, `p-${uid}`), 'io.kubernetes.container.name': 'main' },
+        annotations: { 'io.kubernetes.container.hash': 'abc', 'io.kubernetes.container.restartCount': '4' },
+      },
+    });
+    await sim.StartContainer({ containerId });
+    return { sandboxId: podSandboxId, containerId };
+  }
+
+  it('groups the runtime by pod uid and reads each container status once per state', async () => {
+    const { runtime, count } = counting(sim);
+    const reader = new RuntimeStatusReader(runtime);
+    const a = await runPod('a', ['sh', '-c', 'sleep 0.2; exit 3']);
+    await runPod('b', ['sleep', '3600']);
+
+    const first = await reader.relist();
+    assert.deepEqual(first.map((p) => p.uid).sort(), ['a', 'b']);
+    const podA = first.find((p) => p.uid === 'a');
+    assert.equal(podA?.name, 'p-a');
+    assert.equal(podA?.namespace, 'ns');
+    assert.equal(podA?.containers[0]?.state, 'CONTAINER_RUNNING');
+    assert.equal(podA?.containers[0]?.hash, 'abc');
+    assert.equal(podA?.containers[0]?.restartCount, 4);
+    assert.equal(podA?.containers[0]?.sandboxId, a.sandboxId);
+    assert.equal(podA?.containers[0]?.image, 'busybox:1.36');
+    assert.match(podA?.ips[0] ?? '', /^10\.88\./);
+    assert.equal(count('ContainerStatus'), 2);
+    assert.equal(count('PodSandboxStatus'), 2);
+
+    await reader.relist();
+    assert.equal(count('ContainerStatus'), 2, 'unchanged containers are not re-read');
+    assert.equal(count('PodSandboxStatus'), 2, 'sandbox networks are read once');
+
+    const exited = await eventually(async () => {
+      const pods = await reader.relist();
+      const c = pods.find((p) => p.uid === 'a')?.containers[0];
+      return c?.state === 'CONTAINER_EXITED' ? c : undefined;
+    });
+    assert.ok(exited);
+    assert.equal(exited.exitCode, 3);
+    assert.equal(exited.reason, 'Error');
+    assert.ok(exited.finishedAt !== undefined && exited.startedAt !== undefined && exited.finishedAt >= exited.startedAt);
+    const afterExit = count('ContainerStatus');
+    await reader.relist();
+    assert.equal(count('ContainerStatus'), afterExit, 'an exited container is read once');
+
+    await sim.RemoveContainer({ containerId: a.containerId });
+    await sim.StopPodSandbox({ podSandboxId: a.sandboxId });
+    await sim.RemovePodSandbox({ podSandboxId: a.sandboxId });
+    const gone = await reader.relist();
+    assert.deepEqual(gone.map((p) => p.uid), ['b']);
+    assert.equal(reader.cachedContainers, 1);
+  });
+
+  it('getPodStatus reads one pod afresh: sandbox state, IP and hostNetwork', async () => {
+    const reader = new RuntimeStatusReader(sim);
+    const a = await runPod('a', ['sleep', '3600']);
+    const st = await reader.getPodStatus('a', 'p-a', 'ns');
+    assert.equal(st.sandboxes[0]?.id, a.sandboxId);
+    assert.equal(st.sandboxes[0]?.state, 'SANDBOX_READY');
+    assert.equal(st.sandboxes[0]?.hostNetwork, false);
+    assert.equal(st.ips.length, 1);
+    await sim.StopPodSandbox({ podSandboxId: a.sandboxId });
+    const stopped = await reader.getPodStatus('a', 'p-a', 'ns');
+    assert.equal(stopped.sandboxes[0]?.state, 'SANDBOX_NOTREADY');
+    assert.deepEqual(stopped.ips, []);
+    assert.equal(stopped.containers[0]?.state, 'CONTAINER_EXITED');
+    assert.deepEqual(await reader.getPodStatus('nope', 'x', 'ns'), { uid: 'nope', name: 'x', namespace: 'ns', ips: [], sandboxes: [], containers: [] });
+  });
+
+  it('converts CRI nanosecond strings to milliseconds', () => {
+    assert.equal(nanosToMillis('0'), undefined);
+    assert.equal(nanosToMillis(''), undefined);
+    assert.equal(nanosToMillis('1700000000123000000'), 1_700_000_000_123);
+  });
+});
