@@ -1,0 +1,156 @@
+/**
+ * serveCri(): puts any RuntimeService & ImageService implementation behind a real gRPC server on a
+ * unix socket, so a CRI client (splitlet's, crictl, a kubelet) can talk to it.
+ */
+import { lstatSync, unlinkSync } from 'node:fs';
+import * as grpc from '@grpc/grpc-js';
+import { GrpcStatusOf, isCriError, parseCriErrorCode } from './cri-error.js';
+import { loadCriServices } from './proto.js';
+import { CriMethods, CriStreamingMethods, type CallOptions, type CriMethod, type CriServiceName, type ImageService, type RuntimeService } from './services.js';
+
+/** A running CRI gRPC server. */
+export interface CriServer {
+  /** The socket file the server listens on. */
+  readonly socketPath: string;
+  /** `unix://<socketPath>`, ready for `GrpcRuntimeService.connect`. */
+  readonly endpoint: string;
+  /**
+   * Stops accepting calls, waits up to `graceMs` (default 1000) for running calls, then cancels the
+   * rest (open event streams included) and removes the socket file. Idempotent. It does not close `impl`.
+   */
+  close(graceMs?: number): Promise<void>;
+}
+
+type AnyImpl = Record<string, (request: unknown, options?: CallOptions) => unknown>;
+
+/** The gRPC status for anything an implementation throws: a CriError keeps its code; anything else is UNKNOWN. */
+function toStatus(error: unknown): Partial<grpc.StatusObject> {
+  if (isCriError(error)) {
+    const details = typeof (error as { details?: unknown }).details === 'string' ? (error as { details: string }).details : error.message;
+    return { code: GrpcStatusOf[error.code], details };
+  }
+  const code = typeof (error as { code?: unknown })?.code === 'string' ? parseCriErrorCode((error as { code: string }).code) : undefined;
+  const details = error instanceof Error ? error.message : String(error);
+  return { code: code === undefined ? grpc.status.UNKNOWN : GrpcStatusOf[code], details };
+}
+
+function callOptions(call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>, signal: AbortSignal): CallOptions {
+  const deadline = call.getDeadline();
+  const at = deadline instanceof Date ? deadline.getTime() : deadline;
+  return Number.isFinite(at) && at > 0 ? { signal, deadlineMs: Math.max(0, at - Date.now()) } : { signal };
+}
+
+function unaryHandler(impl: AnyImpl, method: CriMethod): grpc.handleUnaryCall<unknown, unknown> {
+  return (call, callback) => {
+    const abort = new AbortController();
+    call.on('cancelled', () => abort.abort());
+    let result: unknown;
+    try {
+      const fn = impl[method];
+      if (fn === undefined) throw Object.assign(new Error(`${method} is not implemented`), { code: 'Unimplemented' });
+      result = fn.call(impl, call.request, callOptions(call, abort.signal));
+    } catch (e) {
+      callback(toStatus(e));
+      return;
+    }
+    Promise.resolve(result).then(
+      (response) => callback(null, response),
+      (e: unknown) => callback(toStatus(e)),
+    );
+  };
+}
+
+function streamHandler(impl: AnyImpl, method: CriMethod): grpc.handleServerStreamingCall<unknown, unknown> {
+  return (call) => {
+    const abort = new AbortController();
+    call.on('cancelled', () => abort.abort());
+    const run = async (): Promise<void> => {
+      const fn = impl[method];
+      if (fn === undefined) throw Object.assign(new Error(`${method} is not implemented`), { code: 'Unimplemented' });
+      const stream = fn.call(impl, call.request, callOptions(call, abort.signal)) as AsyncIterable<unknown> & { established?: Promise<void> };
+      if (stream.established !== undefined) await stream.established;
+      call.sendMetadata(new grpc.Metadata()); // tells the client the subscription is live
+      for await (const item of stream) {
+        if (abort.signal.aborted) break;
+        call.write(item);
+      }
+      if (!abort.signal.aborted) call.end();
+    };
+    run().catch((e: unknown) => {
+      if (!abort.signal.aborted) call.emit('error', toStatus(e));
+    });
+  };
+}
+
+/**
+ * Serves `impl` as `runtime.v1.RuntimeService` and `runtime.v1.ImageService` on `unix://<socketPath>`.
+ * A stale socket file at the path is replaced (any other file is an error). Thrown CriErrors become
+ * their gRPC status codes; other errors become UNKNOWN. Each handler gets a `signal` that aborts when
+ * the client cancels, and the client's remaining deadline as `deadlineMs`.
+ */
+export async function serveCri(impl: RuntimeService & ImageService, socketPath: string): Promise<CriServer> {
+  const ctors = loadCriServices();
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': 16 * 1024 * 1024,
+    'grpc.max_send_message_length': 16 * 1024 * 1024,
+  });
+  const target = impl as unknown as AnyImpl;
+  for (const serviceName of ['RuntimeService', 'ImageService'] as const satisfies CriServiceName[]) {
+    const handlers: grpc.UntypedServiceImplementation = {};
+    for (const method of Object.keys(CriMethods) as CriMethod[]) {
+      if (CriMethods[method].service !== serviceName) continue;
+      handlers[method] = CriStreamingMethods.has(method) ? streamHandler(target, method) : unaryHandler(target, method);
+    }
+    server.addService(ctors[serviceName].service, handlers);
+  }
+
+  removeStaleSocket(socketPath);
+  const endpoint = `unix://${socketPath}`;
+  await new Promise<void>((resolve, reject) => {
+    server.bindAsync(endpoint, grpc.ServerCredentials.createInsecure(), (error) => {
+      if (error === null) resolve();
+      else reject(new Error(`cannot serve CRI on ${endpoint}: ${error.message}`, { cause: error }));
+    });
+  });
+
+  let closing: Promise<void> | undefined;
+  return {
+    socketPath,
+    endpoint,
+    close(graceMs = 1000): Promise<void> {
+      closing ??= new Promise<void>((resolve) => {
+        let done = false;
+        const finish = (): void => {
+          if (done) return;
+          done = true;
+          clearTimeout(timer);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          finish();
+        }, graceMs);
+        server.tryShutdown(finish);
+      }).then(() => {
+        try {
+          removeStaleSocket(socketPath);
+        } catch {
+          // Not a socket any more: someone else owns the path now; leave it.
+        }
+      });
+      return closing;
+    },
+  };
+}
+
+function removeStaleSocket(path: string): void {
+  let isSocket: boolean;
+  try {
+    isSocket = lstatSync(path).isSocket();
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw e;
+  }
+  if (!isSocket) throw new Error(`cannot serve CRI on ${path}: the path exists and is not a socket`);
+  unlinkSync(path);
+}

@@ -1,0 +1,8 @@
+/** The CRI contract against the simulator called in-process. */
+import { createSimRuntime } from '../src/testing/index.js';
+import { runContract } from './contract.js';
+
+runContract('simulator in-process', async () => {
+  const sim = createSimRuntime();
+  return { rt: sim, sim, close: () => sim.close() };
+});

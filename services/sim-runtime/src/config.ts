@@ -1,0 +1,111 @@
+/**
+ * sim-runtime's configuration: the only reader of the environment.
+ */
+import * as path from 'node:path';
+import { z } from 'zod';
+import { CriMethods, parseCriErrorCode, type CriMethod } from '@splitlet/cri';
+import type { SimFailures, SimLatency } from '@splitlet/cri/testing';
+
+/** The environment is invalid; the message names the variable and what is wrong. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** The validated configuration. */
+export interface SimRuntimeConfig {
+  /** Absolute path of the unix socket to serve CRI on. */
+  socketPath: string;
+  latencyMs: SimLatency;
+  failures: SimFailures;
+  podSubnet: string;
+  logLevel: LogLevel;
+}
+
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+const methodNames = Object.keys(CriMethods) as CriMethod[];
+const Method = z.enum(methodNames as [CriMethod, ...CriMethod[]]);
+
+/** JSON text parsed, with a readable issue when it is not JSON. */
+const jsonText = z.string().transform((text, ctx) => {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (e) {
+    ctx.addIssue({ code: 'custom', message: `not valid JSON (${(e as Error).message})` });
+    return z.NEVER;
+  }
+});
+
+const Millis = z.number().finite().min(0);
+
+const LatencyPerRpc = jsonText.pipe(z.partialRecord(z.union([Method, z.literal('default')]), Millis));
+
+/** A number of ms for every RPC, or a JSON object of RPC (or `default`) → ms. */
+const Latency = z.string().transform((text, ctx): SimLatency => {
+  if (text.trim().startsWith('{')) {
+    const r = LatencyPerRpc.safeParse(text);
+    if (r.success) return r.data;
+    for (const issue of r.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+    return z.NEVER;
+  }
+  const ms = Number(text);
+  if (text.trim() === '' || !Number.isFinite(ms) || ms < 0) {
+    ctx.addIssue({ code: 'custom', message: 'must be milliseconds (e.g. 5) or JSON per RPC (e.g. {"default":2,"PullImage":500})' });
+    return z.NEVER;
+  }
+  return { default: ms };
+});
+
+const Failure = z.strictObject({
+  code: z.string().refine((c) => parseCriErrorCode(c) !== undefined, { message: 'unknown gRPC/CRI error code' }),
+  message: z.string().optional(),
+  times: z.number().int().positive().optional(),
+  rate: z.number().min(0).max(1).optional(),
+});
+
+const Failures = jsonText.pipe(z.partialRecord(Method, Failure));
+
+const Cidr = z
+  .string()
+  .regex(/^(\d{1,3}\.){3}\d{1,3}\/(\d|[12]\d|30)$/, 'must be an IPv4 CIDR such as 10.88.0.0/16')
+  .refine((c) => c.split('/')[0]?.split('.').every((o) => Number(o) <= 255) ?? false, 'octets must be at most 255');
+
+const Env = z.object({
+  SIM_SOCKET: z
+    .string({ error: 'is required: the unix socket path to serve CRI on' })
+    .min(1, 'is required: the unix socket path to serve CRI on')
+    .transform((s) => s.replace(/^unix:\/\//, ''))
+    .refine((s) => path.isAbsolute(s), 'must be an absolute path (optionally prefixed with unix://)'),
+  SIM_LATENCY_MS: Latency.optional(),
+  SIM_FAILURES: Failures.optional(),
+  SIM_POD_SUBNET: Cidr.default('10.88.0.0/16'),
+  LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+});
+
+/**
+ * Reads and validates the environment.
+ *
+ * - `SIM_SOCKET` (required): socket path, e.g. `/run/splitlet/sim.sock` or `unix:///run/splitlet/sim.sock`.
+ * - `SIM_LATENCY_MS`: a number (every RPC) or JSON per RPC, e.g. `{"default":2,"PullImage":500}`.
+ * - `SIM_FAILURES`: JSON per RPC, e.g. `{"CreateContainer":{"code":"UNAVAILABLE","times":1}}`.
+ * - `SIM_POD_SUBNET`: pod IPs come from it. @default 10.88.0.0/16
+ * - `LOG_LEVEL`: debug | info | warn | error. @default info
+ *
+ * @throws ConfigError listing every invalid variable.
+ */
+export function loadConfig(env: Readonly<Record<string, string | undefined>>): SimRuntimeConfig {
+  const parsed = Env.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.map(String).join('.') || 'environment'} ${i.message}`);
+    throw new ConfigError(`invalid sim-runtime configuration: ${problems.join('; ')}`);
+  }
+  const e = parsed.data;
+  return {
+    socketPath: e.SIM_SOCKET,
+    latencyMs: e.SIM_LATENCY_MS ?? {},
+    failures: (e.SIM_FAILURES ?? {}) as SimFailures,
+    podSubnet: e.SIM_POD_SUBNET,
+    logLevel: e.LOG_LEVEL,
+  };
+}
