@@ -1,0 +1,16 @@
+/**
+ * Runs work with tracing suppressed, for periodic chatter (a relist every second) that would
+ * otherwise start one trace per period.
+ */
+import { context, createContextKey } from '@opentelemetry/api';
+
+/**
+ * The key the OpenTelemetry SDK reads to suppress tracing (`suppressTracing` of `@opentelemetry/core`;
+ * context keys are `Symbol.for(description)`, so this is the same key without importing the SDK).
+ */
+const SUPPRESS_TRACING_KEY = createContextKey('OpenTelemetry SDK Context Key SUPPRESS_TRACING');
+
+/** Calls `fn` in a context where no span is recorded. */
+export function untraced<T>(fn: () => Promise<T>): Promise<T> {
+  return context.with(context.active().setValue(SUPPRESS_TRACING_KEY, true), fn);
+}

@@ -1,0 +1,202 @@
+/**
+ * The generic PLEG: relist the runtime, diff against the previous relist, publish lifecycle events
+ * and keep the runtime pod cache.
+ *
+ * Models pkg/kubelet/pleg/generic.go (GenericPLEG.Relist, updateCache, getPodIPs, Healthy).
+ *
+ * One relist, in order:
+ *
+ *     t0 = now ─ request relist ─┬─ failed: log, count, stop (the mark keeps its old time)
+ *                                └─ ok: relistTime = t0
+ *          for each pod seen now or before, with events or a changed status:
+ *              put RuntimeCacheEntry{timestamp: t0} (or delete it when the pod is gone)
+ *              then publish its events (ContainerChanged is filtered, as the kubelet does)
+ *          put RelistMark{timestamp: t0}  (after every pod entry: GetNewerThan relies on it)
+ */
+import { context, trace, type Tracer } from '@opentelemetry/api';
+import type { PodLifecycleEvent, RuntimePodStatus } from '@splitlet/api';
+import { errorMessage } from '@splitlet/api';
+import { formatGoDuration, jsonEqual } from '@splitlet/kube';
+import type { Clock, HealthStatus } from '@splitlet/service';
+import type { Logger } from '@splitlet/telemetry';
+import type { LifecycleEventSink, RuntimeCacheStore, RuntimeLister } from '../ports.js';
+import { computePodEvents, type PlegEvent } from './generate-events.js';
+import type { PlegMetrics } from './metrics.js';
+
+/** Dependencies and settings of {@link GenericPleg}. */
+export interface GenericPlegOptions {
+  readonly lister: RuntimeLister;
+  readonly cache: RuntimeCacheStore;
+  readonly events: LifecycleEventSink;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly metrics: PlegMetrics;
+  /** Unhealthy when the last successful relist is older than this (genericPlegRelistThreshold). */
+  readonly relistThresholdMs: number;
+  /** Spans a relist that changed something. @default no spans */
+  readonly tracer?: Tracer;
+}
+
+/** The outcome of one relist. */
+export interface RelistResult {
+  readonly ok: boolean;
+  /** Events published. */
+  readonly events: number;
+  /** Pods whose cache entry was written or deleted. */
+  readonly changedPods: number;
+}
+
+/**
+ * The generic PLEG. Not reentrant: the caller (the relist loop) never runs two relists at once.
+ */
+export class GenericPleg {
+  readonly #o: GenericPlegOptions;
+  /** podRecords: the pods as of the last relist (and as last written to the cache). */
+  readonly #records = new Map<string, RuntimePodStatus>();
+  #relistTime: number | undefined;
+
+  constructor(options: GenericPlegOptions) {
+    this.#o = options;
+  }
+
+  /**
+   * Starts from the cache the previous pleg wrote, so a restart does not replay events for pods
+   * whose state did not change meanwhile.
+   */
+  async loadCache(): Promise<void> {
+    const snapshot = await this.#o.cache.load();
+    this.#records.clear();
+    for (const [uid, entry] of snapshot.entries) this.#records.set(uid, entry.status);
+    this.#o.logger.info('loaded the runtime cache', { pods: this.#records.size, relistMark: snapshot.mark?.timestamp });
+  }
+
+  /** The pods as of the last relist (for tests and diagnostics). */
+  get pods(): ReadonlyMap<string, RuntimePodStatus> {
+    return this.#records;
+  }
+
+  /** Time (ms) of the last successful relist, if any. */
+  get lastRelistTime(): number | undefined {
+    return this.#relistTime;
+  }
+
+  /** Runs one relist. Never throws: failures are logged, counted and reported in the result. */
+  async relist(): Promise<RelistResult> {
+    const { clock, metrics, logger } = this.#o;
+    if (this.#relistTime !== undefined) metrics.relistInterval.observe((clock.now() - this.#relistTime) / 1000);
+    const timestamp = clock.now();
+    try {
+      let pods: readonly RuntimePodStatus[];
+      try {
+        pods = await this.#o.lister.relist();
+      } catch (e) {
+        metrics.relistErrors.inc();
+        logger.error('GenericPLEG: Unable to retrieve pods', { err: errorMessage(e) });
+        return { ok: false, events: 0, changedPods: 0 };
+      }
+      this.#relistTime = timestamp;
+      metrics.lastSeen.set(Math.floor(timestamp / 1000));
+
+      const current = new Map<string, RuntimePodStatus>();
+      for (const p of pods) current.set(p.uid, p);
+      const work: Array<{ uid: string; next: RuntimePodStatus | undefined; events: PlegEvent[] }> = [];
+      for (const uid of new Set([...this.#records.keys(), ...current.keys()])) {
+        const before = this.#records.get(uid);
+        const seen = current.get(uid);
+        const next = seen === undefined ? undefined : { ...seen, ips: this.#podIps(before, seen) };
+        const events = computePodEvents(before, next);
+        if (events.length === 0 && jsonEqual(before, next)) continue;
+        work.push({ uid, next, events });
+      }
+      if (work.length === 0) {
+        await this.#putMark(timestamp);
+        return { ok: true, events: 0, changedPods: 0 };
+      }
+      return await this.#inSpan(timestamp, work.length, async () => {
+        const published = await Promise.all(work.map((w) => this.#applyPod(w.uid, w.next, w.events, timestamp)));
+        await this.#putMark(timestamp);
+        return { ok: true, events: published.reduce((a, b) => a + b, 0), changedPods: work.length };
+      });
+    } finally {
+      metrics.relistDuration.observe((clock.now() - timestamp) / 1000);
+    }
+  }
+
+  /**
+   * Healthy while the last successful relist is at most the threshold old.
+   * Models GenericPLEG.Healthy (also refreshes kubelet_pleg_last_seen_seconds).
+   */
+  healthy(): HealthStatus {
+    if (this.#relistTime === undefined) return { ok: false, reason: 'pleg has yet to be successful' };
+    this.#o.metrics.lastSeen.set(Math.floor(this.#relistTime / 1000));
+    const elapsed = this.#o.clock.now() - this.#relistTime;
+    if (elapsed > this.#o.relistThresholdMs) {
+      return {
+        ok: false,
+        reason: `pleg was last seen active ${formatGoDuration(elapsed)} ago; threshold is ${formatGoDuration(this.#o.relistThresholdMs)}`,
+      };
+    }
+    return { ok: true };
+  }
+
+  /** Writes one pod's cache entry, then publishes its events. Returns how many were published. */
+  async #applyPod(uid: string, next: RuntimePodStatus | undefined, events: readonly PlegEvent[], timestamp: number): Promise<number> {
+    const { cache, logger, metrics } = this.#o;
+    try {
+      if (next === undefined) await cache.delete(uid);
+      else await cache.put({ type: 'kubelet.pleg.RuntimeCacheEntry.v1', uid, timestamp, status: next });
+    } catch (e) {
+      // Keep the old record so the next relist sees the change (and its events) again.
+      logger.error('PLEG: Ignoring events for pod: could not update the runtime cache', { podUID: uid, err: errorMessage(e) });
+      return 0;
+    }
+    if (next === undefined) this.#records.delete(uid);
+    else this.#records.set(uid, next);
+    let published = 0;
+    const at = new Date(timestamp).toISOString();
+    // Filter out events that are not reliable and no other components use yet (generic.go).
+    for (const e of events) {
+      if (e.event === 'ContainerChanged') continue;
+      const msg: PodLifecycleEvent = { type: 'kubelet.pleg.PodLifecycleEvent.v1', uid: e.uid, event: e.event, data: e.data, at };
+      if (e.containerName !== undefined) msg.containerName = e.containerName;
+      try {
+        await this.#o.events.publish(msg);
+        published++;
+      } catch (err) {
+        metrics.discardEvents.inc();
+        logger.error('could not publish a PLEG event, discarding it', { podUID: uid, event: e.event, containerID: e.data, err: errorMessage(err) });
+      }
+    }
+    return published;
+  }
+
+  async #putMark(timestamp: number): Promise<void> {
+    try {
+      await this.#o.cache.putMark({ type: 'kubelet.pleg.RelistMark.v1', timestamp });
+    } catch (e) {
+      this.#o.logger.error('could not update the runtime cache time', { err: errorMessage(e) });
+    }
+  }
+
+  /**
+   * The pod IPs to cache: a status with no IPs and no ready sandbox keeps the previously cached IPs
+   * (a torn-down pod still reports its IP). Models GenericPLEG.getPodIPs.
+   */
+  #podIps(before: RuntimePodStatus | undefined, now: RuntimePodStatus): string[] {
+    if (now.ips.length > 0) return now.ips;
+    if (before === undefined || before.ips.length === 0) return now.ips;
+    if (now.sandboxes.some((s) => s.state === 'SANDBOX_READY')) return now.ips;
+    return before.ips;
+  }
+
+  async #inSpan<T>(startTime: number, pods: number, fn: () => Promise<T>): Promise<T> {
+    const tracer = this.#o.tracer;
+    if (tracer === undefined) return fn();
+    const span = tracer.startSpan('relist', { startTime, attributes: { 'splitlet.pleg.changed_pods': pods } });
+    try {
+      return await context.with(trace.setSpan(context.active(), span), fn);
+    } finally {
+      span.end();
+    }
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * The narrow interfaces pleg consumes (declared by the consumer, kubelet `volumemanager` style).
+ */
+import type { PodLifecycleEvent, RelistMark, RuntimeCacheEntry, RuntimePodStatus } from '@splitlet/api';
+
+/** The runtime's pods, as cri-adapter's `relist` returns them (kubecontainer.Runtime.GetPods(all=true) + statuses). */
+export interface RuntimeLister {
+  /** Every pod the runtime knows, with its sandboxes and containers. Rejects on a failed or timed-out request. */
+  relist(): Promise<readonly RuntimePodStatus[]>;
+}
+
+/** What the runtime cache looked like when pleg last wrote it. */
+export interface RuntimeCacheSnapshot {
+  readonly entries: ReadonlyMap<string, RuntimeCacheEntry>;
+  readonly mark: RelistMark | undefined;
+}
+
+/** The runtime pod cache (`sl_runtime`), which pleg alone writes. */
+export interface RuntimeCacheStore {
+  /** Every entry of this node, to start from what the previous pleg saw (no event replay after a restart). */
+  load(): Promise<RuntimeCacheSnapshot>;
+  /** cache.Set: the pod's status as observed at `entry.timestamp`. */
+  put(entry: RuntimeCacheEntry): Promise<void>;
+  /** cache.Delete: the pod has no sandbox or container left. */
+  delete(uid: string): Promise<void>;
+  /** cache.UpdateTime: every pod's entry is at least as new as `mark.timestamp`. */
+  putMark(mark: RelistMark): Promise<void>;
+}
+
+/** Where lifecycle events go (the kubelet's plegCh). */
+export interface LifecycleEventSink {
+  publish(event: PodLifecycleEvent): Promise<void>;
+}

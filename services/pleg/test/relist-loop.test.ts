@@ -1,0 +1,97 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { FakeClock } from '@splitlet/service/testing';
+import { RelistLoop } from '../src/pleg/relist-loop.js';
+
+function setup() {
+  const clock = new FakeClock(0);
+  const ac = new AbortController();
+  const started: number[] = [];
+  let release: (() => void) | undefined;
+  let block = false;
+  let concurrent = 0;
+  let maxConcurrent = 0;
+  const loop = new RelistLoop({
+    clock,
+    signal: ac.signal,
+    periodMs: 1000,
+    debounceMs: 10,
+    onError: (e) => assert.fail(String(e)),
+    relist: async () => {
+      started.push(clock.now());
+      concurrent++;
+      maxConcurrent = Math.max(maxConcurrent, concurrent);
+      if (block) await new Promise<void>((r) => (release = r));
+      concurrent--;
+    },
+  });
+  return {
+    clock,
+    ac,
+    loop,
+    started,
+    block: (b: boolean) => (block = b),
+    release: () => release?.(),
+    maxConcurrent: () => maxConcurrent,
+  };
+}
+
+describe('RelistLoop', () => {
+  it('relists at start and then every period after the previous relist ended', async () => {
+    const t = setup();
+    t.loop.start();
+    await t.clock.advanceAsync(0);
+    await t.clock.advanceAsync(3000);
+    assert.deepEqual(t.started, [0, 1000, 2000, 3000]);
+    t.ac.abort();
+    assert.equal(t.clock.pendingTimers, 0);
+  });
+
+  it('a poke relists after the debounce, before the period, and pokes collapse', async () => {
+    const t = setup();
+    t.loop.start();
+    await t.clock.advanceAsync(0);
+    await t.clock.advanceAsync(200);
+    t.loop.poke();
+    t.loop.poke();
+    await t.clock.advanceAsync(5);
+    t.loop.poke();
+    await t.clock.advanceAsync(10);
+    assert.deepEqual(t.started, [0, 210]);
+    // The period restarts from the poked relist.
+    await t.clock.advanceAsync(1000);
+    assert.deepEqual(t.started, [0, 210, 1210]);
+    t.ac.abort();
+  });
+
+  it('never runs two relists at once; a poke during a relist schedules exactly one more right after', async () => {
+    const t = setup();
+    t.block(true);
+    t.loop.start();
+    await t.clock.advanceAsync(0);
+    assert.deepEqual(t.started, [0]);
+    t.loop.poke();
+    t.loop.poke();
+    await t.clock.advanceAsync(2000); // the period timer must not start a second relist
+    assert.deepEqual(t.started, [0]);
+    t.block(false);
+    t.release();
+    await t.clock.advanceAsync(0);
+    await t.clock.advanceAsync(0);
+    assert.deepEqual(t.started, [0, 2000]);
+    assert.equal(t.maxConcurrent(), 1);
+    t.ac.abort();
+  });
+
+  it('stops on abort: no timers left, pokes ignored', async () => {
+    const t = setup();
+    t.loop.start();
+    await t.clock.advanceAsync(0);
+    t.ac.abort();
+    t.loop.poke();
+    await t.loop.idle();
+    assert.equal(t.clock.pendingTimers, 0);
+    await t.clock.advanceAsync(5000);
+    assert.deepEqual(t.started, [0]);
+  });
+});

@@ -1,0 +1,126 @@
+/**
+ * The status manager: a versioned pod status cache persisted in `sl_status`.
+ *
+ * Models pkg/kubelet/status/status_manager.go (manager.podStatuses, SetPodStatus, TerminatePod,
+ * RemoveOrphanedStatuses) in standalone mode, where the record is what would be reported.
+ *
+ * Concurrency: updates of one pod are applied one at a time, in the order `handle` is called;
+ * different pods proceed in parallel. Idempotent: a replayed update equal to the cache is skipped.
+ */
+import type { PodStatusRecord, PodStatusUpdate } from '@splitlet/api';
+import { KubeletError, errorMessage } from '@splitlet/api';
+import type { Clock } from '@splitlet/service';
+import type { Logger } from '@splitlet/telemetry';
+import type { StatusStore } from '../ports.js';
+import type { StatusMetrics } from './metrics.js';
+import { applyStatusUpdate, type StatusDecision } from './status-merge.js';
+
+/** Dependencies of {@link StatusManager}. */
+export interface StatusManagerOptions {
+  readonly store: StatusStore;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly metrics: StatusMetrics;
+}
+
+/** What happened to one update. */
+export type StatusOutcome = 'written' | 'deleted' | 'unchanged' | 'illegal-transition' | 'unknown-pod';
+
+/** The status manager. Create it, `load()` the cache, then feed it updates. */
+export class StatusManager {
+  readonly #o: StatusManagerOptions;
+  readonly #cache = new Map<string, PodStatusRecord>();
+  readonly #chains = new Map<string, Promise<unknown>>();
+
+  constructor(options: StatusManagerOptions) {
+    this.#o = options;
+  }
+
+  /** Rebuilds the cache from the store. */
+  async load(): Promise<void> {
+    const records = await this.#o.store.load();
+    this.#cache.clear();
+    for (const r of records) this.#cache.set(r.uid, r);
+    this.#o.logger.info('loaded the pod status cache', { pods: this.#cache.size });
+  }
+
+  /** The cached record of a pod. */
+  get(uid: string): PodStatusRecord | undefined {
+    return this.#cache.get(uid);
+  }
+
+  /** How many pods have a cached status. */
+  get size(): number {
+    return this.#cache.size;
+  }
+
+  /**
+   * Applies one update after the previous updates of the same pod.
+   * @throws KubeletError `InvalidStatusUpdate` (not retryable) for an update that cannot be applied
+   *   (a `set` without status or pod); `StatusWriteFailed` (retryable) when the store failed — the
+   *   cache is then unchanged, so a redelivery applies the update again.
+   */
+  handle(update: PodStatusUpdate): Promise<StatusOutcome> {
+    const previous = this.#chains.get(update.uid) ?? Promise.resolve();
+    const run = previous.then(
+      () => this.#apply(update),
+      () => this.#apply(update),
+    );
+    this.#chains.set(update.uid, run);
+    void run.then(
+      () => this.#forget(update.uid, run),
+      () => this.#forget(update.uid, run),
+    );
+    return run;
+  }
+
+  #forget(uid: string, run: Promise<unknown>): void {
+    if (this.#chains.get(uid) === run) this.#chains.delete(uid);
+  }
+
+  async #apply(update: PodStatusUpdate): Promise<StatusOutcome> {
+    const { clock, logger, metrics, store } = this.#o;
+    const cached = this.#cache.get(update.uid);
+    let decision: StatusDecision;
+    try {
+      decision = applyStatusUpdate(cached, update, clock.now());
+    } catch (e) {
+      throw new KubeletError('InvalidStatusUpdate', errorMessage(e), { retryable: false, cause: e });
+    }
+    const fields = { podUID: update.uid, pod: `${update.namespace}/${update.name}`, kind: update.kind };
+    let outcome: StatusOutcome;
+    try {
+      switch (decision.kind) {
+        case 'skip':
+          outcome = decision.reason;
+          if (decision.reason === 'illegal-transition') logger.error('Status update on pod aborted', { ...fields, err: decision.detail });
+          else if (decision.reason === 'unknown-pod') logger.warn('status update for an unknown pod ignored', { ...fields, detail: decision.detail });
+          else logger.debug('Ignoring same status for pod', fields);
+          break;
+        case 'delete':
+          await store.delete(update.uid);
+          this.#cache.delete(update.uid);
+          outcome = 'deleted';
+          logger.debug('Removing pod from status map', fields);
+          break;
+        case 'write':
+          await store.put(decision.record);
+          this.#cache.set(update.uid, decision.record);
+          outcome = 'written';
+          this.#observeSync(update.at);
+          logger.debug('status written', { ...fields, version: decision.record.version, phase: decision.record.status.phase, finished: decision.record.finished });
+          break;
+      }
+    } catch (e) {
+      throw new KubeletError('StatusWriteFailed', `could not write the status of pod ${update.uid}: ${errorMessage(e)}`, { retryable: true, cause: e });
+    }
+    metrics.updates.inc({ kind: update.kind, outcome });
+    return outcome;
+  }
+
+  #observeSync(at: string): void {
+    const t = Date.parse(at);
+    if (Number.isNaN(t)) return;
+    this.#o.metrics.syncDuration.observe(Math.max(0, this.#o.clock.now() - t) / 1000);
+  }
+}

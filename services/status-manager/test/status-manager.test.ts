@@ -1,0 +1,119 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Registry } from 'prom-client';
+import type { PodStatusRecord, PodStatusUpdate } from '@splitlet/api';
+import { hasErrorCode } from '@splitlet/api';
+import { aPod, aRunningStatus } from '@splitlet/kube/testing';
+import { FakeClock } from '@splitlet/service/testing';
+import { createLogger } from '@splitlet/telemetry';
+import type { StatusStore } from '../src/ports.js';
+import { createStatusMetrics } from '../src/status/metrics.js';
+import { StatusManager } from '../src/status/status-manager.js';
+
+class MemoryStore implements StatusStore {
+  readonly records = new Map<string, PodStatusRecord>();
+  fail = false;
+  /** Each put waits for the test to release it, when set. */
+  gate: Promise<void> | undefined;
+  readonly order: string[] = [];
+  async load(): Promise<PodStatusRecord[]> {
+    return [...this.records.values()];
+  }
+  async put(r: PodStatusRecord): Promise<void> {
+    if (this.gate) await this.gate;
+    if (this.fail) throw new Error('kv timeout');
+    this.order.push(`${r.uid}@${r.version}:${r.status.podIP ?? ''}`);
+    this.records.set(r.uid, r);
+  }
+  async delete(uid: string): Promise<void> {
+    this.records.delete(uid);
+  }
+}
+
+function setup() {
+  const store = new MemoryStore();
+  const clock = new FakeClock(Date.UTC(2024, 0, 1));
+  const registry = new Registry();
+  const manager = new StatusManager({ store, clock, logger: createLogger({ service: 't', stream: { write: () => true } }), metrics: createStatusMetrics(registry) });
+  return { store, clock, registry, manager };
+}
+
+function update(uid: string, podIP: string, at = '2024-01-01T00:00:00.000Z'): PodStatusUpdate {
+  const pod = aPod({ metadata: { uid, name: `p-${uid}` } });
+  return {
+    type: 'kubelet.status.PodStatusUpdate.v1',
+    kind: 'set',
+    uid,
+    name: pod.metadata.name,
+    namespace: 'default',
+    pod,
+    status: { phase: 'Running', podIP, containerStatuses: [aRunningStatus('foo1')] },
+    couldHaveRunningContainers: true,
+    at,
+  };
+}
+
+describe('StatusManager', () => {
+  it('applies the updates of one pod in call order, even when writes are slow', async () => {
+    const t = setup();
+    let release!: () => void;
+    t.store.gate = new Promise<void>((r) => (release = r));
+    const a = t.manager.handle(update('a', '1'));
+    const b = t.manager.handle(update('a', '2'));
+    const c = t.manager.handle(update('b', '9'));
+    release();
+    assert.deepEqual(await Promise.all([a, b, c]), ['written', 'written', 'written']);
+    assert.deepEqual(
+      t.store.order.filter((o) => o.startsWith('a@')),
+      ['a@1:1', 'a@2:2'],
+    );
+    assert.equal(t.manager.get('a')?.version, 2);
+  });
+
+  it('loads the cache from the store (versions continue, an equal status is skipped)', async () => {
+    const t = setup();
+    await t.manager.handle(update('a', '1'));
+    const again = new StatusManager({ store: t.store, clock: t.clock, logger: createLogger({ service: 't', stream: { write: () => true } }), metrics: createStatusMetrics(new Registry()) });
+    await again.load();
+    assert.equal(await again.handle(update('a', '1')), 'unchanged');
+    assert.equal(await again.handle(update('a', '3')), 'written');
+    assert.equal(t.store.records.get('a')?.version, 2);
+  });
+
+  it('a store failure is retryable and leaves the cache unchanged; the retry applies', async () => {
+    const t = setup();
+    t.store.fail = true;
+    await assert.rejects(t.manager.handle(update('a', '1')), (e: unknown) => hasErrorCode(e, 'StatusWriteFailed') && (e as { retryable: boolean }).retryable);
+    assert.equal(t.manager.get('a'), undefined);
+    t.store.fail = false;
+    assert.equal(await t.manager.handle(update('a', '1')), 'written');
+    // A later update of the same pod is not blocked by the earlier failure.
+    assert.equal(await t.manager.handle(update('a', '2')), 'written');
+  });
+
+  it('a malformed update is not retryable', async () => {
+    const t = setup();
+    const u = update('a', '1');
+    delete u.status;
+    await assert.rejects(t.manager.handle(u), (e: unknown) => hasErrorCode(e, 'InvalidStatusUpdate') && (e as { retryable: boolean }).retryable === false);
+  });
+
+  it('removed deletes the record', async () => {
+    const t = setup();
+    await t.manager.handle(update('a', '1'));
+    assert.equal(await t.manager.handle({ ...update('a', '1'), kind: 'removed' }), 'deleted');
+    assert.equal(t.store.records.has('a'), false);
+    assert.equal(t.manager.get('a'), undefined);
+  });
+
+  it('observes kubelet_pod_status_sync_duration_seconds from `at` to the write', async () => {
+    const t = setup();
+    t.clock.advance(1500);
+    await t.manager.handle(update('a', '1', '2024-01-01T00:00:00.000Z'));
+    const m = await t.registry.getSingleMetric('kubelet_pod_status_sync_duration_seconds')?.get();
+    const sum = m?.values.find((v) => v.metricName === 'kubelet_pod_status_sync_duration_seconds_sum');
+    assert.equal(sum?.value, 1.5);
+    const buckets = m?.values.filter((v) => v.metricName?.endsWith('_bucket')).map((v) => v.labels['le']);
+    assert.deepEqual(buckets, [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 20, 30, 45, 60, '+Inf']);
+  });
+});

@@ -1,0 +1,85 @@
+/**
+ * KV adapters of sync-loop's stores: desired pods (`sl_desired`), kill requests (`sl_kill`) and the
+ * seen sources (`sl_node`). Desired and kill keys are `<node>.<partition>.<uid>`.
+ */
+import { z } from 'zod';
+import { Buckets, DesiredPod, KillRequest, Keys, PodSource, partitionOf } from '@splitlet/api';
+import { isBusError, type NatsBus } from '@splitlet/bus';
+import type { DesiredStore, KillStore, SourcesSnapshot, SourcesStore, StoredKill } from '../ports.js';
+
+/** `sl_node` value: the sources config-source runs and those sync-loop has seen (sourcesReady). */
+export const NodeSourcesRecord = z.object({
+  type: z.literal('kubelet.syncloop.NodeSources.v1'),
+  sources: z.array(PodSource),
+  seen: z.array(PodSource),
+  updatedAt: z.string(),
+});
+export type NodeSourcesRecord = z.infer<typeof NodeSourcesRecord>;
+
+/** A {@link DesiredStore} over the node's keys of `sl_desired`. */
+export async function createKvDesiredStore(bus: Pick<NatsBus, 'kv'>, node: string, partitions: number): Promise<DesiredStore> {
+  const kv = await bus.kv(Buckets.desired, DesiredPod);
+  const key = (uid: string): string => Keys.podInPartition(node, partitionOf(uid, partitions), uid);
+  return {
+    async list(): Promise<DesiredPod[]> {
+      const out: DesiredPod[] = [];
+      for (const e of await kv.list(Keys.nodePrefix(node))) if (e.value !== null) out.push(e.value);
+      return out;
+    },
+    async put(desired: DesiredPod): Promise<void> {
+      await kv.put(key(desired.pod.metadata.uid), desired);
+    },
+    async delete(uid: string): Promise<void> {
+      await kv.delete(key(uid));
+    },
+  };
+}
+
+/** A {@link KillStore} over the node's keys of `sl_kill`. */
+export async function createKvKillStore(bus: Pick<NatsBus, 'kv'>, node: string, partitions: number): Promise<KillStore> {
+  const kv = await bus.kv(Buckets.kill, KillRequest);
+  const key = (uid: string): string => Keys.podInPartition(node, partitionOf(uid, partitions), uid);
+  return {
+    async create(request: KillRequest): Promise<boolean> {
+      try {
+        await kv.create(key(request.uid), request);
+        return true;
+      } catch (e) {
+        if (isBusError(e, 'Conflict')) return false;
+        throw e;
+      }
+    },
+    async get(uid: string): Promise<StoredKill | undefined> {
+      const e = await kv.get(key(uid));
+      return e === null || e.value === null ? undefined : { value: e.value, revision: e.revision };
+    },
+    async update(request: KillRequest, revision: number): Promise<boolean> {
+      try {
+        await kv.update(key(request.uid), request, revision);
+        return true;
+      } catch (e) {
+        if (isBusError(e, 'Conflict')) return false;
+        throw e;
+      }
+    },
+  };
+}
+
+/** A {@link SourcesStore} at `sl_node` key `<node>`. */
+export async function createKvSourcesStore(bus: Pick<NatsBus, 'kv'>, node: string): Promise<SourcesStore> {
+  const kv = await bus.kv(Buckets.node, NodeSourcesRecord);
+  return {
+    async load(): Promise<SourcesSnapshot | undefined> {
+      const e = await kv.get(Keys.node(node));
+      return e?.value ?? undefined;
+    },
+    async save(snapshot: SourcesSnapshot): Promise<void> {
+      await kv.put(Keys.node(node), {
+        type: 'kubelet.syncloop.NodeSources.v1',
+        sources: [...snapshot.sources],
+        seen: [...snapshot.seen],
+        updatedAt: new Date().toISOString(),
+      });
+    },
+  };
+}

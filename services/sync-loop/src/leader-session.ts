@@ -1,0 +1,104 @@
+/**
+ * What only the leader runs, wired for one leadership term: the views, the sync loop rebuilt from
+ * KV, the two consumers, the work-queue tick and housekeeping. Returns once `signal` aborted and
+ * everything drained.
+ */
+import type { Tracer } from '@opentelemetry/api';
+import type { NatsBus, Consumption } from '@splitlet/bus';
+import type { AdmissionNode } from '@splitlet/kube';
+import { ProgressMonitor, sleep, type Clock, type HealthStatus } from '@splitlet/service';
+import type { Logger } from '@splitlet/telemetry';
+import { consumeConfig, consumePleg } from './adapters/consumers.js';
+import { createBusEventRecorder, createBusStatusSink, createBusVolumeCleaner, createBusWorkPoker } from './adapters/bus-publishers.js';
+import { createKvDesiredStore, createKvKillStore, createKvSourcesStore } from './adapters/kv-stores.js';
+import { startClusterViews } from './adapters/kv-views.js';
+import type { SyncLoopMetrics } from './sync-loop/metrics.js';
+import { SyncLoop } from './sync-loop/sync-loop.js';
+
+/** The loop is unhealthy when its tick has not run for this long (simplified SyncLoopHealthCheck). */
+const TICK_STALL_MS = 10_000;
+/** A consumer is unhealthy when it saw neither a message nor a heartbeat for this long. */
+const CONSUMER_STALL_MS = 30_000;
+/** volume-manager `cleanup` deadline. */
+const VOLUME_CLEANUP_TIMEOUT_MS = 10_000;
+
+/** Dependencies of a leader session. */
+export interface LeaderSessionDeps {
+  readonly bus: NatsBus;
+  readonly node: string;
+  readonly partitions: number;
+  readonly admissionNode: AdmissionNode;
+  readonly syncTickMs: number;
+  readonly housekeepingMs: number;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly tracer: Tracer;
+  readonly metrics: SyncLoopMetrics;
+}
+
+/** Health of the running session (swapped in while leading). */
+export interface SessionHealth {
+  healthy(): HealthStatus;
+}
+
+/** Runs one leadership term; `onHealth` receives the session's health check once it runs. */
+export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSignal, onHealth: (h: SessionHealth | undefined) => void): Promise<void> {
+  const { bus, node, partitions, clock, logger } = deps;
+  const views = await startClusterViews(bus, node, signal);
+  const aborted = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+  await Promise.race([views.ready, aborted]);
+  if (signal.aborted) {
+    await views.done;
+    return;
+  }
+
+  const loop = new SyncLoop({
+    node,
+    admissionNode: deps.admissionNode,
+    desired: await createKvDesiredStore(bus, node, partitions),
+    kills: await createKvKillStore(bus, node, partitions),
+    work: createBusWorkPoker(bus, node, partitions),
+    status: createBusStatusSink(bus, node),
+    events: createBusEventRecorder(bus, node),
+    volumes: createBusVolumeCleaner(bus, node, VOLUME_CLEANUP_TIMEOUT_MS),
+    sources: await createKvSourcesStore(bus, node),
+    views,
+    clock,
+    logger,
+    tracer: deps.tracer,
+    metrics: deps.metrics,
+  });
+  await loop.start();
+
+  const consumers: Consumption[] = [];
+  consumers.push(await consumeConfig(bus, loop, node, signal));
+  consumers.push(await consumePleg(bus, loop, node, signal));
+
+  const tickMonitor = new ProgressMonitor({ name: 'sync loop', thresholdMs: TICK_STALL_MS, clock });
+  onHealth({
+    healthy: () => {
+      const tick = tickMonitor.healthy();
+      if (!tick.ok) return tick;
+      for (const c of consumers) {
+        const age = clock.now() - c.lastActivity();
+        if (age > CONSUMER_STALL_MS) return { ok: false, reason: `a sync-loop consumer was last seen active ${age} ms ago; threshold is ${CONSUMER_STALL_MS} ms` };
+      }
+      return { ok: true };
+    },
+  });
+
+  const ticking = (async () => {
+    tickMonitor.progress();
+    while (await sleep(deps.syncTickMs, signal, clock)) {
+      await loop.tick();
+      tickMonitor.progress();
+    }
+  })();
+  const housekeeping = (async () => {
+    while (await sleep(deps.housekeepingMs, signal, clock)) await loop.housekeeping();
+  })();
+  logger.info('sync loop running', { desiredPods: loop.podManager.size, allSourcesReady: loop.sourcesReady.allReady() });
+
+  await Promise.all([ticking, housekeeping, ...consumers.map((c) => c.done), views.done]);
+  onHealth(undefined);
+}

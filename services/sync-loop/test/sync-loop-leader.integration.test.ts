@@ -1,0 +1,74 @@
+/**
+ * Two sync-loop processes for one node against a real nats-server: only the lease holder consumes;
+ * after the leader is killed (-9) the standby takes over within the lease TTL and carries on.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { Buckets, DesiredPod, Keys, PodUpdate, Subjects, partitionOf } from '@splitlet/api';
+import { connectBus, type NatsBus } from '@splitlet/bus';
+import { aPod } from '@splitlet/kube/testing';
+import { createLogger } from '@splitlet/telemetry';
+import { eventually, spawnProcess, startNatsServer, type NatsServer, type SpawnedProcess } from '@splitlet/testkit';
+
+const NODE = 'node-d';
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+
+function add(uid: string): PodUpdate {
+  return {
+    type: 'kubelet.config.PodUpdate.v1',
+    op: 'ADD',
+    source: 'file',
+    sources: ['file'],
+    items: [{ pod: aPod({ metadata: { uid, name: `p-${uid}` } }) }],
+    sentAt: new Date().toISOString(),
+  };
+}
+
+describe('sync-loop leadership (integration)', () => {
+  let nats: NatsServer;
+  let bus: NatsBus;
+  const procs: SpawnedProcess[] = [];
+
+  const start = (name: string) =>
+    spawnProcess({
+      cmd: process.execPath,
+      args: ['--import', 'tsx', join(repoRoot, 'services/sync-loop/src/main.ts')],
+      cwd: repoRoot,
+      name,
+      env: { NATS_URL: nats.url, NODE_NAME: NODE, HEALTH_PORT: '0', OTEL_SDK_DISABLED: 'true' },
+    });
+
+  before(async () => {
+    nats = await startNatsServer();
+    bus = await connectBus({ servers: nats.url, process: 'test', node: NODE, logger: createLogger({ service: 'test', stream: { write: () => true } }) });
+  });
+
+  after(async () => {
+    for (const p of procs) await p.stop();
+    await bus?.close();
+    await nats?.stop();
+  });
+
+  it('one leads, the standby takes over after the leader is killed', async () => {
+    const a = await start('sync-loop-a');
+    procs.push(a);
+    await a.waitForLine('sync loop running', 30_000);
+    const b = await start('sync-loop-b');
+    procs.push(b);
+    await b.waitForLine('sync-loop started', 30_000);
+
+    const desired = await bus.kv(Buckets.desired, DesiredPod);
+    const key = (uid: string) => Keys.podInPartition(NODE, partitionOf(uid), uid);
+    await bus.publish(PodUpdate, Subjects.config(NODE, 'file'), add('one'));
+    await eventually(async () => (await desired.get(key('one')))?.value, { message: 'desired one' });
+    assert.equal(b.lines.some((l) => l.includes('leading')), false, 'the standby must not lead while the leader lives');
+
+    await a.kill();
+    await b.waitForLine('sync loop running', 20_000);
+    await bus.publish(PodUpdate, Subjects.config(NODE, 'file'), add('two'));
+    await eventually(async () => (await desired.get(key('two')))?.value, { message: 'desired two, handled by the new leader' });
+    assert.ok(b.lines.some((l) => l.includes('"desiredPods":1')), 'the new leader rebuilt its pod manager from sl_desired');
+  });
+});

@@ -1,0 +1,173 @@
+/**
+ * sync-loop against a real nats-server: the real process (src/main.ts through tsx), PodUpdates on
+ * `SL_CONFIG`, and what comes out: desired pods, kill requests, pokes, statuses, events, metrics,
+ * dead letters, spans.
+ */
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import {
+  Buckets,
+  DeadLetter,
+  DesiredPod,
+  KillRequest,
+  Keys,
+  KubeEvent,
+  PodStatusUpdate,
+  PodUpdate,
+  SpanRecord,
+  Streams,
+  Subjects,
+  WorkPoke,
+  partitionOf,
+} from '@splitlet/api';
+import { connectBus, type NatsBus } from '@splitlet/bus';
+import { aPod } from '@splitlet/kube/testing';
+import { createLogger } from '@splitlet/telemetry';
+import { eventually, makeTempDir, spawnProcess, startNatsServer, type NatsServer, type SpawnedProcess, type TempDir } from '@splitlet/testkit';
+
+const NODE = 'node-c.local';
+const PARTITIONS = 8;
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+
+function pod(uid: string, cpu?: string) {
+  return aPod({
+    metadata: { uid, name: `web-${uid}`, annotations: { 'kubernetes.io/config.source': 'file' }, creationTimestamp: '2024-01-01T00:00:00Z' },
+    spec: { containers: [{ name: 'c', image: 'busybox', ...(cpu === undefined ? {} : { resources: { requests: { cpu } } }) }] },
+  });
+}
+
+function podUpdate(op: PodUpdate['op'], pods: ReturnType<typeof pod>[]): PodUpdate {
+  return {
+    type: 'kubelet.config.PodUpdate.v1',
+    op,
+    source: 'file',
+    sources: ['file'],
+    items: pods.map((p, i) => ({ pod: p, trace: { traceparent: `00-${TRACE_ID}-00f067aa0ba902b${i}-01` } })),
+    sentAt: new Date().toISOString(),
+  };
+}
+
+describe('sync-loop (integration)', () => {
+  let nats: NatsServer;
+  let bus: NatsBus;
+  let dir: TempDir;
+  let proc: SpawnedProcess;
+  const ac = new AbortController();
+  const pokes: Array<{ poke: WorkPoke; subject: string; traceparent: string | undefined }> = [];
+  const statuses: PodStatusUpdate[] = [];
+  const events: KubeEvent[] = [];
+  const deadLetters: DeadLetter[] = [];
+  const spans: SpanRecord[] = [];
+
+  before(async () => {
+    nats = await startNatsServer();
+    dir = await makeTempDir('sync-loop-it-');
+    bus = await connectBus({ servers: nats.url, process: 'test', node: NODE, logger: createLogger({ service: 'test', stream: { write: () => true } }) });
+    const consume = <T>(schema: Parameters<NatsBus['consume']>[0], stream: string, durable: string, filterSubject: string, sink: (d: { data: T; subject: string; headers: import('@nats-io/transport-node').MsgHdrs | undefined }) => void) =>
+      bus.consume(schema, { stream, durable, filterSubject, signal: ac.signal }, async (d) => sink(d as never));
+    await consume<WorkPoke>(WorkPoke, Streams.work, 'test-work', `sl.${NODE.replaceAll('.', '_')}.work.*.*`, (d) =>
+      pokes.push({ poke: d.data, subject: d.subject, traceparent: d.headers?.get('traceparent') || undefined }),
+    );
+    await consume<PodStatusUpdate>(PodStatusUpdate, Streams.status, 'test-status', Subjects.statusAll(NODE), (d) => statuses.push(d.data));
+    await consume<KubeEvent>(KubeEvent, Streams.events, 'test-events', Subjects.eventsAll(NODE), (d) => events.push(d.data));
+    await consume<DeadLetter>(DeadLetter, Streams.deadLetter, 'test-dlq', Subjects.deadLetter(NODE, 'sync-loop'), (d) => deadLetters.push(d.data));
+    await consume<SpanRecord>(SpanRecord, Streams.spans, 'test-spans', Subjects.spansAll(NODE), (d) => spans.push(d.data));
+    proc = await spawnProcess({
+      cmd: process.execPath,
+      args: ['--import', 'tsx', join(repoRoot, 'services/sync-loop/src/main.ts')],
+      cwd: repoRoot,
+      name: 'sync-loop',
+      env: {
+        NATS_URL: nats.url,
+        NODE_NAME: NODE,
+        HEALTH_PORT: '0',
+        HEALTH_PORT_FILE: join(dir.path, 'port'),
+        NODE_CPU: '1',
+        NODE_MEMORY: '4Gi',
+        PARTITIONS: String(PARTITIONS),
+        HOUSEKEEPING_MS: '300',
+        SYNC_TICK_MS: '200',
+      },
+    });
+    await proc.waitForLine('sync loop running', 30_000);
+  });
+
+  after(async () => {
+    const code = await proc?.stop();
+    ac.abort();
+    await bus?.close();
+    await nats?.stop();
+    await dir?.cleanup();
+    assert.equal(code, 0, `sync-loop exited with ${code}:\n${proc?.tail(30)}`);
+  });
+
+  const key = (uid: string) => Keys.podInPartition(NODE, partitionOf(uid, PARTITIONS), uid);
+
+  it('ADD → a desired record and a create poke that continues the pod\'s trace', async () => {
+    await bus.publish(PodUpdate, Subjects.config(NODE, 'file'), podUpdate('ADD', [pod('uid-1')]));
+    const kv = await bus.kv(Buckets.desired, DesiredPod);
+    const d = await eventually(async () => (await kv.get(key('uid-1')))?.value, { message: 'desired uid-1' });
+    assert.equal(d.updateType, 'create');
+    assert.equal(d.rejected, undefined);
+    assert.equal(d.creationTrace?.['traceparent'], `00-${TRACE_ID}-00f067aa0ba902b0-01`);
+    const p = await eventually(() => pokes.find((x) => x.poke.uid === 'uid-1'), { message: 'create poke' });
+    assert.equal(p.poke.kind, 'create');
+    assert.equal(p.subject, Subjects.work(NODE, partitionOf('uid-1', PARTITIONS), 'uid-1'));
+    assert.ok(p.traceparent?.startsWith(`00-${TRACE_ID}-`), `poke traceparent ${p.traceparent}`);
+    const admit = await eventually(() => spans.find((s) => s.name === 'admitPod' && s.attributes['k8s.pod.uid'] === 'uid-1'), { message: 'admitPod span on SL_SPANS' });
+    assert.equal(admit.traceId, TRACE_ID);
+    assert.equal(admit.service, 'sync-loop');
+  });
+
+  it('an over-capacity pod → Failed status, Warning event, admission metric', async () => {
+    await bus.publish(PodUpdate, Subjects.config(NODE, 'file'), podUpdate('ADD', [pod('uid-big', '2')]));
+    const s = await eventually(() => statuses.find((x) => x.uid === 'uid-big'), { message: 'status of the rejected pod' });
+    assert.equal(s.status?.phase, 'Failed');
+    assert.equal(s.status?.reason, 'OutOfcpu');
+    assert.equal(s.status?.message, "Pod was rejected: Node didn't have enough resource: cpu, requested: 2000, used: 0, capacity: 1000");
+    const e = await eventually(() => events.find((x) => x.involvedObject.uid === 'uid-big'), { message: 'event' });
+    assert.equal(e.eventType, 'Warning');
+    assert.equal(e.reason, 'OutOfcpu');
+    assert.equal(e.source.host, NODE);
+    const kv = await bus.kv(Buckets.desired, DesiredPod);
+    assert.equal((await kv.get(key('uid-big')))?.value?.rejected?.reason, 'OutOfcpu');
+    assert.equal(pokes.some((x) => x.poke.uid === 'uid-big'), false);
+    const port = (await readFile(join(dir.path, 'port'), 'utf8')).trim();
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    assert.match(metrics, /kubelet_admission_rejections_total\{reason="OutOfcpu",service="sync-loop"\} 1/);
+  });
+
+  it('REMOVE → the desired record goes and a kill request appears, with a kill poke', async () => {
+    await bus.publish(PodUpdate, Subjects.config(NODE, 'file'), podUpdate('REMOVE', [pod('uid-1')]));
+    const kills = await bus.kv(Buckets.kill, KillRequest);
+    const k = await eventually(async () => (await kills.get(key('uid-1')))?.value, { message: 'kill request' });
+    assert.equal(k.reason, 'removed');
+    assert.equal(k.pod?.metadata.uid, 'uid-1');
+    const desired = await bus.kv(Buckets.desired, DesiredPod);
+    assert.equal(await desired.get(key('uid-1')), null);
+    await eventually(() => pokes.some((x) => x.poke.uid === 'uid-1' && x.poke.kind === 'kill'), { message: 'kill poke' });
+  });
+
+  it('a malformed message on the config subject is dead-lettered and the loop keeps working', async () => {
+    const subject = Subjects.config(NODE, 'http');
+    await bus.js.publish(subject, JSON.stringify({ type: 'kubelet.config.PodUpdate.v1', op: 'ADD', items: 'nope' }));
+    const dl = await eventually(() => deadLetters[0], { message: 'dead letter' });
+    assert.equal(dl.subject, subject);
+    assert.equal(dl.process, 'sync-loop');
+    assert.match(dl.reason, new RegExp(`message on ${subject.replaceAll('.', '\\.')} does not match its schema`));
+    await bus.publish(PodUpdate, Subjects.config(NODE, 'file'), podUpdate('ADD', [pod('uid-2')]));
+    await eventually(() => pokes.some((x) => x.poke.uid === 'uid-2' && x.poke.kind === 'create'), { message: 'uid-2 handled after the poison message' });
+  });
+
+  it('reports healthy and persists the seen sources', async () => {
+    const port = (await readFile(join(dir.path, 'port'), 'utf8')).trim();
+    assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
+    const nodeKv = await bus.kv(Buckets.node, (await import('../src/adapters/kv-stores.js')).NodeSourcesRecord);
+    const rec = await eventually(async () => (await nodeKv.get(Keys.node(NODE)))?.value, { message: 'sl_node record' });
+    assert.deepEqual(rec.seen, ['file']);
+  });
+});
