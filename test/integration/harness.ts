@@ -60,7 +60,7 @@ export async function startSplitlet(opts: { podWorkers?: number; nodeName?: stri
   const output: string[] = [];
   const env: Record<string, string> = { ...(process.env as Record<string, string>), SPLITLET_STATE_DIR: stateDir, LOG_LEVEL: 'debug', ...opts.env };
   delete env['NATS_URL'];
-  const child = spawn(process.execPath, [cliBin, 'up', '--node-name', nodeName, '--pod-workers', String(opts.podWorkers ?? 1), ...(opts.args ?? [])], {
+  const child = spawn(process.execPath, [cliBin, 'up', '--node-name', nodeName, '--pod-workers', String(opts.podWorkers ?? 1), ...(opts.args ?? ['--runtime', 'sim'])], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

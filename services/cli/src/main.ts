@@ -15,15 +15,22 @@ import { parseArgs } from 'node:util';
 import { CliError, readInstance, resolveStateDir, ensureStateDir } from './state-dir.js';
 import { defaultNodeName, up } from './commands/up.js';
 import { apply, deletePod, describe, getPods } from './commands/pods.js';
+import { trace } from './commands/trace.js';
+import { events } from './commands/events.js';
+import { ensureLocalRuntime, missingPrerequisites, runtimeCommand } from './runtime/index.js';
+import { DEFAULT_PARTITIONS } from '@splitlet/api';
 
 const USAGE = `splitlet: the kubelet's pod lifecycle as separate processes over NATS JetStream
 
 Usage:
-  splitlet up [--node-name NAME] [--pod-workers N] [--manifest-url URL] [--cri-endpoint unix:///path] [--no-restart]
+  splitlet up [--node-name NAME] [--pod-workers N] [--manifest-url URL] [--runtime sim|containerd] [--cri-endpoint unix:///path] [--no-restart]
   splitlet apply -f FILE|-
   splitlet delete pod NAME [-n NAMESPACE] [--wait=false]
   splitlet get pods [NAME] [-n NAMESPACE] [-o wide|json|yaml|name]
   splitlet describe pod NAME [-n NAMESPACE]
+  splitlet runtime up|down|status [--purge] [-o json]
+  splitlet trace [pod] NAME [-o json] [--jaeger URL] [--trace-id ID]
+  splitlet events [-w] [-o json]
 
 Global flags:
   --state-dir DIR   where the running instance keeps its state (default: $SPLITLET_STATE_DIR or ./.splitlet)
@@ -58,6 +65,10 @@ async function main(argv: string[]): Promise<number> {
       wait: { type: 'string' },
       timeout: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
+      jaeger: { type: 'string' },
+      'trace-id': { type: 'string' },
+      watch: { type: 'boolean', short: 'w' },
+      purge: { type: 'boolean' },
     },
   });
   const [cmd, ...rest] = positionals;
@@ -72,16 +83,27 @@ async function main(argv: string[]): Promise<number> {
       if (!Number.isInteger(workers) || workers < 1) throw new CliError(`--pod-workers must be a positive integer, got ${values['pod-workers']}`);
       const partitions = values.partitions === undefined ? undefined : Number(values.partitions);
       if (partitions !== undefined && (!Number.isInteger(partitions) || partitions < 1)) throw new CliError(`--partitions must be a positive integer`);
-      const runtime = values.runtime ?? (values['cri-endpoint'] ? 'containerd' : 'sim');
+      // The default: real containers when containerd and its tools are here (and we are root), else the simulator.
+      const canRunContainerd = process.getuid?.() === 0 && missingPrerequisites().length === 0;
+      const runtime = values.runtime ?? (values['cri-endpoint'] || canRunContainerd ? 'containerd' : 'sim');
+      if (values.runtime === undefined && !values['cri-endpoint']) {
+        process.stdout.write(canRunContainerd ? 'runtime: containerd (found on this machine; --runtime sim for the simulator)\n' : 'runtime: sim-runtime (containerd not available here)\n');
+      }
       if (runtime !== 'sim' && runtime !== 'containerd') throw new CliError(`--runtime must be sim or containerd, got ${runtime}`);
-      if (runtime === 'containerd' && !values['cri-endpoint']) throw new CliError('--runtime containerd needs --cri-endpoint unix:///path/to/containerd.sock');
+      let criEndpoint = values['cri-endpoint'];
+      if (runtime === 'containerd' && !criEndpoint) {
+        // The project's own containerd under the state dir, with its images imported.
+        const { runtime: rt } = await ensureLocalRuntime(stateDir.root);
+        process.stdout.write(`containerd ${rt.version.runtimeVersion} at ${rt.socket} (pod network ${rt.network.subnet}); stop it with \`splitlet runtime down\`\n`);
+        criEndpoint = rt.socket;
+      }
       return up(
         stateDir,
         {
           nodeName: values['node-name'] ?? process.env['NODE_NAME'] ?? defaultNodeName(),
           podWorkers: workers,
           runtime,
-          criEndpoint: values['cri-endpoint'],
+          criEndpoint,
           manifestUrl: values['manifest-url'],
           restart: !values['no-restart'],
           partitions,
@@ -115,6 +137,27 @@ async function main(argv: string[]): Promise<number> {
       const { name } = resourceArg(rest, 'describe');
       if (!name) throw new CliError('error: resource name is required: splitlet describe pod NAME');
       await describe(readInstance(stateDir), name, values.namespace ?? 'default', process.stdout);
+      return 0;
+    }
+    case 'runtime': {
+      return runtimeCommand({ sub: rest[0], stateDir: stateDir.root, purge: values.purge ?? false, json: values.output === 'json' }, process.stdout);
+    }
+    case 'trace': {
+      const args = rest[0] === 'pod' || rest[0] === 'pods' || rest[0] === 'po' ? rest.slice(1) : rest;
+      const name = args[0];
+      if (!name && !values['trace-id']) throw new CliError('error: a pod name is required: splitlet trace POD');
+      const inst = readInstance(stateDir);
+      await trace(
+        inst,
+        name ?? '',
+        values.namespace ?? 'default',
+        { output: values.output, jaeger: values.jaeger ?? process.env['JAEGER_QUERY_URL'], traceId: values['trace-id'], partitions: inst.partitions ?? DEFAULT_PARTITIONS },
+        process.stdout,
+      );
+      return 0;
+    }
+    case 'events': {
+      await events(readInstance(stateDir), { watch: values.watch ?? false, output: values.output }, process.stdout);
       return 0;
     }
     default:

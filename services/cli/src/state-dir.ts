@@ -29,6 +29,8 @@ export const InstanceInfo = z.object({
   natsSpawned: z.boolean(),
   supervisorPid: z.number().int(),
   runtime: z.enum(['sim', 'containerd']),
+  /** Pod-worker partitions, when not the default. */
+  partitions: z.number().int().optional(),
   startedAt: z.string(),
   processes: z.array(InstanceProcess),
 });

@@ -98,6 +98,7 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
         natsSpawned: nats !== undefined,
         supervisorPid: process.pid,
         runtime: o.runtime,
+        ...(o.partitions !== undefined ? { partitions: o.partitions } : {}),
         startedAt,
         processes: sup.snapshot(),
       });
@@ -109,7 +110,7 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
   out.write(`manifests: ${s.manifests}  (splitlet apply -f FILE; splitlet get pods)\n`);
   // Refresh health ports in instance.json once the processes wrote them.
   const refresh = setInterval(() => {
-    writeInstance(s, { version: 1, nodeName: o.nodeName, natsUrl: url, natsSpawned: nats !== undefined, supervisorPid: process.pid, runtime: o.runtime, startedAt, processes: sup.snapshot() });
+    writeInstance(s, { version: 1, nodeName: o.nodeName, natsUrl: url, natsSpawned: nats !== undefined, supervisorPid: process.pid, runtime: o.runtime, ...(o.partitions !== undefined ? { partitions: o.partitions } : {}), startedAt, processes: sup.snapshot() });
   }, 1000);
   await new Promise<void>((resolveSignal) => {
     process.once('SIGINT', () => resolveSignal());

@@ -4,9 +4,9 @@
  * or the machine-global CNI state (`/etc/cni/net.d`, `/var/lib/cni/networks`, `cni0`, 10.88.0.0/16).
  */
 import { createHash } from 'node:crypto';
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { hostCommand } from './host-command.js';
 import { RuntimeError } from './runtime-error.js';
 
 /** Where Debian's containernetworking-plugins puts the CNI plugins. */
@@ -69,15 +69,15 @@ function overlaps(a: Cidr, b: Cidr): boolean {
 /** The IPv4 networks already in use on the host (addresses and routes), except on `ignoreDevice`. */
 export function hostNetworks(ignoreDevice?: string): { cidr: string; dev: string }[] {
   const out: { cidr: string; dev: string }[] = [];
-  const addr = spawnSync('ip', ['-4', '-o', 'addr', 'show'], { encoding: 'utf8' });
+  const addr = hostCommand('ip', ['-4', '-o', 'addr', 'show']);
   if (addr.error) throw new RuntimeError('Missing', `cannot run ip (${addr.error.message}); install iproute2`);
   for (const line of addr.stdout.split('\n')) {
     // "4: eth0    inet 192.0.2.2/24 brd … scope global eth0"
     const m = /^\d+:\s+(\S+)\s+inet\s+(\S+)/.exec(line);
     if (m?.[1] && m[2] && m[1] !== ignoreDevice) out.push({ dev: m[1], cidr: m[2] });
   }
-  const routes = spawnSync('ip', ['-4', 'route', 'show', 'table', 'all'], { encoding: 'utf8' });
-  for (const line of routes.stdout.split('\n')) {
+  const routes = hostCommand('ip', ['-4', 'route', 'show', 'table', 'all']);
+  for (const line of (routes.stdout ?? '').split('\n')) {
     const m = /^(?:(?:local|broadcast|unicast)\s+)?(\d+\.\d+\.\d+\.\d+(?:\/\d+)?)\s.*?\bdev\s+(\S+)/.exec(line);
     if (m?.[1] && m[2] && m[2] !== ignoreDevice && m[1] !== '0.0.0.0/0') out.push({ dev: m[2], cidr: m[1] });
   }
@@ -198,7 +198,7 @@ export function linkExists(device: string): boolean {
 /** Deletes the bridge device if it exists (`ip link del`). Idempotent. */
 export function deleteBridge(device: string): void {
   if (!linkExists(device)) return;
-  const r = spawnSync('ip', ['link', 'del', device], { encoding: 'utf8' });
+  const r = hostCommand('ip', ['link', 'del', device]);
   if (r.status !== 0 && linkExists(device)) {
     throw new RuntimeError('StopFailed', `ip link del ${device} failed: ${(r.stderr || r.error?.message || '').trim()}`);
   }

@@ -14,14 +14,17 @@
  *     cni/net.d/           the CNI conflist;  cni/ipam/  host-local's store
  *     opt/                 the opt plugin's folder (instead of /opt/containerd)
  *     images/              built image archives, cached by content hash
+ *     start.lock           held while a process starts the daemon (concurrent starts wait)
  *
  * Lifecycle (one state dir):
  *
- *   startContainerd ──► [running] ──stop()/stopContainerd──► [stopped: state kept, bridge deleted]
- *        ▲    │ pid file alive + CRI answers: reuse, no second daemon
- *        └────┘
+ *   startContainerd ──► [running] ──stop()/stopContainerd──► [stopped: pods drained, bridge deleted,
+ *        ▲    │                                                      state kept unless removeState]
+ *        └────┘ a containerd of this state dir is alive (pid file, else found in /proc) and
+ *               answers CRI: reuse it, never a second daemon
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, readSync, rmSync, statSync, writeFileSync, fstatSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { GrpcRuntimeService } from '@splitlet/cri';
@@ -30,11 +33,9 @@ import { CNI_BIN_DIR, CNI_PLUGINS, choosePodNetwork, deleteBridge, linkExists, w
 import type { PodNetwork } from './cni-network.js';
 import { containerdConfigToml } from './containerd-config.js';
 import type { ContainerdPaths, Snapshotter } from './containerd-config.js';
+import { RUNTIME_PATH, hostCommand } from './host-command.js';
 import { IMAGES } from './images.js';
 import { RuntimeError } from './runtime-error.js';
-
-/** The PATH containerd, its shims and runc run with (Debian puts runc in /usr/sbin). */
-export const RUNTIME_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** The longest unix socket path Linux accepts (sun_path is 108 bytes with the NUL). */
 const MAX_SOCKET_PATH = 107;
@@ -63,7 +64,19 @@ export interface StartContainerdOptions {
    * @default 'auto'
    */
   snapshotter?: Snapshotter | 'auto';
+  /**
+   * Whether containerd may reach image registries. `none` points its HTTP(S) proxy at a closed
+   * loopback port ({@link DEAD_PROXY}), so a `PullImage` of anything not on loopback fails at once
+   * with `proxyconnect tcp: dial tcp 127.0.0.1:1: connect: connection refused` and no packet (not even
+   * a DNS query) leaves the machine; registries on localhost/127.0.0.1 are never proxied and still
+   * work. `direct` pulls normally. Only applies when a new daemon is started (a reused one keeps its own).
+   * @default 'none'
+   */
+  registryAccess?: 'none' | 'direct';
 }
+
+/** The proxy a containerd without registry access gets: a loopback port nothing listens on. */
+export const DEAD_PROXY = 'http://127.0.0.1:1';
 
 /** Options of {@link stopContainerd}. */
 export interface StopContainerdOptions {
@@ -197,16 +210,58 @@ function findOnPath(bin: string): string | undefined {
   return undefined;
 }
 
-/** The pid in the pid file if that process is alive, not a zombie, and a containerd using our config. */
+/**
+ * The pid of the containerd running for this state dir: the pid file's, if that process is alive,
+ * not a zombie, and a containerd using our config; else one found in /proc by its command line
+ * (a lost or stale pid file must not lead to a second daemon on the same root). Rewrites the pid
+ * file when it found the daemon in /proc.
+ */
 function runningPid(p: ContainerdPaths): number | undefined {
-  let pid: number;
+  let pid = NaN;
   try {
     pid = Number(readFileSync(p.pidFile, 'utf8').trim());
   } catch {
-    return undefined;
+    // no pid file: look in /proc
   }
-  if (!Number.isInteger(pid) || pid <= 1) return undefined;
-  return isOurContainerd(pid, p) ? pid : undefined;
+  if (Number.isInteger(pid) && pid > 1 && isOurContainerd(pid, p)) return pid;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const candidate = Number(entry);
+    if (isOurContainerd(candidate, p)) {
+      if (existsSync(p.dir)) writeFileSync(p.pidFile, `${candidate}\n`);
+      return candidate;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Serializes starts for one state dir across processes: an exclusive lock file holding the pid of
+ * its holder. A lock whose holder is gone is taken over. Resolves with the release function.
+ */
+async function lockStart(p: ContainerdPaths, timeoutMs: number): Promise<() => void> {
+  const lock = join(p.dir, 'start.lock');
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      writeFileSync(lock, `${process.pid}\n`, { flag: 'wx' });
+      return () => rmSync(lock, { force: true });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    let holder = NaN;
+    try {
+      holder = Number(readFileSync(lock, 'utf8').trim());
+    } catch {
+      continue; // released meanwhile
+    }
+    if (!Number.isInteger(holder) || !alive(holder)) {
+      rmSync(lock, { force: true }); // its holder died while starting
+      continue;
+    }
+    if (Date.now() >= deadline) throw new RuntimeError('StartFailed', `another process (pid ${holder}) is starting the containerd of ${p.dir} and did not finish within ${timeoutMs} ms`);
+    await sleep(50);
+  }
 }
 
 function isOurContainerd(pid: number, p: ContainerdPaths): boolean {
@@ -237,9 +292,9 @@ function overlaySupported(root: string): boolean {
   try {
     for (const d of dirs) mkdirSync(d, { recursive: true });
     const [lower, upper, work, merged] = dirs as [string, string, string, string];
-    const m = spawnSync('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${upper},workdir=${work}`, merged], { encoding: 'utf8' });
+    const m = hostCommand('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${upper},workdir=${work}`, merged]);
     if (m.status !== 0) return false;
-    spawnSync('umount', [merged]);
+    hostCommand('umount', [merged]);
     return true;
   } finally {
     rmSync(probe, { recursive: true, force: true });
@@ -272,8 +327,8 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  *
  * The daemon runs detached (its own process group, output in `containerd.log`) and outlives the
  * calling process: stop it with `stop()` or {@link stopContainerd}. Idempotent: a second call for
- * the same state dir, from any process, returns the running instance (`reused: true`). Not safe
- * to call concurrently for the same state dir. Needs root.
+ * the same state dir, from any process, returns the running instance (`reused: true`); concurrent
+ * calls are serialized by a lock file, so only one daemon is ever started. Needs root.
  *
  * Fails with a {@link RuntimeError}: `Missing` (what to apt-get install), `InvalidOption`,
  * `NetworkConflict`, or `StartFailed` (with the tail of containerd's log) when it exits or is not
@@ -284,21 +339,6 @@ export async function startContainerd(options: StartContainerdOptions): Promise<
   const stateDir = resolve(options.stateDir);
   const p = containerdPaths(stateDir);
   const timeoutMs = options.timeoutMs ?? 20_000;
-  const endpoint = `unix://${p.socket}`;
-  const handle = (pid: number, network: PodNetwork, snapshotter: Snapshotter, version: VersionResponse, reused: boolean): LocalContainerd => ({
-    socket: endpoint,
-    address: p.socket,
-    stateDir,
-    paths: p,
-    network,
-    snapshotter,
-    pid,
-    version,
-    reused,
-    startMs: reused ? 0 : Math.round(performance.now() - t0),
-    stop: (o?: StopContainerdOptions) => stopContainerd(stateDir, o),
-  });
-
   if (Buffer.byteLength(`${p.socket}.ttrpc`) > MAX_SOCKET_PATH) {
     throw new RuntimeError('InvalidOption', `the state dir path is too long for a unix socket: ${p.socket}.ttrpc is over ${MAX_SOCKET_PATH} bytes; use a shorter --state-dir`);
   }
@@ -308,27 +348,55 @@ export async function startContainerd(options: StartContainerdOptions): Promise<
   const missing = missingPrerequisites();
   if (missing.length > 0) throw new RuntimeError('Missing', `cannot start a local containerd, missing: ${missing.join(', ')}`);
 
+  mkdirSync(p.dir, { recursive: true });
+  const unlock = await lockStart(p, timeoutMs + 5000);
+  let started: Omit<LocalContainerd, 'stop' | 'startMs'>;
+  try {
+    started = await startLocked(stateDir, p, options, timeoutMs);
+  } finally {
+    unlock();
+  }
+  return {
+    ...started,
+    startMs: started.reused ? 0 : Math.round(performance.now() - t0),
+    stop: (o?: StopContainerdOptions) => stopContainerd(stateDir, o),
+  };
+}
+
+/** {@link startContainerd} under the start lock: reuse the running daemon, or start one. */
+async function startLocked(stateDir: string, p: ContainerdPaths, options: StartContainerdOptions, timeoutMs: number): Promise<Omit<LocalContainerd, 'stop' | 'startMs'>> {
+  const base = { socket: `unix://${p.socket}`, address: p.socket, stateDir, paths: p };
   const existing = runningPid(p);
   if (existing !== undefined) {
     const probe = await waitReady(p, existing, timeoutMs);
-    return handle(existing, readNetwork(p) ?? choosePodNetwork(p.dir, { stateDir, subnet: options.subnet, name: options.name }), readSnapshotter(p), probe.version, true);
+    const network = readNetwork(p) ?? choosePodNetwork(p.dir, { stateDir, subnet: options.subnet, name: options.name });
+    return { ...base, network, snapshotter: readSnapshotter(p), pid: existing, version: probe.version, reused: true };
   }
 
   for (const d of [p.dir, p.root, p.state, p.runcRoot, p.opt, p.images]) mkdirSync(d, { recursive: true });
   for (const f of [p.socket, `${p.socket}.ttrpc`, p.pidFile]) rmSync(f, { force: true });
   const network = choosePodNetwork(p.dir, { stateDir, subnet: options.subnet, name: options.name });
   writePodNetworkConfig(p.cniConfDir, p.ipamDataDir, network);
-  const snapshotter: Snapshotter = options.snapshotter === undefined || options.snapshotter === 'auto' ? (overlaySupported(p.root) ? 'overlayfs' : 'native') : options.snapshotter;
+  const snapshotter: Snapshotter =
+    options.snapshotter === undefined || options.snapshotter === 'auto' ? (overlaySupported(p.root) ? 'overlayfs' : 'native') : options.snapshotter;
   writeFileSync(p.config, containerdConfigToml(p, { sandboxImage: IMAGES.pause, snapshotter }));
 
+  const registryAccess = options.registryAccess ?? 'none';
+  const env: Record<string, string> =
+    registryAccess === 'direct'
+      ? { PATH: RUNTIME_PATH }
+      : { PATH: RUNTIME_PATH, HTTP_PROXY: DEAD_PROXY, HTTPS_PROXY: DEAD_PROXY, http_proxy: DEAD_PROXY, https_proxy: DEAD_PROXY };
   const logFd = openSync(p.log, 'a');
-  writeFileSync(logFd, `--- splitlet: starting containerd at ${new Date().toISOString()} (snapshotter ${snapshotter}, network ${network.name} ${network.subnet} on ${network.bridge})\n`);
+  writeFileSync(
+    logFd,
+    `--- splitlet: starting containerd at ${new Date().toISOString()} (snapshotter ${snapshotter}, registry access ${registryAccess}, network ${network.name} ${network.subnet} on ${network.bridge})\n`,
+  );
   let pid: number;
   try {
     const child = spawn(findOnPath('containerd') ?? 'containerd', ['--config', p.config, '--root', p.root, '--state', p.state, '--address', p.socket], {
       detached: true,
       stdio: ['ignore', logFd, logFd],
-      env: { PATH: RUNTIME_PATH },
+      env,
     });
     child.unref();
     if (child.pid === undefined) {
@@ -342,7 +410,7 @@ export async function startContainerd(options: StartContainerdOptions): Promise<
   writeFileSync(p.pidFile, `${pid}\n`);
   try {
     const probe = await waitReady(p, pid, timeoutMs);
-    return handle(pid, network, snapshotter, probe.version, false);
+    return { ...base, network, snapshotter, pid, version: probe.version, reused: false };
   } catch (e) {
     try {
       process.kill(pid, 'SIGKILL');
@@ -459,6 +527,39 @@ async function drainPods(socket: string, deadlineMs: number): Promise<string[]> 
   return failures;
 }
 
+/** containerd 1.6's machine-global folder of shim sockets (`/run/containerd/s/<sha256>`). */
+const SHIM_SOCKET_DIR = '/run/containerd/s';
+/** libcni's machine-global result cache (containerd does not let us move it). */
+const CNI_RESULT_CACHE = '/var/lib/cni/results';
+
+/**
+ * Kills and deletes every container runc still knows under our runc root (`runc --root <root>/<ns>
+ * delete --force <id>`), for each containerd namespace folder there, with what the lost daemon
+ * would have removed for it in machine-global places: its shim socket (named by
+ * sha256(<our socket>/<ns>/<id>)) and its CNI result cache files. Returns failures as text.
+ */
+function forceDeleteRuncContainers(p: ContainerdPaths, net: PodNetwork | undefined): string[] {
+  const failures: string[] = [];
+  let namespaces: string[];
+  try {
+    namespaces = readdirSync(p.runcRoot);
+  } catch {
+    return [];
+  }
+  for (const ns of namespaces) {
+    const root = join(p.runcRoot, ns);
+    const list = hostCommand('runc', ['--root', root, 'list', '-q']);
+    for (const id of list.stdout?.split('\n').filter((l) => l.trim() !== '') ?? []) {
+      const del = hostCommand('runc', ['--root', root, 'delete', '--force', id]);
+      if (del.status !== 0) failures.push(`runc delete --force ${id}: ${(del.stderr || del.error?.message || '').trim()}`);
+      rmSync(join(SHIM_SOCKET_DIR, createHash('sha256').update(join(p.socket, ns, id)).digest('hex')), { force: true });
+      rmSync(join(CNI_RESULT_CACHE, `cni-loopback-${id}-lo`), { force: true });
+      if (net !== undefined) rmSync(join(CNI_RESULT_CACHE, `${net.name}-${id}-eth0`), { force: true });
+    }
+  }
+  return failures;
+}
+
 /** Mount points under `dir`, deepest first. */
 function mountsUnder(dir: string): string[] {
   const out: string[] = [];
@@ -483,6 +584,7 @@ function mountsUnder(dir: string): string[] {
 export async function stopContainerd(stateDir: string, options: StopContainerdOptions = {}): Promise<void> {
   const p = containerdPaths(stateDir);
   const drain = options.drainPods ?? true;
+  if (!drain && options.removeState === true) throw new RuntimeError('InvalidOption', 'removeState needs drainPods: running containers live under the state dir');
   const graceMs = options.graceMs ?? 10_000;
   const problems: string[] = [];
   const pid = runningPid(p);
@@ -503,6 +605,9 @@ export async function stopContainerd(stateDir: string, options: StopContainerdOp
     }
   }
   if (drain) {
+    // Containers the drain could not reach (containerd had crashed, or a sandbox failed to stop):
+    // runc kills and deletes them from our runc root; then their shims exit or are killed.
+    problems.push(...forceDeleteRuncContainers(p, readNetwork(p)));
     const shims = ourShims(p);
     for (const s of shims) {
       try {
@@ -512,12 +617,18 @@ export async function stopContainerd(stateDir: string, options: StopContainerdOp
       }
     }
     await waitExit(shims, 5000);
+    // No pod is left: what a crash left behind goes too (network namespaces, shm and rootfs mounts
+    // under the state folder, the IPs still recorded by host-local).
+    for (const m of mountsUnder(p.state)) hostCommand('umount', ['-l', m]);
     const net = readNetwork(p);
-    if (net !== undefined) deleteBridge(net.bridge);
+    if (net !== undefined) {
+      rmSync(join(p.ipamDataDir, net.name), { recursive: true, force: true });
+      deleteBridge(net.bridge);
+    }
   }
   for (const f of [p.pidFile, p.socket, `${p.socket}.ttrpc`]) rmSync(f, { force: true });
   if (options.removeState === true && existsSync(p.dir)) {
-    for (const m of mountsUnder(p.dir)) spawnSync('umount', ['-l', m]);
+    for (const m of mountsUnder(p.dir)) hostCommand('umount', ['-l', m]);
     const left = mountsUnder(p.dir);
     if (left.length > 0) throw new RuntimeError('StopFailed', `not removing ${p.dir}: still mounted: ${left.join(', ')}`);
     rmSync(p.dir, { recursive: true, force: true });

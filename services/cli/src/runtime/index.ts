@@ -14,7 +14,8 @@
  * busybox-static and iproute2 ({@link missingPrerequisites} lists what is absent).
  * @packageDocumentation
  */
-export { startContainerd, stopContainerd, containerdStatus, containerdPaths, missingPrerequisites, RUNTIME_PATH } from './containerd.js';
+export { startContainerd, stopContainerd, containerdStatus, containerdPaths, missingPrerequisites, DEAD_PROXY } from './containerd.js';
+export { RUNTIME_PATH } from './host-command.js';
 export type { StartContainerdOptions, StopContainerdOptions, LocalContainerd, ContainerdStatus } from './containerd.js';
 export type { ContainerdPaths, Snapshotter } from './containerd-config.js';
 export type { PodNetwork } from './cni-network.js';
@@ -22,5 +23,7 @@ export { IMAGES } from './images.js';
 export type { ImageName } from './images.js';
 export { buildBusyboxImage, ensureImages, importImage, IMAGE_RECIPES, isLocalImage } from './oci-image.js';
 export type { BuildImageOptions, BuiltImage, EnsuredImage, ImageRecipe, ImageTarget, ImportImageOptions } from './oci-image.js';
+export { ensureLocalRuntime, runtimeCommand } from './runtime-command.js';
+export type { LocalRuntimeOptions, RuntimeCommandArgs } from './runtime-command.js';
 export { RuntimeError, RuntimeErrorCodes, isRuntimeError } from './runtime-error.js';
 export type { RuntimeErrorCode } from './runtime-error.js';

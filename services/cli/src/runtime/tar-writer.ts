@@ -63,8 +63,9 @@ function splitUstarPath(path: string): { prefix: string; name: string } | undefi
 function paxRecord(key: string, value: string): string {
   const body = ` ${key}=${value}\n`;
   const bodyLen = Buffer.byteLength(body);
-  let len = bodyLen + String(bodyLen).length;
-  if (String(len).length !== String(len - bodyLen).length) len += 1;
+  const digits = String(bodyLen).length;
+  let len = bodyLen + digits;
+  if (String(len).length > digits) len += 1; // adding the length's own digits carried it over (e.g. 98 + 2 = 100)
   return `${len}${body}`;
 }
 

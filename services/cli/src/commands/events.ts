@@ -1,0 +1,49 @@
+/**
+ * `splitlet events [-w]`: the node's events as `kubectl get events` prints them, oldest first;
+ * `-w` keeps streaming new ones until Ctrl-C.
+ */
+import { KubeEvent, Streams, Subjects } from '@splitlet/api';
+import type { InstanceInfo } from '../state-dir.js';
+import { connectCli } from '../node-view.js';
+import { humanDuration } from '../printers/pod-table.js';
+
+function row(e: KubeEvent, now: number): string[] {
+  const obj = `${e.involvedObject.kind.toLowerCase()}/${e.involvedObject.name}`;
+  return [humanDuration(now - Date.parse(e.timestamp)), e.eventType, e.reason, obj, e.message];
+}
+
+export async function events(inst: InstanceInfo, opts: { watch: boolean; output: string | undefined }, out: NodeJS.WritableStream): Promise<void> {
+  const bus = await connectCli(inst);
+  const ac = new AbortController();
+  const stop = (): void => ac.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  try {
+    const widths = [9, 7, 18, 40];
+    const header = ['LAST SEEN', 'TYPE', 'REASON', 'OBJECT', 'MESSAGE'];
+    const line = (cells: string[]): string => cells.map((c, i) => (i < widths.length ? c.padEnd(Math.max(widths[i]!, c.length) + 3) : c)).join('').trimEnd();
+    let printedHeader = false;
+    await bus.readStream(
+      KubeEvent,
+      Streams.events,
+      Subjects.eventsAll(inst.nodeName),
+      (e) => {
+        if (opts.output === 'json') {
+          out.write(`${JSON.stringify(e)}\n`);
+          return;
+        }
+        if (!printedHeader) {
+          out.write(`${line(header)}\n`);
+          printedHeader = true;
+        }
+        out.write(`${line(row(e, Date.now()))}\n`);
+      },
+      { follow: opts.watch, signal: ac.signal },
+    );
+    if (!printedHeader && opts.output !== 'json') out.write('No events found.\n');
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    await bus.close();
+  }
+}

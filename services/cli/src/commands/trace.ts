@@ -1,0 +1,96 @@
+/**
+ * `splitlet trace POD`: the pod's creation trace as a waterfall (or `-o json`), read from Jaeger's
+ * query API when one is configured, else from the spans every process keeps on the bus (SL_SPANS).
+ */
+import { Buckets, DesiredPod, Keys, SpanRecord, Streams, Subjects, partitionOf } from '@splitlet/api';
+import type { NatsBus } from '@splitlet/bus';
+import type { InstanceInfo } from '../state-dir.js';
+import { CliError } from '../state-dir.js';
+import { connectCli, findPod, listPods } from '../node-view.js';
+import { renderWaterfall } from '../printers/waterfall.js';
+
+/** The trace id in a W3C traceparent. */
+export function traceIdOf(traceparent: string | undefined): string | undefined {
+  const m = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(traceparent ?? '');
+  return m?.[1];
+}
+
+interface JaegerSpan {
+  traceID: string;
+  spanID: string;
+  operationName: string;
+  references?: { refType: string; traceID: string; spanID: string }[];
+  startTime: number;
+  duration: number;
+  tags?: { key: string; type: string; value: unknown }[];
+  processID: string;
+}
+
+/** Reads a trace from Jaeger's query API (`/api/traces/<id>`). */
+export async function spansFromJaeger(baseUrl: string, traceId: string): Promise<SpanRecord[]> {
+  const res = await fetch(new URL(`/api/traces/${traceId}`, baseUrl), { signal: AbortSignal.timeout(10_000) });
+  if (!res.ok) throw new CliError(`Jaeger at ${baseUrl} answered ${res.status} for trace ${traceId}`);
+  const body = (await res.json()) as { data?: { spans: JaegerSpan[]; processes: Record<string, { serviceName: string }> }[] };
+  const t = body.data?.[0];
+  if (!t) return [];
+  return t.spans.map((s) => {
+    const tag = (k: string): unknown => s.tags?.find((x) => x.key === k)?.value;
+    const parent = s.references?.find((r) => r.refType === 'CHILD_OF');
+    const startNs = BigInt(s.startTime) * 1000n;
+    const err = tag('otel.status_code') === 'ERROR' || tag('error') === true;
+    return {
+      type: 'kubelet.trace.Span.v1',
+      traceId: s.traceID,
+      spanId: s.spanID,
+      ...(parent ? { parentSpanId: parent.spanID } : {}),
+      name: s.operationName,
+      kind: 0,
+      service: t.processes[s.processID]?.serviceName ?? s.processID,
+      startUnixNano: String(startNs),
+      endUnixNano: String(startNs + BigInt(s.duration) * 1000n),
+      statusCode: err ? 2 : 0,
+      ...(typeof tag('otel.status_description') === 'string' ? { statusMessage: tag('otel.status_description') as string } : {}),
+      attributes: {},
+      links: (s.references ?? []).filter((r) => r.refType === 'FOLLOWS_FROM').map((r) => ({ traceId: r.traceID, spanId: r.spanID })),
+    } satisfies SpanRecord;
+  });
+}
+
+/** Reads a trace's spans from SL_SPANS. */
+export async function spansFromBus(bus: NatsBus, node: string, traceId: string): Promise<SpanRecord[]> {
+  const out: SpanRecord[] = [];
+  await bus.readStream(SpanRecord, Streams.spans, Subjects.spans(node, traceId), (s) => out.push(s));
+  return out;
+}
+
+/** The creation trace id of a pod, from its desired record. */
+export async function creationTraceId(bus: NatsBus, node: string, uid: string, partitions: number): Promise<string | undefined> {
+  const desired = await bus.kv(Buckets.desired, DesiredPod);
+  const e = await desired.get(Keys.podInPartition(node, partitionOf(uid, partitions), uid));
+  return traceIdOf(e?.value?.creationTrace?.['traceparent']);
+}
+
+export async function trace(
+  inst: InstanceInfo,
+  name: string,
+  namespace: string,
+  opts: { output: string | undefined; jaeger: string | undefined; traceId: string | undefined; partitions: number },
+  out: NodeJS.WritableStream,
+): Promise<void> {
+  const bus = await connectCli(inst);
+  try {
+    let traceId = opts.traceId;
+    if (!traceId) {
+      const pod = findPod(await listPods(bus, inst.nodeName), name, namespace, inst.nodeName);
+      if (!pod?.pod.metadata.uid) throw new CliError(`Error from server (NotFound): pods "${name}" not found`);
+      traceId = await creationTraceId(bus, inst.nodeName, pod.pod.metadata.uid, opts.partitions);
+      if (!traceId) throw new CliError(`pod "${name}" has no recorded creation trace (was it created before tracing, or already deleted?)`);
+    }
+    const spans = opts.jaeger ? await spansFromJaeger(opts.jaeger, traceId) : await spansFromBus(bus, inst.nodeName, traceId);
+    if (opts.output === 'json') out.write(`${JSON.stringify(spans, null, 2)}\n`);
+    else if (opts.output === undefined) out.write(renderWaterfall(spans, { color: Boolean((out as { isTTY?: boolean }).isTTY) }));
+    else throw new CliError(`unknown output format "${opts.output}" for trace: use -o json or nothing`);
+  } finally {
+    await bus.close();
+  }
+}
