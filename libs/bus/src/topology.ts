@@ -111,6 +111,16 @@ export async function ensureTopology(nc: NatsConnection, jsm: JetStreamManager):
   for (const b of BUCKETS) {
     const opts: Partial<KvOptions> = { history: b.history, storage: StorageType.File };
     if (b.ttlMs !== undefined) opts.ttl = b.ttlMs;
-    await kvm.create(b.name, opts);
+    try {
+      await kvm.create(b.name, opts);
+    } catch (e) {
+      // Another process created the bucket between our lookup and our create: open it instead.
+      await new Promise((r) => setTimeout(r, 100));
+      try {
+        await kvm.open(b.name);
+      } catch {
+        throw e;
+      }
+    }
   }
 }

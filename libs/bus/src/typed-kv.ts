@@ -6,6 +6,7 @@
  * `get` throws SchemaInvalid, `watch` dead-letters it and reports the key as unreadable.
  */
 import type { KV, KvEntry } from '@nats-io/kv';
+import type { JetStreamManager } from '@nats-io/jetstream';
 import { KvWatchInclude } from '@nats-io/kv';
 import type { z } from 'zod';
 import { errorMessage } from '@splitlet/api';
@@ -15,6 +16,7 @@ import { BusError } from './errors.js';
 export interface KvOwner {
   deadLetter(d: { subject: string; reason: string; data: Uint8Array }): Promise<void>;
   readonly logger: { warn(msg: string, fields?: Record<string, unknown>): void };
+  readonly jsm: JetStreamManager;
 }
 
 /** A decoded entry. `value` is null for a delete or purge. */
@@ -116,12 +118,20 @@ export class TypedKv<T> {
     }
   }
 
-  /** How many live keys match `filter`. */
+  /**
+   * Keys under `filter` that have a stored message (a value or a delete marker), from one
+   * STREAM.INFO request. Unlike nats.js `keys()`, this cannot hang when keys change or expire
+   * while it runs.
+   */
+  async storedKeys(filter: string): Promise<string[]> {
+    const prefix = `$KV.${this.bucket}.`;
+    const si = await this.#owner.jsm.streams.info(`KV_${this.bucket}`, { subjects_filter: `${prefix}${filter}` });
+    return Object.keys(si.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
+  }
+
+  /** How many keys under `filter` have a stored message. */
   async countKeys(filter: string): Promise<number> {
-    let n = 0;
-    const it = await this.kv.keys(filter);
-    for await (const _k of it) n++;
-    return n;
+    return (await this.storedKeys(filter)).length;
   }
 
   /** Every current entry under a key filter (e.g. `node.>`), read through a watch of last values. */
@@ -169,6 +179,11 @@ export class TypedKv<T> {
       }
     };
     if (opts.updatesOnly || (await this.countKeys(filter)) === 0) markCaughtUp();
+    // Keys that expire (bucket TTL) between the count and the watch never arrive: re-check once.
+    const recheck = setTimeout(() => {
+      if (!caughtUp) void this.countKeys(filter).then((n) => n === 0 && markCaughtUp(), () => undefined);
+    }, 2000);
+    signal.addEventListener('abort', () => clearTimeout(recheck), { once: true });
     const done = (async () => {
       for await (const e of w) {
         const d = this.#decode(e);
@@ -177,7 +192,10 @@ export class TypedKv<T> {
         } else {
           await onEntry({ key: e.key, value: d.value, revision: e.revision, created: e.created, delta: e.delta ?? 0 });
         }
-        if ((e.delta ?? 0) === 0) markCaughtUp();
+        if ((e.delta ?? 0) === 0) {
+          clearTimeout(recheck);
+          markCaughtUp();
+        }
       }
     })();
     return { done };

@@ -14,6 +14,8 @@ import type { ProcessSpec } from '../up/supervisor.js';
 import { spawnNatsServer } from '../up/nats-server.js';
 import type { SpawnedNats } from '../up/nats-server.js';
 import { serviceMain } from '../paths.js';
+import { connectBus } from '@splitlet/bus';
+import { createLogger } from '@splitlet/telemetry';
 
 export interface UpOptions {
   nodeName: string;
@@ -83,6 +85,9 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
     out.write(`started nats-server with JetStream at ${natsUrl} (store ${s.natsStore})\n`);
   }
   const url = natsUrl;
+  // Provision streams and buckets once, before the processes race to do it.
+  const provisioner = await connectBus({ servers: url, process: 'splitlet-up', node: o.nodeName, logger: createLogger({ service: 'splitlet-up', level: 'warn', stream: process.stderr }) });
+  await provisioner.close();
   const startedAt = new Date().toISOString();
   const sup = new Supervisor({
     nodeBin: process.execPath,

@@ -1,0 +1,63 @@
+/**
+ * The pod-worker's environment contract. The only module that reads `process.env` (main passes it in).
+ */
+import { hostname } from 'node:os';
+import { z } from 'zod';
+import { DEFAULT_PARTITIONS } from '@splitlet/api';
+import { loadConfig } from '@splitlet/service';
+import type { Env } from '@splitlet/service';
+
+const ms = (def: number) => z.coerce.number().int().positive().default(def);
+
+/** A KV-key-safe instance id: letters, digits, `-` and `_` (dots would split the member key). */
+export function defaultInstanceId(host: string = hostname(), pid: number = process.pid): string {
+  return `${host}-${pid}`.replace(/[^A-Za-z0-9_-]/g, '-');
+}
+
+/** The environment variables of the pod-worker process. */
+export const PodWorkerEnv = z.object({
+  NATS_URL: z.string().min(1),
+  NODE_NAME: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase DNS-1123 subdomain').max(253),
+  HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  HEALTH_PORT_FILE: z.string().optional(),
+  HEALTH_HOST: z.string().default('127.0.0.1'),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  /** This replica's id in `sl_members` and in lease values. @default `<hostname>-<pid>` */
+  INSTANCE_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+$/, 'may contain only letters, digits, "-" and "_"')
+    .optional(),
+  /** Must equal sync-loop's. */
+  PARTITIONS: z.coerce.number().int().min(1).max(4096).default(DEFAULT_PARTITIONS),
+  LEASE_RENEW_MS: ms(3000),
+  MEMBER_HEARTBEAT_MS: ms(3000),
+  /** Balance round period: retry unowned partitions, release surplus ones. */
+  BALANCE_INTERVAL_MS: ms(2000),
+  VOLUME_TIMEOUT_MS: ms(120_000),
+  RUNTIME_SYNC_TIMEOUT_MS: ms(240_000),
+  /** Longest wait for a runtime cache newer than the last sync (the kubelet waits without bound). */
+  RUNTIME_CACHE_WAIT_MS: ms(5000),
+  /** How long a release / SIGTERM lets in-flight syncs finish before aborting them. */
+  DRAIN_TIMEOUT_MS: ms(20_000),
+  /** Container ID prefix in statuses (`<runtime>://<id>`). */
+  RUNTIME_NAME: z.string().regex(/^[a-z0-9_-]+$/).default('containerd'),
+  MAX_CONCURRENT_SYNCS: z.coerce.number().int().min(1).max(10_000).default(64),
+  /** canRunPod: allow privileged containers and host namespaces. */
+  ALLOW_PRIVILEGED: z.stringbool().default(false),
+  /** Publish finished spans to SL_SPANS so `splitlet trace` works without a collector. */
+  PUBLISH_SPANS: z.stringbool().default(true),
+  /** Comma-separated node IPs for status.hostIP(s) (optional). */
+  HOST_IPS: z
+    .string()
+    .optional()
+    .transform((s) => (s === undefined || s.trim() === '' ? [] : s.split(',').map((x) => x.trim()).filter((x) => x !== ''))),
+});
+
+/** The parsed configuration. */
+export type PodWorkerConfig = z.output<typeof PodWorkerEnv> & { readonly instanceId: string };
+
+/** Parses the environment; throws ConfigError naming every bad variable. */
+export function readConfig(env: Env): PodWorkerConfig {
+  const c = loadConfig(PodWorkerEnv, env);
+  return { ...c, instanceId: c.INSTANCE_ID ?? defaultInstanceId() };
+}

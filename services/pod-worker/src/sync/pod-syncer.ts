@@ -1,0 +1,721 @@
+/**
+ * One sync of one pod: read KV, decide, run SyncPod / SyncTerminatingPod / SyncTerminatedPod as a
+ * transaction script with one span per step, write the worker record.
+ *
+ * Models pkg/kubelet/kubelet.go (Kubelet.SyncPod, SyncTerminatingPod, SyncTerminatingRuntimePod,
+ * SyncTerminatedPod) and pkg/kubelet/pod_workers.go (podWorkerLoop's GetNewerThan wait,
+ * completeSync / completeTerminating / completeTerminated, completeWork's requeue).
+ *
+ * Differences from the kubelet, by design:
+ * - The worker never trusts a poke: everything comes from KV (`sl_kill` first, then `sl_desired`,
+ *   `sl_worker`, `sl_status`) and from the pleg cache (`sl_runtime`).
+ * - Side effects go to other processes (cri-adapter, volume-manager, status-manager) and carry the
+ *   partition lease's fence; the lease is checked before every write and side effect.
+ * - The GetNewerThan wait is bounded (the cache warns and proceeds); after a state transition the
+ *   next sync uses the runtime status the cri-adapter just returned instead of waiting for a relist.
+ * - Requeue = `WorkerRecord.nextSyncAt`; sync-loop's 1 s tick pokes the pod when it is due.
+ */
+import { ROOT_CONTEXT, SpanStatusCode, trace } from '@opentelemetry/api';
+import type { Attributes, Context, Link, Span, Tracer } from '@opentelemetry/api';
+import type {
+  BoundPod,
+  ContainerStatus,
+  DesiredPod,
+  KillRequest,
+  KubeEvent,
+  MountedVolumes,
+  PodStatus,
+  PodStatusUpdate,
+  RuntimePodStatus,
+  SyncPodType,
+  WorkerRecord,
+} from '@splitlet/api';
+import { errorMessage, hasErrorCode } from '@splitlet/api';
+import { ConfigAnnotations, generateAPIPodStatus, isStaticPod, parseTime, requeueDelay } from '@splitlet/kube';
+import { extractContext, injectContext, withSpan } from '@splitlet/telemetry';
+import type {
+  Clock,
+  EventSink,
+  Log,
+  PodStateStore,
+  RuntimeClient,
+  RuntimeStatusSource,
+  StatusSink,
+  SyncMetrics,
+  Versioned,
+  VolumeClient,
+} from '../ports.js';
+import type { PartitionGuard } from '../partitions/partition-guard.js';
+import type { SyncControl, SyncFunction, SyncReturn } from '../pod-workers/pod-workers.js';
+import { emptyRuntimeStatus } from '../runtime-cache/runtime-status-cache.js';
+import { canRunPod } from './can-run-pod.js';
+import { runtimeSyncError, updateReasons } from './sync-results.js';
+import { classify, isTerminalPhase, nextWorkerState, toTerminated, toTerminating } from './worker-decisions.js';
+import type { WorkerStateDecision } from './worker-decisions.js';
+
+/** The tracer scope the kubelet uses for its pod sync spans. */
+export const KUBELET_TRACER = 'k8s.io/kubernetes/pkg/kubelet';
+
+/** Options of {@link PodSyncer}. */
+export interface PodSyncerOptions {
+  readonly node: string;
+  /** Prefix of container IDs in statuses (`containerd://…`). */
+  readonly runtimeName: string;
+  /** canRunPod: allow privileged containers and host namespaces. */
+  readonly allowPrivileged: boolean;
+  /** makePodDataDirs + WaitForAttachAndMount deadline. */
+  readonly volumeTimeoutMs: number;
+  /** runtime SyncPod deadline. */
+  readonly runtimeSyncTimeoutMs: number;
+  readonly store: PodStateStore;
+  readonly runtimeCache: RuntimeStatusSource;
+  readonly runtime: RuntimeClient;
+  readonly volumes: VolumeClient;
+  readonly status: StatusSink;
+  readonly events: EventSink;
+  readonly metrics: SyncMetrics;
+  readonly tracer: Tracer;
+  readonly clock: Clock;
+  readonly logger: Log;
+  /** @default Math.random */
+  readonly random?: () => number;
+  /** The node's IPs for hostIP/hostIPs (optional). */
+  readonly hostIPs?: readonly string[];
+}
+
+/** Everything one sync read, passed between its steps. */
+interface SyncCtx {
+  readonly guard: PartitionGuard;
+  readonly ctl: SyncControl;
+  readonly uid: string;
+  readonly pod: BoundPod;
+  readonly desired: Versioned<DesiredPod> | null;
+  readonly kill: Versioned<KillRequest> | null;
+  /** The status-manager's cached status (generateAPIPodStatus's old status). */
+  readonly oldStatus: PodStatus | undefined;
+  readonly runtimeStatus: RuntimePodStatus;
+  readonly decision: WorkerStateDecision;
+}
+
+/** A handled SyncPod outcome. */
+interface StateSyncOutcome {
+  readonly terminal: boolean;
+  readonly error?: string;
+  /** The runtime status right after the step (cri-adapter's reply), for the next sync. */
+  readonly runtimeStatus?: RuntimePodStatus;
+}
+
+/** The pod syncer: stateless across pods except a hand-over of fresh runtime statuses between consecutive syncs of a pod. */
+export class PodSyncer {
+  readonly #o: PodSyncerOptions;
+  readonly #random: () => number;
+  /** Runtime status from cri-adapter's last reply, used by the immediately following sync of the pod. */
+  readonly #handoff = new Map<string, { status: RuntimePodStatus; epoch: number }>();
+
+  constructor(options: PodSyncerOptions) {
+    this.#o = options;
+    this.#random = options.random ?? Math.random;
+  }
+
+  /** The {@link SyncFunction} for one partition's pod workers. */
+  forPartition(guard: PartitionGuard): SyncFunction {
+    return (uid, ctl) => this.sync(guard, uid, ctl);
+  }
+
+  /**
+   * Syncs `uid` once. Handled failures (a failed mount, a runtime error, a failed kill) are
+   * reported (events, status), requeued through the worker record and resolve normally; a throw
+   * is unexpected (KV unavailable, lease lost, aborted).
+   */
+  async sync(guard: PartitionGuard, uid: string, ctl: SyncControl): Promise<SyncReturn> {
+    const o = this.#o;
+    const pp = guard.partition;
+    const [kill, desired, worker, apiRecord] = await abortable(
+      Promise.all([o.store.getKill(pp, uid), o.store.getDesired(pp, uid), o.store.getWorker(pp, uid), o.store.getApiStatus(uid)]),
+      ctl.signal,
+    );
+    const record = worker?.value;
+    const c = classify(record, desired, kill);
+    switch (c.action) {
+      case 'none':
+        this.#handoff.delete(uid);
+        o.logger.debug('nothing to sync', { uid, why: c.why });
+        return {};
+      case 'remove':
+        ctl.markTerminating();
+        await this.#forget(guard, uid, record, c.kill, c.kill.value.pod ?? undefined);
+        return {};
+      case 'terminateRuntimePod':
+        ctl.markTerminating();
+        return this.#syncTerminatingRuntimePod(guard, ctl, uid, record, c.kill);
+      case 'run':
+        break;
+    }
+    const pod = c.pod;
+    const runtimeStatus = await this.#runtimeStatus(guard, uid, record?.lastSyncTime ?? 0, ctl, pod);
+    const decision = nextWorkerState({
+      uid,
+      pod,
+      record,
+      desired,
+      kill,
+      apiPhase: apiRecord?.status.phase,
+      runtimeStatus,
+      now: o.clock.now(),
+      epoch: guard.epoch,
+    });
+    if (decision.record.state !== 'sync') ctl.markTerminating();
+    const ctx: SyncCtx = { guard, ctl, uid, pod, desired, kill, oldStatus: apiRecord?.status, runtimeStatus, decision };
+    switch (decision.record.state) {
+      case 'sync':
+        return this.#runSyncPod(ctx, decision.record);
+      case 'terminating':
+        return this.#runSyncTerminatingPod(ctx, decision.record);
+      case 'terminated':
+        return this.#runSyncTerminatedPod(ctx, decision.record);
+    }
+  }
+
+  async #runtimeStatus(guard: PartitionGuard, uid: string, after: number, ctl: SyncControl, pod: BoundPod): Promise<RuntimePodStatus> {
+    const h = this.#handoff.get(uid);
+    this.#handoff.delete(uid);
+    let status: RuntimePodStatus;
+    if (h !== undefined && h.epoch === guard.epoch) status = h.status;
+    else status = (await this.#o.runtimeCache.getNewerThan(uid, after, ctl.signal)).status;
+    if (status.name === '' && status.containers.length === 0 && status.sandboxes.length === 0) {
+      return emptyRuntimeStatus(uid, pod.metadata.name, pod.metadata.namespace);
+    }
+    return status;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // sync state: SyncPod
+  // ---------------------------------------------------------------------------------------------
+
+  async #runSyncPod(ctx: SyncCtx, record: WorkerRecord): Promise<SyncReturn> {
+    const o = this.#o;
+    const start = o.clock.now();
+    const { updateType } = ctx.decision;
+    let rec: WorkerRecord = record;
+    if (rec.startedAt === undefined) {
+      rec = { ...rec, startedAt: new Date(start).toISOString() };
+      if (updateType === 'create') {
+        const seen = firstSeen(ctx.pod, ctx.desired?.value);
+        if (seen !== undefined) o.metrics.observeWorkerStart(Math.max(0, start - seen) / 1000);
+      }
+    }
+    const { parent, links } = this.#parentOf(ctx);
+    const outcome = await withSpan(o.tracer, 'syncPod', { parent, links, attributes: podAttributes(ctx.pod, updateType) }, async (span) => {
+      const r = await this.#syncPod(ctx, rec, (next) => {
+        rec = next;
+      });
+      if (r.error !== undefined) failSpan(span, r.error);
+      return r;
+    });
+    o.metrics.observeWorkerDuration(updateType, (o.clock.now() - start) / 1000);
+    if (outcome.terminal) {
+      rec = toTerminating(rec, ctx.pod, ctx.kill?.value, o.clock.now());
+      await this.#persist(ctx, rec);
+      this.#handOver(ctx, outcome.runtimeStatus);
+      return { again: true };
+    }
+    const delay = requeueDelay(outcome.error === undefined ? {} : { error: outcome.error }, this.#random);
+    rec = { ...rec, nextSyncAt: o.clock.now() + Math.round(delay) };
+    if (outcome.error !== undefined) o.logger.warn('syncPod failed, requeued', { uid: ctx.uid, err: outcome.error, retryInMs: Math.round(delay) });
+    await this.#persist(ctx, rec);
+    return {};
+  }
+
+  /** Kubelet.SyncPod. `setRecord` publishes record changes (reasons cache, running observed) as they happen. */
+  async #syncPod(ctx: SyncCtx, record: WorkerRecord, setRecord: (r: WorkerRecord) => void): Promise<StateSyncOutcome> {
+    const o = this.#o;
+    const { pod, ctl, guard } = ctx;
+    let rec = record;
+    const status = await this.#step('generateAPIPodStatus', ctx, () => this.#generate(pod, ctx.runtimeStatus, rec, ctx.oldStatus, false));
+    if (isTerminalPhase(status.phase)) {
+      await this.#sendStatus(ctx, status, true);
+      return { terminal: true, runtimeStatus: ctx.runtimeStatus };
+    }
+    rec = this.#observeRunning(ctx, rec, status);
+    setRecord(rec);
+    await this.#sendStatus(ctx, status, true);
+
+    const runnable = await this.#step('canRunPod', ctx, () => canRunPod(pod, o.allowPrivileged));
+    if (!runnable.admit) {
+      await this.#sendStatus(ctx, blockedStatus(status, runnable.reason, runnable.message), true);
+      await this.#event(ctx.guard, pod, 'Warning', runnable.reason, runnable.message);
+      try {
+        await this.#killPod(ctx, undefined);
+      } catch (e) {
+        if (isAbort(e)) throw e;
+        const msg = `error killing pod: ${errorMessage(e)}`;
+        await this.#event(guard, pod, 'Warning', 'FailedKillPod', msg);
+        return { terminal: false, error: msg };
+      }
+      return { terminal: false, error: `pod cannot be run: ${runnable.message}` };
+    }
+    checkpoint(ctl);
+
+    if (isStaticPod(pod)) {
+      // Mirror pods are status-manager's (cluster mode); the step is kept for the trace's shape.
+      await this.#step('mirrorPod', ctx, () => undefined);
+    }
+
+    let volumes: MountedVolumes;
+    try {
+      volumes = await this.#step('makePodDataDirs+waitForAttachAndMount', ctx, async () => {
+        guard.assertHeld();
+        const reply = await abortable(
+          o.volumes.mount({ type: 'kubelet.volume.MountRequest.v1', pod, fence: guard.fence() }, o.volumeTimeoutMs),
+          ctl.signal,
+        );
+        return reply.volumes;
+      });
+    } catch (e) {
+      if (isAbort(e) || hasErrorCode(e, 'LeaseLost')) throw e;
+      const msg = `Unable to attach or mount volumes: ${errorMessage(e)}`;
+      await this.#event(guard, pod, 'Warning', 'FailedMount', msg);
+      return { terminal: false, error: msg };
+    }
+    checkpoint(ctl);
+
+    const pullSecrets = await this.#step('getPullSecretsForPod', ctx, () => (pod.spec.imagePullSecrets ?? []).map((s) => s.name).filter((n) => n !== ''));
+
+    let reply;
+    try {
+      reply = await this.#step('runtime.SyncPod', ctx, async () => {
+        guard.assertHeld();
+        checkpoint(ctl);
+        // Like the kubelet (runtime SyncPod gets a context without cancel), a kill does not abandon
+        // a runtime sync half way: only a stop (lease lost) stops waiting for it.
+        return abortable(
+          o.runtime.syncPod(
+            {
+              type: 'kubelet.runtime.SyncPodRequest.v1',
+              pod,
+              podStatus: ctx.runtimeStatus,
+              volumes,
+              pullSecrets,
+              fence: guard.fence(),
+            },
+            o.runtimeSyncTimeoutMs,
+          ),
+          ctl.stopSignal,
+        );
+      });
+    } catch (e) {
+      if (isAbort(e) || hasErrorCode(e, 'LeaseLost')) throw e;
+      return { terminal: false, error: `runtime SyncPod failed: ${errorMessage(e)}` };
+    }
+    rec = { ...rec, reasons: updateReasons(rec.reasons, reply.results) };
+    setRecord(rec);
+    const after = this.#generate(pod, reply.podStatus, rec, status, false);
+    rec = this.#observeRunning(ctx, rec, after);
+    setRecord(rec);
+    await this.#sendStatus(ctx, after, true);
+    if (isTerminalPhase(after.phase)) return { terminal: true, runtimeStatus: reply.podStatus };
+    const err = runtimeSyncError(reply.results);
+    return err === undefined ? { terminal: false, runtimeStatus: reply.podStatus } : { terminal: false, error: err, runtimeStatus: reply.podStatus };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // terminating: SyncTerminatingPod
+  // ---------------------------------------------------------------------------------------------
+
+  async #runSyncTerminatingPod(ctx: SyncCtx, record: WorkerRecord): Promise<SyncReturn> {
+    const o = this.#o;
+    const start = o.clock.now();
+    const { parent, links } = this.#parentOf(ctx);
+    const outcome = await withSpan(o.tracer, 'syncTerminatingPod', { parent, links, attributes: podAttributes(ctx.pod) }, async (span) => {
+      span.setAttribute('k8s.pod.termination_grace_period_seconds', record.gracePeriod ?? 0);
+      const r = await this.#syncTerminatingPod(ctx, record);
+      if (r.error !== undefined) failSpan(span, r.error);
+      return r;
+    });
+    o.metrics.observeWorkerDuration('kill', (o.clock.now() - start) / 1000);
+    if (outcome.error !== undefined) {
+      const delay = requeueDelay({ error: outcome.error }, this.#random);
+      o.logger.warn('syncTerminatingPod failed, requeued', { uid: ctx.uid, err: outcome.error, retryInMs: Math.round(delay) });
+      await this.#persist(ctx, { ...record, nextSyncAt: o.clock.now() + Math.round(delay) });
+      return {};
+    }
+    const next = toTerminated(record, o.clock.now());
+    delete next.nextSyncAt;
+    await this.#persist(ctx, next);
+    this.#handOver(ctx, outcome.runtimeStatus);
+    return { again: true };
+  }
+
+  async #syncTerminatingPod(ctx: SyncCtx, rec: WorkerRecord): Promise<StateSyncOutcome> {
+    const { pod, guard } = ctx;
+    const status = this.#generate(pod, ctx.runtimeStatus, rec, ctx.oldStatus, false);
+    await this.#sendStatus(ctx, status, true);
+    let stopped: RuntimePodStatus;
+    try {
+      stopped = (await this.#killPod(ctx, rec.gracePeriod)).podStatus;
+    } catch (e) {
+      if (isAbort(e) || hasErrorCode(e, 'LeaseLost')) throw e;
+      const msg = `error killing pod: ${errorMessage(e)}`;
+      await this.#event(guard, pod, 'Warning', 'FailedKillPod', msg);
+      return { terminal: false, error: msg };
+    }
+    const running = stopped.containers.filter((c) => c.state === 'CONTAINER_RUNNING').map((c) => `${this.#o.runtimeName}://${c.id}`);
+    if (running.length > 0) {
+      return { terminal: false, error: `detected running containers after a successful KillPod, CRI violation: [${running.join(' ')}]` };
+    }
+    const final = this.#generate(pod, stopped, rec, status, true);
+    await this.#sendStatus(ctx, final, true);
+    return { terminal: true, runtimeStatus: stopped };
+  }
+
+  async #killPod(ctx: SyncCtx, gracePeriod: number | undefined): Promise<{ podStatus: RuntimePodStatus }> {
+    const o = this.#o;
+    const { pod, guard, ctl } = ctx;
+    guard.assertHeld();
+    const graceMs = (gracePeriod ?? pod.spec.terminationGracePeriodSeconds ?? 30) * 1000;
+    return this.#step('killPod', ctx, () =>
+      abortable(
+        o.runtime.killPod(
+          {
+            type: 'kubelet.runtime.KillPodRequest.v1',
+            pod,
+            runningPod: { uid: ctx.uid, name: pod.metadata.name, namespace: pod.metadata.namespace },
+            ...(gracePeriod !== undefined ? { gracePeriodOverride: gracePeriod } : {}),
+            fence: guard.fence(),
+          },
+          graceMs + 30_000,
+        ),
+        ctl.stopSignal,
+      ),
+    );
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // terminated: SyncTerminatedPod
+  // ---------------------------------------------------------------------------------------------
+
+  async #runSyncTerminatedPod(ctx: SyncCtx, record: WorkerRecord): Promise<SyncReturn> {
+    const o = this.#o;
+    const start = o.clock.now();
+    const { parent, links } = this.#parentOf(ctx);
+    const error = await withSpan(o.tracer, 'syncTerminatedPod', { parent, links, attributes: podAttributes(ctx.pod) }, async (span) => {
+      const e = await this.#syncTerminatedPod(ctx, record);
+      if (e !== undefined) failSpan(span, e);
+      return e;
+    });
+    o.metrics.observeWorkerDuration('terminated', (o.clock.now() - start) / 1000);
+    if (error !== undefined) {
+      const delay = requeueDelay({ error }, this.#random);
+      o.logger.warn('syncTerminatedPod failed, requeued', { uid: ctx.uid, err: error, retryInMs: Math.round(delay) });
+      await this.#persist(ctx, { ...record, nextSyncAt: o.clock.now() + Math.round(delay) });
+      return {};
+    }
+    const finished: WorkerRecord = { ...record, finished: true };
+    delete finished.nextSyncAt;
+    if (ctx.desired === null) {
+      await this.#forget(ctx.guard, ctx.uid, finished, ctx.kill, ctx.pod);
+      return {};
+    }
+    await this.#persist(ctx, finished);
+    return {};
+  }
+
+  async #syncTerminatedPod(ctx: SyncCtx, rec: WorkerRecord): Promise<string | undefined> {
+    const o = this.#o;
+    const { pod, guard, ctl } = ctx;
+    const status = this.#generate(pod, ctx.runtimeStatus, rec, ctx.oldStatus, true);
+    await this.#sendStatus(ctx, status, false);
+    try {
+      await this.#step('waitForUnmount', ctx, async () => {
+        guard.assertHeld();
+        return abortable(
+          o.volumes.unmount(
+            { type: 'kubelet.volume.UnmountRequest.v1', uid: ctx.uid, removeContent: rec.deleted === true || rec.evicted === true, fence: guard.fence() },
+            o.volumeTimeoutMs,
+          ),
+          ctl.stopSignal,
+        );
+      });
+    } catch (e) {
+      if (isAbort(e) || hasErrorCode(e, 'LeaseLost')) throw e;
+      return `error unmounting volumes: ${errorMessage(e)}`;
+    }
+    await this.#send(guard, {
+      type: 'kubelet.status.PodStatusUpdate.v1',
+      kind: 'terminated',
+      uid: ctx.uid,
+      name: pod.metadata.name,
+      namespace: pod.metadata.namespace,
+      pod,
+      status,
+      couldHaveRunningContainers: false,
+      at: new Date(o.clock.now()).toISOString(),
+      trace: injectContext(),
+    });
+    return undefined;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // orphans and forgetting
+  // ---------------------------------------------------------------------------------------------
+
+  /** SyncTerminatingRuntimePod: an orphaned runtime pod is killed with a 1 s grace; no status. */
+  async #syncTerminatingRuntimePod(
+    guard: PartitionGuard,
+    ctl: SyncControl,
+    uid: string,
+    record: WorkerRecord | undefined,
+    kill: Versioned<KillRequest>,
+  ): Promise<SyncReturn> {
+    const o = this.#o;
+    const running = kill.value.runningPod!;
+    const start = o.clock.now();
+    const parent = kill.value.trace !== undefined ? extractContext(kill.value.trace) : (ctl.trigger ?? ROOT_CONTEXT);
+    const error = await withSpan(
+      o.tracer,
+      'syncTerminatingRuntimePod',
+      { parent, attributes: { 'k8s.pod.uid': uid, 'k8s.pod.name': running.name, 'k8s.namespace.name': running.namespace } },
+      async (span) => {
+        try {
+          guard.assertHeld();
+          await abortable(
+            o.runtime.killPod({ type: 'kubelet.runtime.KillPodRequest.v1', runningPod: running, gracePeriodOverride: 1, fence: guard.fence() }, 31_000),
+            ctl.stopSignal,
+          );
+          return undefined;
+        } catch (e) {
+          if (isAbort(e) || hasErrorCode(e, 'LeaseLost')) throw e;
+          const msg = `error killing pod: ${errorMessage(e)}`;
+          failSpan(span, msg);
+          return msg;
+        }
+      },
+    );
+    o.metrics.observeWorkerDuration('kill', (o.clock.now() - start) / 1000);
+    if (error !== undefined) {
+      const delay = requeueDelay({ error }, this.#random);
+      o.logger.warn('killing orphaned runtime pod failed, requeued', { uid, err: error, retryInMs: Math.round(delay) });
+      const rec: WorkerRecord = {
+        ...(record ?? { type: 'kubelet.podworker.WorkerRecord.v1', uid, name: running.name, namespace: running.namespace, state: 'terminating', finished: false, reasons: {} }),
+        state: 'terminating',
+        gracePeriod: 1,
+        epoch: guard.epoch,
+        nextSyncAt: o.clock.now() + Math.round(delay),
+      };
+      guard.assertHeld();
+      await o.store.putWorker(guard.partition, { ...rec, lastSyncTime: o.clock.now(), syncedAt: new Date(o.clock.now()).toISOString() });
+      return {};
+    }
+    guard.assertHeld();
+    await this.#deleteKill(guard, uid, kill);
+    if (record !== undefined) await o.store.deleteWorker(guard.partition, uid);
+    return {};
+  }
+
+  /** The pod is finished and no longer desired: status-manager forgets it, then the kill and the record go. */
+  async #forget(guard: PartitionGuard, uid: string, record: WorkerRecord | undefined, kill: Versioned<KillRequest> | null, pod: BoundPod | undefined): Promise<void> {
+    const o = this.#o;
+    this.#handoff.delete(uid);
+    await this.#send(guard, {
+      type: 'kubelet.status.PodStatusUpdate.v1',
+      kind: 'removed',
+      uid,
+      name: pod?.metadata.name ?? record?.name ?? '',
+      namespace: pod?.metadata.namespace ?? record?.namespace ?? '',
+      ...(pod !== undefined ? { pod } : {}),
+      couldHaveRunningContainers: false,
+      at: new Date(o.clock.now()).toISOString(),
+    });
+    if (kill !== null) await this.#deleteKill(guard, uid, kill);
+    guard.assertHeld();
+    await o.store.deleteWorker(guard.partition, uid);
+    o.logger.debug('pod worker forgotten', { uid });
+  }
+
+  async #deleteKill(guard: PartitionGuard, uid: string, kill: Versioned<KillRequest>): Promise<void> {
+    const o = this.#o;
+    guard.assertHeld();
+    try {
+      await o.store.deleteKill(guard.partition, uid, kill.revision);
+    } catch (e) {
+      if (!hasErrorCode(e, 'Conflict')) throw e;
+      // sync-loop shortened the grace meanwhile (CAS): the kill is carried out all the same.
+      const again = await o.store.getKill(guard.partition, uid);
+      if (again !== null) {
+        guard.assertHeld();
+        await o.store.deleteKill(guard.partition, uid, again.revision);
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // helpers
+  // ---------------------------------------------------------------------------------------------
+
+  #generate(pod: BoundPod, runtimeStatus: RuntimePodStatus, rec: WorkerRecord, oldStatus: PodStatus | undefined, podIsTerminal: boolean): PodStatus {
+    return generateAPIPodStatus({
+      pod,
+      runtimeStatus,
+      runtimeName: this.#o.runtimeName,
+      reasons: rec.reasons,
+      ...(oldStatus !== undefined ? { oldStatus } : {}),
+      podIsTerminal,
+      now: this.#o.clock.now(),
+      ...(this.#o.hostIPs !== undefined ? { hostIPs: this.#o.hostIPs } : {}),
+    });
+  }
+
+  #observeRunning(ctx: SyncCtx, rec: WorkerRecord, status: PodStatus): WorkerRecord {
+    if (rec.runningObserved === true || status.phase !== 'Running') return rec;
+    const seen = firstSeen(ctx.pod, ctx.desired?.value);
+    if (seen !== undefined) this.#o.metrics.observePodStart(Math.max(0, this.#o.clock.now() - seen) / 1000);
+    return { ...rec, runningObserved: true };
+  }
+
+  async #sendStatus(ctx: SyncCtx, status: PodStatus, couldHaveRunningContainers: boolean): Promise<void> {
+    await this.#send(ctx.guard, {
+      type: 'kubelet.status.PodStatusUpdate.v1',
+      kind: 'set',
+      uid: ctx.uid,
+      name: ctx.pod.metadata.name,
+      namespace: ctx.pod.metadata.namespace,
+      pod: ctx.pod,
+      status,
+      couldHaveRunningContainers,
+      at: new Date(this.#o.clock.now()).toISOString(),
+      trace: injectContext(),
+    });
+  }
+
+  async #send(guard: PartitionGuard, update: PodStatusUpdate): Promise<void> {
+    guard.assertHeld();
+    await this.#o.status.send(update);
+  }
+
+  async #event(guard: PartitionGuard, pod: BoundPod, eventType: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    const ev: KubeEvent = {
+      type: 'kubelet.events.Event.v1',
+      eventType,
+      reason,
+      message,
+      involvedObject: { kind: 'Pod', name: pod.metadata.name, namespace: pod.metadata.namespace, uid: pod.metadata.uid },
+      source: { component: 'kubelet', host: this.#o.node },
+      timestamp: new Date(this.#o.clock.now()).toISOString(),
+    };
+    guard.assertHeld();
+    try {
+      await this.#o.events.record(ev);
+    } catch (e) {
+      this.#o.logger.warn('recording event failed', { uid: pod.metadata.uid, reason, err: errorMessage(e) });
+    }
+  }
+
+  async #persist(ctx: SyncCtx, rec: WorkerRecord): Promise<void> {
+    const now = this.#o.clock.now();
+    const out: WorkerRecord = {
+      ...rec,
+      lastSyncTime: now,
+      syncedAt: new Date(now).toISOString(),
+      epoch: ctx.guard.epoch,
+    };
+    const rev = ctx.desired?.revision ?? rec.syncedRevision;
+    if (rev !== undefined) out.syncedRevision = rev;
+    ctx.guard.assertHeld();
+    await this.#o.store.putWorker(ctx.guard.partition, out);
+  }
+
+  #handOver(ctx: SyncCtx, status: RuntimePodStatus | undefined): void {
+    if (status !== undefined) this.#handoff.set(ctx.uid, { status, epoch: ctx.guard.epoch });
+  }
+
+  /** The span parent: the desired record's trace for a new create/update, the kill's trace when termination starts, else the poke. */
+  #parentOf(ctx: SyncCtx): { parent: Context; links: Link[] } {
+    const { decision, desired, kill, ctl } = ctx;
+    let parent: Context | undefined;
+    if (decision.newDesired && (decision.updateType === 'create' || decision.updateType === 'update') && desired?.value.trace !== undefined) {
+      parent = extractContext(desired.value.trace);
+    } else if (decision.enteredTerminating && kill?.value.trace !== undefined) {
+      parent = extractContext(kill.value.trace);
+    }
+    const links: Link[] = [];
+    if (parent === undefined) parent = ctl.trigger ?? ROOT_CONTEXT;
+    else if (ctl.trigger !== undefined) {
+      const sc = trace.getSpanContext(ctl.trigger);
+      if (sc !== undefined && trace.isSpanContextValid(sc)) links.push({ context: sc });
+    }
+    return { parent, links };
+  }
+
+  /** One SyncPod step as a child span of the active sync span. */
+  #step<T>(name: string, ctx: SyncCtx, fn: () => Promise<T> | T): Promise<T> {
+    return withSpan(this.#o.tracer, name, { attributes: { 'k8s.pod.uid': ctx.uid } }, () => fn());
+  }
+}
+
+/** config.seen (or, failing that, when the update entered sync-loop), ms since the epoch. */
+function firstSeen(pod: BoundPod, desired: DesiredPod | undefined): number | undefined {
+  return parseTime(pod.metadata.annotations?.[ConfigAnnotations.seen]) ?? parseTime(desired?.startTime);
+}
+
+function podAttributes(pod: BoundPod, updateType?: SyncPodType): Attributes {
+  const a: Attributes = {
+    'k8s.pod.uid': pod.metadata.uid,
+    'k8s.pod': `${pod.metadata.namespace}/${pod.metadata.name}`,
+    'k8s.pod.name': pod.metadata.name,
+    'k8s.namespace.name': pod.metadata.namespace,
+  };
+  if (updateType !== undefined) a['k8s.pod.update_type'] = updateType;
+  return a;
+}
+
+/**
+ * The status of a pod canRunPod refused (1.21 soft admission): the reason and message, and
+ * `Blocked` as the reason of every waiting container.
+ */
+export function blockedStatus(status: PodStatus, reason: string, message: string): PodStatus {
+  const block = (list: ContainerStatus[] | undefined): ContainerStatus[] | undefined =>
+    list?.map((cs) => (cs.state?.waiting !== undefined ? { ...cs, state: { ...cs.state, waiting: { ...cs.state.waiting, reason: 'Blocked' } } } : cs));
+  const out: PodStatus = { ...status, reason, message };
+  const init = block(status.initContainerStatuses);
+  const regular = block(status.containerStatuses);
+  if (init !== undefined) out.initContainerStatuses = init;
+  if (regular !== undefined) out.containerStatuses = regular;
+  return out;
+}
+
+function failSpan(span: Span, message: string): void {
+  span.setStatus({ code: SpanStatusCode.ERROR, message });
+}
+
+function checkpoint(ctl: SyncControl): void {
+  ctl.signal.throwIfAborted();
+}
+
+function isAbort(e: unknown): boolean {
+  return hasErrorCode(e, 'SyncAborted');
+}
+
+/** Resolves or rejects like `p`, or rejects with the signal's reason as soon as `signal` aborts. */
+export function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    p.catch(() => undefined);
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => {
+      p.catch(() => undefined);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}

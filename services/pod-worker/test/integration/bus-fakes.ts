@@ -1,0 +1,204 @@
+/**
+ * Bus-side stand-ins for the processes around pod-worker in integration tests: cri-adapter and
+ * volume-manager responders that record per-pod concurrency and fences, a pleg that advances the
+ * relist mark, a status-manager that records status updates, and a sync-loop that writes desired
+ * records and kill requests and pokes.
+ */
+import {
+  Buckets,
+  DesiredPod,
+  Keys,
+  KillRequest,
+  PodStatusUpdate,
+  RelistMark,
+  RuntimeKillPodReply,
+  RuntimeKillPodRequest,
+  RuntimeSyncPodReply,
+  RuntimeSyncPodRequest,
+  Subjects,
+  VolumeMountReply,
+  VolumeMountRequest,
+  VolumeUnmountReply,
+  VolumeUnmountRequest,
+  WorkPoke,
+  partitionOf,
+} from '@splitlet/api';
+import type { BoundPod, Fence, SyncPodType } from '@splitlet/api';
+import type { NatsBus } from '@splitlet/bus';
+
+/** Per-pod concurrency and fencing checks shared by the fake responders. */
+export class CallLedger {
+  readonly active = new Map<string, number>();
+  readonly overlaps: string[] = [];
+  readonly staleFences: string[] = [];
+  readonly maxEpoch = new Map<number, number>();
+  readonly calls: { op: string; uid: string; fence: Fence }[] = [];
+
+  async run<T>(op: string, uid: string, fence: Fence, work: () => Promise<T>): Promise<T> {
+    const seen = this.maxEpoch.get(fence.partition) ?? 0;
+    if (fence.epoch < seen) {
+      this.staleFences.push(`${op} ${uid} epoch ${fence.epoch} < ${seen}`);
+      throw Object.assign(new Error(`stale fence: partition ${fence.partition} epoch ${fence.epoch} < ${seen}`), { code: 'StaleFence' });
+    }
+    this.maxEpoch.set(fence.partition, fence.epoch);
+    const n = (this.active.get(uid) ?? 0) + 1;
+    this.active.set(uid, n);
+    if (n > 1) this.overlaps.push(`${op} ${uid}`);
+    this.calls.push({ op, uid, fence });
+    try {
+      return await work();
+    } finally {
+      this.active.set(uid, (this.active.get(uid) ?? 1) - 1);
+    }
+  }
+
+  count(op: string, uid?: string): number {
+    return this.calls.filter((c) => c.op === op && (uid === undefined || c.uid === uid)).length;
+  }
+}
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** cri-adapter and volume-manager responders. */
+export function serveFakeNodeServices(bus: NatsBus, node: string, ledger: CallLedger, signal: AbortSignal, delayMs = 3): void {
+  const opts = { queue: 'fake', signal };
+  bus.serve(Subjects.rpc.runtime(node, 'syncPod'), RuntimeSyncPodRequest, RuntimeSyncPodReply, (req) =>
+    ledger.run('syncPod', req.pod.metadata.uid, req.fence, async () => {
+      await pause(delayMs);
+      const pod = req.pod;
+      return {
+        type: 'kubelet.runtime.SyncPodReply.v1' as const,
+        results: pod.spec.containers.map((c) => ({ action: 'StartContainer' as const, target: c.name })),
+        podStatus: {
+          uid: pod.metadata.uid,
+          name: pod.metadata.name,
+          namespace: pod.metadata.namespace,
+          ips: ['10.1.0.2'],
+          sandboxes: [{ id: `sb-${pod.metadata.uid}`, state: 'SANDBOX_READY' as const, createdAt: Date.now(), attempt: 0, ip: '10.1.0.2' }],
+          containers: pod.spec.containers.map((c) => ({
+            id: `${pod.metadata.uid}-${c.name}`,
+            name: c.name,
+            sandboxId: `sb-${pod.metadata.uid}`,
+            state: 'CONTAINER_RUNNING' as const,
+            createdAt: Date.now(),
+            startedAt: Date.now(),
+            image: c.image ?? '',
+            imageRef: 'sha256:abc',
+            hash: 'h',
+            restartCount: 0,
+          })),
+        },
+      };
+    }),
+    opts,
+  );
+  bus.serve(Subjects.rpc.runtime(node, 'killPod'), RuntimeKillPodRequest, RuntimeKillPodReply, (req) =>
+    ledger.run('killPod', req.runningPod.uid, req.fence, async () => {
+      await pause(delayMs);
+      return {
+        type: 'kubelet.runtime.KillPodReply.v1' as const,
+        results: [],
+        podStatus: { uid: req.runningPod.uid, name: req.runningPod.name, namespace: req.runningPod.namespace, ips: [], sandboxes: [], containers: [] },
+      };
+    }),
+    opts,
+  );
+  bus.serve(Subjects.rpc.volume(node, 'mount'), VolumeMountRequest, VolumeMountReply, (req) =>
+    ledger.run('mount', req.pod.metadata.uid, req.fence, async () => {
+      await pause(delayMs);
+      return { type: 'kubelet.volume.MountReply.v1' as const, podDir: `/tmp/pods/${req.pod.metadata.uid}`, volumes: {} };
+    }),
+    opts,
+  );
+  bus.serve(Subjects.rpc.volume(node, 'unmount'), VolumeUnmountRequest, VolumeUnmountReply, (req) =>
+    ledger.run('unmount', req.uid, req.fence, async () => {
+      await pause(delayMs);
+      return { type: 'kubelet.volume.UnmountReply.v1' as const, unmounted: [] };
+    }),
+    opts,
+  );
+}
+
+/** pleg's relist mark, advanced every `periodMs`. Returns a stop function. */
+export async function runFakePleg(bus: NatsBus, node: string, periodMs = 100): Promise<() => void> {
+  const kv = await bus.kv(Buckets.runtime, RelistMark);
+  const put = () => kv.put(Keys.relistMark(node), { type: 'kubelet.pleg.RelistMark.v1', timestamp: Date.now() }).catch(() => undefined);
+  await put();
+  const t = setInterval(() => void put(), periodMs);
+  return () => clearInterval(t);
+}
+
+/** The status updates seen on `sl.<node>.status.*`, by pod. */
+export class StatusLog {
+  readonly byUid = new Map<string, PodStatusUpdate[]>();
+  static listen(bus: NatsBus, node: string, signal: AbortSignal): StatusLog {
+    const log = new StatusLog();
+    bus.subscribeCore(
+      Subjects.statusAll(node),
+      (data) => {
+        const p = PodStatusUpdate.safeParse(data);
+        if (!p.success) return;
+        const list = log.byUid.get(p.data.uid) ?? [];
+        list.push(p.data);
+        log.byUid.set(p.data.uid, list);
+      },
+      signal,
+    );
+    return log;
+  }
+  last(uid: string): PodStatusUpdate | undefined {
+    return this.byUid.get(uid)?.at(-1);
+  }
+  kinds(uid: string): string[] {
+    return (this.byUid.get(uid) ?? []).map((u) => u.kind);
+  }
+}
+
+/** What sync-loop would do: desired `put`, kill `create`, pokes. */
+export class FakeSyncLoop {
+  readonly #bus: NatsBus;
+  readonly #node: string;
+  readonly #partitions: number;
+  private constructor(bus: NatsBus, node: string, partitions: number) {
+    this.#bus = bus;
+    this.#node = node;
+    this.#partitions = partitions;
+  }
+  static create(bus: NatsBus, node: string, partitions: number): FakeSyncLoop {
+    return new FakeSyncLoop(bus, node, partitions);
+  }
+  key(uid: string): string {
+    return Keys.podInPartition(this.#node, partitionOf(uid, this.#partitions), uid);
+  }
+  async poke(uid: string, kind: SyncPodType): Promise<void> {
+    await this.#bus.publish(WorkPoke, Subjects.work(this.#node, partitionOf(uid, this.#partitions), uid), { type: 'kubelet.podworker.WorkPoke.v1', uid, kind });
+  }
+  async create(pod: BoundPod): Promise<void> {
+    const kv = await this.#bus.kv(Buckets.desired, DesiredPod);
+    await kv.put(this.key(pod.metadata.uid), { type: 'kubelet.podworker.DesiredPod.v1', pod, updateType: 'create', startTime: new Date().toISOString() });
+    await this.poke(pod.metadata.uid, 'create');
+  }
+  async remove(pod: BoundPod): Promise<void> {
+    const uid = pod.metadata.uid;
+    const desired = await this.#bus.kv(Buckets.desired, DesiredPod);
+    const kill = await this.#bus.kv(Buckets.kill, KillRequest);
+    await desired.delete(this.key(uid));
+    await kill.create(this.key(uid), { type: 'kubelet.podworker.KillRequest.v1', uid, reason: 'removed', pod, requestedAt: new Date().toISOString() });
+    await this.poke(uid, 'kill');
+  }
+}
+
+/** A small pod with a unique UID. */
+export function testPod(i: number, prefix = 'p'): BoundPod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: `${prefix}${i}`,
+      namespace: 'default',
+      uid: `${prefix}uid-${String(i).padStart(4, '0')}`,
+      annotations: { 'kubernetes.io/config.source': 'file', 'kubernetes.io/config.seen': new Date().toISOString() },
+    },
+    spec: { containers: [{ name: 'c', image: 'busybox' }], restartPolicy: 'Always', terminationGracePeriodSeconds: 1 },
+  };
+}

@@ -1,0 +1,334 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { ROOT_CONTEXT, trace } from '@opentelemetry/api';
+import { aContainer, aPod } from '@splitlet/kube/testing';
+import { injectContext } from '@splitlet/telemetry';
+import { createTestTracing } from '@splitlet/telemetry/testing';
+import type { TestTracing } from '@splitlet/telemetry/testing';
+import { isSyncAborted } from '../src/pod-workers/pod-workers.js';
+import { EPOCH, PP, T0, control, harness } from './sync-harness.js';
+import { settle } from './fakes.js';
+
+let tracing: TestTracing;
+before(() => {
+  tracing = createTestTracing({ register: true });
+});
+after(async () => {
+  await tracing.shutdown();
+});
+beforeEach(() => tracing.reset());
+
+const UID = '12345678';
+
+describe('PodSyncer: SyncPod', () => {
+  it('creates a pod: status, mount, runtime SyncPod with the fence, Running reported from the reply, requeued at the resync interval', async () => {
+    const h = harness(tracing);
+    const parent = tracing.tracer.startSpan('config-source');
+    const carrier = injectContext(trace.setSpan(ROOT_CONTEXT, parent));
+    parent.end();
+    const seen = new Date(T0 - 2000).toISOString();
+    h.desire(aPod({ metadata: { annotations: { 'kubernetes.io/config.seen': seen } } }), 'create', { trace: carrier });
+    const c = control();
+    const r = await h.sync(UID, c);
+    assert.deepEqual(r, {});
+    assert.equal(c.terminating, false);
+    assert.equal(h.volumes.mounts.length, 1);
+    assert.deepEqual(h.volumes.mounts[0]!.fence, { partition: PP, epoch: EPOCH });
+    assert.equal(h.runtime.syncCalls.length, 1);
+    assert.deepEqual(h.runtime.syncCalls[0]!.fence, { partition: PP, epoch: EPOCH });
+    const sets = h.status.of(UID).filter((u) => u.kind === 'set');
+    assert.equal(sets.at(0)!.status!.phase, 'Pending');
+    assert.equal(sets.at(-1)!.status!.phase, 'Running', 'Running without waiting for a relist');
+    assert.ok(sets.every((u) => u.couldHaveRunningContainers));
+    assert.equal(sets.at(-1)!.status!.containerStatuses![0]!.containerID, 'containerd://foo1-id');
+    const rec = h.rec(UID)!;
+    assert.equal(rec.state, 'sync');
+    assert.equal(rec.finished, false);
+    assert.equal(rec.nextSyncAt, T0 + 60_000, 'jitter(60 s, 0.5) with random 0');
+    assert.equal(rec.runningObserved, true);
+    assert.equal(rec.lastSyncTime, T0);
+    assert.equal(rec.epoch, EPOCH);
+    assert.deepEqual(h.metrics.podStart, [2]);
+    assert.deepEqual(h.metrics.workerStart, [2]);
+    assert.deepEqual(h.metrics.workerDuration, ['create']);
+
+    const [syncPod] = tracing.spansNamed('syncPod');
+    assert.ok(syncPod);
+    assert.equal(syncPod.parentSpanContext?.spanId, parent.spanContext().spanId, 'parent = the desired record trace');
+    assert.equal(syncPod.attributes['k8s.pod.update_type'], 'create');
+    assert.equal(syncPod.attributes['k8s.pod.uid'], UID);
+    assert.equal(syncPod.attributes['k8s.pod.name'], 'foo');
+    assert.equal(syncPod.attributes['k8s.namespace.name'], 'default');
+    const children = tracing.spans().filter((s) => s.parentSpanContext?.spanId === syncPod.spanContext().spanId).map((s) => s.name);
+    assert.deepEqual(children, ['generateAPIPodStatus', 'canRunPod', 'makePodDataDirs+waitForAttachAndMount', 'getPullSecretsForPod', 'runtime.SyncPod']);
+
+    // The next sync is a plain resync labelled `sync`, waiting for a cache newer than the last sync.
+    h.clock.advance(60_000);
+    h.guard.renewed(h.clock.now());
+    await h.sync(UID);
+    assert.deepEqual(h.cache.calls.at(-1), { uid: UID, after: T0 });
+    assert.deepEqual(h.metrics.workerDuration, ['create', 'sync']);
+    assert.deepEqual(h.metrics.podStart, [2], 'pod start observed once');
+  });
+
+  it('a static pod gets the mirrorPod step, and pull secret names go to the runtime', async () => {
+    const h = harness(tracing);
+    h.desire(aPod({ metadata: { annotations: { 'kubernetes.io/config.source': 'file' } }, spec: { imagePullSecrets: [{ name: 'regcred' }] } }));
+    await h.sync(UID);
+    assert.equal(tracing.spansNamed('mirrorPod').length, 1);
+    assert.deepEqual(h.runtime.syncCalls[0]!.pullSecrets, ['regcred']);
+  });
+
+  it('backoff-only failures are not errors (resync 60 s) but fill the reasons cache; a later success clears it', async () => {
+    const h = harness(tracing);
+    h.desire(aPod());
+    h.runtime.nextResults = [{ action: 'StartContainer', target: 'foo1', error: 'CrashLoopBackOff', message: 'back-off 10s restarting failed container=foo1' }];
+    await h.sync(UID);
+    let rec = h.rec(UID)!;
+    assert.deepEqual(rec.reasons, { foo1: { reason: 'CrashLoopBackOff', message: 'back-off 10s restarting failed container=foo1' } });
+    assert.equal(rec.nextSyncAt, T0 + 60_000);
+    const last = h.status.of(UID).at(-1)!;
+    assert.equal(last.status!.containerStatuses![0]!.state!.waiting!.reason, 'CrashLoopBackOff');
+    h.runtime.nextResults = undefined;
+    await h.sync(UID);
+    rec = h.rec(UID)!;
+    assert.deepEqual(rec.reasons, {});
+  });
+
+  it('other runtime failures requeue after 10 s; "network is not ready" after 1 s', async () => {
+    const h = harness(tracing);
+    h.desire(aPod());
+    h.runtime.nextResults = [{ action: 'StartContainer', target: 'foo1', error: 'RunContainerError', message: 'exec format error' }];
+    await h.sync(UID);
+    assert.equal(h.rec(UID)!.nextSyncAt, T0 + 10_000);
+    assert.equal(h.rec(UID)!.reasons['foo1']!.reason, 'RunContainerError');
+    const [span] = tracing.spansNamed('syncPod');
+    assert.equal(span!.status.code, 2, 'syncPod span marked as error');
+    assert.match(span!.status.message ?? '', /failed to "StartContainer" for "foo1" with RunContainerError: "exec format error"/);
+
+    h.runtime.nextResults = [{ action: 'CreatePodSandbox', target: UID, error: 'CreatePodSandboxError', message: 'network is not ready: cni config uninitialized' }];
+    await h.sync(UID);
+    assert.equal(h.rec(UID)!.nextSyncAt, T0 + 1_000);
+  });
+
+  it('a failed mount is a FailedMount event and a requeue; the runtime is not called', async () => {
+    const h = harness(tracing);
+    h.desire(aPod());
+    h.volumes.mountError = new Error('configmap "cfg" not found');
+    await h.sync(UID);
+    assert.equal(h.runtime.syncCalls.length, 0);
+    assert.deepEqual(
+      h.events.events.map((e) => [e.eventType, e.reason, e.message]),
+      [['Warning', 'FailedMount', 'Unable to attach or mount volumes: configmap "cfg" not found']],
+    );
+    assert.equal(h.events.events[0]!.involvedObject.uid, UID);
+    assert.equal(h.rec(UID)!.nextSyncAt, T0 + 10_000);
+  });
+
+  it('canRunPod refuses privileged pods: Forbidden status with Blocked containers, an event, the pod killed, requeued as an error', async () => {
+    const h = harness(tracing);
+    h.desire(aPod({ spec: { containers: [aContainer({ securityContext: { privileged: true } })] } }));
+    await h.sync(UID);
+    const msg = `pod with UID "${UID}" specified privileged container, but is disallowed`;
+    const last = h.status.of(UID).at(-1)!.status!;
+    assert.equal(last.reason, 'Forbidden');
+    assert.equal(last.message, msg);
+    assert.equal(last.containerStatuses![0]!.state!.waiting!.reason, 'Blocked');
+    assert.deepEqual(h.events.events.map((e) => [e.reason, e.message]), [['Forbidden', msg]]);
+    assert.equal(h.runtime.killCalls.length, 1);
+    assert.equal(h.runtime.syncCalls.length, 0);
+    assert.equal(h.rec(UID)!.state, 'sync');
+    assert.equal(h.rec(UID)!.nextSyncAt, T0 + 10_000);
+  });
+
+  it('host namespaces are refused too, unless privileged pods are allowed', async () => {
+    const h = harness(tracing);
+    h.desire(aPod({ spec: { hostNetwork: true } }));
+    await h.sync(UID);
+    assert.equal(h.status.of(UID).at(-1)!.status!.message, `pod with UID "${UID}" specified host networking, but is disallowed`);
+    const ok = harness(tracing, { allowPrivileged: true });
+    ok.desire(aPod({ spec: { hostNetwork: true } }));
+    await ok.sync(UID);
+    assert.equal(ok.runtime.syncCalls.length, 1);
+  });
+
+  it('a terminal phase moves the pod to terminating and on to terminated; a still-desired pod is finished, not forgotten', async () => {
+    const h = harness(tracing);
+    h.desire(aPod({ spec: { restartPolicy: 'Never' } }));
+    h.runtime.exitCode = 0;
+    const c = control();
+    const r = await h.sync(UID, c);
+    assert.deepEqual(r, { again: true });
+    assert.equal(h.status.of(UID).at(-1)!.status!.phase, 'Succeeded');
+    assert.equal(h.rec(UID)!.state, 'terminating');
+    const cacheReads = h.cache.calls.length;
+    const r2 = await h.sync(UID);
+    assert.deepEqual(r2, { again: true });
+    assert.equal(h.cache.calls.length, cacheReads, 'the runtime status from the reply is handed over: no relist wait');
+    assert.equal(h.runtime.killCalls.length, 1);
+    assert.equal(h.rec(UID)!.state, 'terminated');
+    await h.sync(UID);
+    const rec = h.rec(UID)!;
+    assert.equal(rec.finished, true);
+    assert.equal(rec.nextSyncAt, undefined);
+    assert.equal(h.volumes.unmounts.length, 1);
+    assert.equal(h.volumes.unmounts[0]!.removeContent, false);
+    const kinds = h.status.of(UID).map((u) => u.kind);
+    assert.equal(kinds.at(-1), 'terminated');
+    assert.equal(h.status.of(UID).at(-1)!.couldHaveRunningContainers, false);
+    assert.ok(!kinds.includes('removed'));
+    // A finished worker ignores later updates.
+    h.desire(aPod({ spec: { restartPolicy: 'Never' } }), 'update');
+    const before = h.status.updates.length;
+    await h.sync(UID);
+    assert.equal(h.status.updates.length, before);
+  });
+});
+
+describe('PodSyncer: termination', () => {
+  it('REMOVE: kill → terminating (killPod with the grace) → terminated (unmount, removeContent) → forgotten', async () => {
+    const h = harness(tracing);
+    h.desire(aPod({ spec: { terminationGracePeriodSeconds: 20 } }));
+    await h.sync(UID);
+    const pod = aPod({ spec: { terminationGracePeriodSeconds: 20 } });
+    h.undesire(UID);
+    h.killReq(UID, { reason: 'removed', pod });
+    const c = control();
+    assert.deepEqual(await h.sync(UID, c), { again: true });
+    assert.equal(c.terminating, true);
+    assert.equal(h.runtime.killCalls.length, 1);
+    assert.equal(h.runtime.killCalls[0]!.gracePeriodOverride, 20);
+    assert.deepEqual(h.runtime.killCalls[0]!.fence, { partition: PP, epoch: EPOCH });
+    assert.equal(h.rec(UID)!.state, 'terminated');
+    assert.equal(h.rec(UID)!.deleted, true);
+    await h.sync(UID);
+    assert.equal(h.volumes.unmounts[0]!.removeContent, true);
+    const kinds = h.status.of(UID).map((u) => u.kind);
+    assert.deepEqual(kinds.slice(-2), ['terminated', 'removed']);
+    assert.equal(h.rec(UID), undefined, 'worker record deleted');
+    assert.equal(h.store.kill.get(`${PP}.${UID}`), null, 'kill request deleted');
+    assert.equal(tracing.spansNamed('syncTerminatingPod').length, 1);
+    assert.equal(tracing.spansNamed('syncTerminatedPod').length, 1);
+    assert.deepEqual(h.metrics.workerDuration, ['create', 'kill', 'terminated']);
+  });
+
+  it('a pending kill is never overwritten by a later update (sticky) and the grace period only decreases', async () => {
+    const h = harness(tracing);
+    h.desire(aPod({ spec: { terminationGracePeriodSeconds: 30 } }));
+    await h.sync(UID);
+    h.runtime.killError = new Error('runtime busy');
+    h.killReq(UID, { reason: 'evicted', evict: true, gracePeriodOverride: 5, pod: aPod() });
+    await h.sync(UID);
+    let rec = h.rec(UID)!;
+    assert.equal(rec.state, 'terminating');
+    assert.equal(rec.gracePeriod, 5);
+    assert.equal(rec.evicted, true);
+    assert.deepEqual(h.events.events.map((e) => [e.reason, e.message]), [['FailedKillPod', 'error killing pod: runtime busy']]);
+    assert.equal(rec.nextSyncAt, T0 + 10_000);
+    // An update with a longer deletion grace does not bring the pod back, nor lengthen the grace.
+    h.desire(aPod({ metadata: { deletionTimestamp: new Date(T0).toISOString(), deletionGracePeriodSeconds: 30 } }), 'update');
+    await h.sync(UID);
+    rec = h.rec(UID)!;
+    assert.equal(rec.state, 'terminating');
+    assert.equal(rec.gracePeriod, 5);
+    // sync-loop shortens the kill's grace by CAS: the worker takes it.
+    const k = h.store.kill.get(`${PP}.${UID}`)!;
+    h.store.kill.update(`${PP}.${UID}`, { ...k.value, gracePeriodOverride: 2 }, k.revision);
+    await h.sync(UID);
+    assert.equal(h.rec(UID)!.gracePeriod, 2);
+    assert.deepEqual(h.runtime.killCalls.map((c) => c.gracePeriodOverride), [5, 5, 2]);
+    h.runtime.killError = undefined;
+    assert.equal(await h.syncAll(UID), 2);
+    assert.equal(h.rec(UID)!.finished, true);
+    assert.equal(h.volumes.unmounts[0]!.removeContent, true, 'evicted → content removed');
+  });
+
+  it('running containers after a successful KillPod are a CRI violation (retried)', async () => {
+    const h = harness(tracing);
+    h.desire(aPod());
+    await h.sync(UID);
+    h.runtime.leaveRunningAfterKill = true;
+    h.desire(aPod({ metadata: { deletionTimestamp: new Date(T0).toISOString(), deletionGracePeriodSeconds: 0 } }), 'update');
+    await h.sync(UID);
+    const rec = h.rec(UID)!;
+    assert.equal(rec.state, 'terminating');
+    assert.equal(rec.gracePeriod, 1, 'grace floor is 1 s');
+    const [span] = tracing.spansNamed('syncTerminatingPod');
+    assert.match(span!.status.message ?? '', /detected running containers after a successful KillPod, CRI violation: \[containerd:\/\/foo1-id\]/);
+  });
+
+  it('first sight of a pod whose phase is terminal with nothing running starts as terminated (kubelet restart)', async () => {
+    const h = harness(tracing);
+    h.desire(aPod({ status: { phase: 'Succeeded' } }), 'sync');
+    await h.sync(UID);
+    assert.equal(h.runtime.syncCalls.length, 0);
+    assert.equal(h.runtime.killCalls.length, 0);
+    assert.equal(h.rec(UID)!.finished, true);
+    assert.equal(h.volumes.unmounts.length, 1);
+  });
+
+  it('a rejected pod and an unknown pod need nothing', async () => {
+    const h = harness(tracing);
+    h.desire(aPod(), 'create', { rejected: { reason: 'OutOfcpu', message: 'no' } });
+    assert.deepEqual(await h.sync(UID), {});
+    assert.deepEqual(await h.sync('nobody'), {});
+    assert.equal(h.status.updates.length, 0);
+    assert.equal(h.store.worker.entries.size, 0);
+  });
+
+  it('an orphaned runtime pod is killed with a 1 s grace, without a status, and its kill removed', async () => {
+    const h = harness(tracing);
+    h.killReq('orphan', { reason: 'orphaned', runningPod: { uid: 'orphan', name: 'old', namespace: 'default' }, gracePeriodOverride: 1 });
+    await h.sync('orphan');
+    assert.equal(h.runtime.killCalls.length, 1);
+    assert.equal(h.runtime.killCalls[0]!.gracePeriodOverride, 1);
+    assert.equal(h.runtime.killCalls[0]!.pod, undefined);
+    assert.equal(h.status.updates.length, 0);
+    assert.equal(h.store.kill.entries.size, 0);
+  });
+
+  it('a finished worker with a kill whose pod is no longer desired is forgotten', async () => {
+    const h = harness(tracing);
+    h.desire(aPod({ status: { phase: 'Failed' } }), 'sync');
+    await h.sync(UID);
+    assert.equal(h.rec(UID)!.finished, true);
+    h.undesire(UID);
+    h.killReq(UID, { reason: 'removed', pod: aPod() });
+    await h.sync(UID);
+    assert.equal(h.rec(UID), undefined);
+    assert.equal(h.store.kill.entries.size, 0);
+    assert.equal(h.status.updates.at(-1)!.kind, 'removed');
+  });
+});
+
+describe('PodSyncer: aborts and fencing', () => {
+  it('a kill aborts a sync waiting for its volumes: no runtime call, no record written', async () => {
+    const h = harness(tracing);
+    h.desire(aPod());
+    let open!: () => void;
+    h.volumes.mountGate = new Promise<void>((r) => {
+      open = r;
+    });
+    const c = control();
+    const p = h.sync(UID, c);
+    await settle();
+    assert.equal(h.volumes.mounts.length, 1);
+    c.kill();
+    await assert.rejects(p, (e: unknown) => isSyncAborted(e, 'kill'));
+    open();
+    assert.equal(h.runtime.syncCalls.length, 0);
+    assert.equal(h.rec(UID), undefined);
+  });
+
+  it('nothing happens once the lease is lost', async () => {
+    const h = harness(tracing);
+    h.desire(aPod());
+    h.guard.revoke();
+    await assert.rejects(h.sync(UID), (e: unknown) => (e as { code?: string }).code === 'LeaseLost');
+    assert.equal(h.status.updates.length, 0);
+    assert.equal(h.volumes.mounts.length, 0);
+    assert.equal(h.runtime.syncCalls.length, 0);
+    assert.equal(h.store.worker.entries.size, 0);
+  });
+});
+
