@@ -132,6 +132,11 @@ export class Backoff {
     return this.#entries.get(id)?.backoffMs ?? 0;
   }
 
+  /** When `id` last moved to its next backoff (ms since the epoch), or undefined when unknown. */
+  lastUpdate(id: string): number | undefined {
+    return this.#entries.get(id)?.lastUpdate;
+  }
+
   /**
    * Moves `id` to its next backoff: `initialMs` when unknown or expired relative to `eventTime`, else
    * double (capped at `maxMs`); `lastUpdate` becomes the clock's now.

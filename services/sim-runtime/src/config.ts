@@ -19,6 +19,9 @@ export interface SimRuntimeConfig {
   failures: SimFailures;
   podSubnet: string;
   logLevel: LogLevel;
+  /** Health HTTP port (0 = any free port). */
+  healthPort: number;
+  healthPortFile: string | undefined;
 }
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
@@ -81,6 +84,8 @@ const Env = z.object({
   SIM_FAILURES: Failures.optional(),
   SIM_POD_SUBNET: Cidr.default('10.88.0.0/16'),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  HEALTH_PORT_FILE: z.string().min(1).optional(),
 });
 
 /**
@@ -107,5 +112,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): S
     failures: (e.SIM_FAILURES ?? {}) as SimFailures,
     podSubnet: e.SIM_POD_SUBNET,
     logLevel: e.LOG_LEVEL,
+    healthPort: e.HEALTH_PORT,
+    healthPortFile: e.HEALTH_PORT_FILE,
   };
 }

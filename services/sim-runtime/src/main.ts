@@ -1,92 +1,63 @@
 /**
  * sim-runtime: serves the in-memory CRI simulator on a unix socket.
  *
- * Composition root only: config → simulator → gRPC server → signal handling. Kept self-contained
- * (no libs/service yet); logs are JSON lines on stdout.
+ * Composition root only: config → simulator → gRPC server → runService (SIGTERM drain, /healthz,
+ * /readyz). Health is by progress: the simulator answers its own Version call.
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
-import { instrument, serveCri } from '@splitlet/cri';
+import { GrpcRuntimeService, instrument, serveCri } from '@splitlet/cri';
 import { createSimRuntime } from '@splitlet/cri/testing';
-import { ConfigError, LOG_LEVELS, loadConfig, type LogLevel } from './config.js';
+import { runService } from '@splitlet/service';
+import { createLogger } from '@splitlet/telemetry';
+import { ConfigError, loadConfig } from './config.js';
 
-const SERVICE = 'sim-runtime';
-
-type Log = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
-
-function createLog(minLevel: LogLevel): Log {
-  const min = LOG_LEVELS.indexOf(minLevel);
-  return (level, msg, fields = {}) => {
-    if (LOG_LEVELS.indexOf(level) < min) return;
-    process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), level, service: SERVICE, msg, ...fields })}\n`);
-  };
+let config;
+try {
+  config = loadConfig(process.env);
+} catch (e) {
+  if (!(e instanceof ConfigError)) throw e;
+  process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'error', service: 'sim-runtime', msg: e.message })}\n`);
+  process.exit(2);
 }
+const cfg = config;
+const logger = createLogger({ service: 'sim-runtime', level: cfg.logLevel });
 
-async function main(): Promise<void> {
-  let log = createLog('info');
-  let config;
-  try {
-    config = loadConfig(process.env);
-  } catch (e) {
-    if (!(e instanceof ConfigError)) throw e;
-    log('error', e.message);
-    process.exitCode = 2;
-    return;
-  }
-  log = createLog(config.logLevel);
-
-  const sim = createSimRuntime({ latencyMs: config.latencyMs, failures: config.failures, podSubnet: config.podSubnet });
-  const served = instrument(sim, {
-    onCall: ({ method, durationMs, error }) => {
-      if (error === undefined) log('debug', 'rpc', { method, durationMs: Math.round(durationMs * 1000) / 1000 });
-      else log('debug', 'rpc failed', { method, durationMs, error: error instanceof Error ? error.message : String(error) });
-    },
-  });
-
-  mkdirSync(path.dirname(config.socketPath), { recursive: true });
-  const server = await serveCri(served, config.socketPath);
-  log('info', 'serving CRI', {
-    endpoint: server.endpoint,
-    podSubnet: config.podSubnet,
-    latencyMs: config.latencyMs,
-    failures: Object.keys(config.failures),
-  });
-
-  let stopping = false;
-  const stop = (signal: NodeJS.Signals): void => {
-    if (stopping) return;
-    stopping = true;
-    log('info', 'shutting down', { signal });
-    void (async () => {
-      await server.close(2000);
-      await sim.close(); // SIGKILLs simulated containers, clears every timer
-      rmSync(config.socketPath, { force: true });
-      log('info', 'stopped');
-      process.exitCode = 0;
-      // Nothing should be left; if something is, do not hang the node's shutdown.
-      setTimeout(() => {
-        log('warn', 'handles still open after shutdown; exiting anyway');
-        process.exit(0);
-      }, 5000).unref();
-    })().catch((e: unknown) => {
-      log('error', 'shutdown failed', { error: e instanceof Error ? e.message : String(e) });
-      process.exit(1);
+await runService({
+  name: 'sim-runtime',
+  logger,
+  port: cfg.healthPort,
+  ...(cfg.healthPortFile !== undefined ? { portFile: cfg.healthPortFile } : {}),
+  start: async ({ health, onClose }) => {
+    const sim = createSimRuntime({ latencyMs: cfg.latencyMs, failures: cfg.failures, podSubnet: cfg.podSubnet });
+    onClose({ name: 'simulator', close: () => sim.close() }); // SIGKILLs simulated containers, clears every timer
+    const served = instrument(sim, {
+      onCall: ({ method, durationMs, error }) => {
+        if (error === undefined) logger.debug('rpc', { method, durationMs: Math.round(durationMs * 1000) / 1000 });
+        else logger.debug('rpc failed', { method, durationMs, error: error instanceof Error ? error.message : String(error) });
+      },
     });
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
-}
-
-process.on('unhandledRejection', (reason) => {
-  process.stdout.write(
-    `${JSON.stringify({ time: new Date().toISOString(), level: 'error', service: SERVICE, msg: 'unhandled rejection', error: reason instanceof Error ? (reason.stack ?? reason.message) : String(reason) })}\n`,
-  );
-  process.exit(1);
-});
-
-main().catch((e: unknown) => {
-  process.stdout.write(
-    `${JSON.stringify({ time: new Date().toISOString(), level: 'error', service: SERVICE, msg: 'failed to start', error: e instanceof Error ? e.message : String(e) })}\n`,
-  );
-  process.exit(1);
+    mkdirSync(path.dirname(cfg.socketPath), { recursive: true });
+    const server = await serveCri(served, cfg.socketPath);
+    onClose({
+      name: 'grpc server',
+      close: async () => {
+        await server.close(2000);
+        rmSync(cfg.socketPath, { force: true });
+      },
+    });
+    // Health by progress: a real gRPC round trip through our own socket every 5 s.
+    const client = await GrpcRuntimeService.connect({ endpoint: server.endpoint, timeoutMs: 2000 });
+    onClose({ name: 'self-check client', close: () => client.close() });
+    let lastOk = Date.now();
+    const timer = setInterval(() => {
+      client.Version({}).then(
+        () => (lastOk = Date.now()),
+        (e: unknown) => logger.warn('self-check failed', { error: e instanceof Error ? e.message : String(e) }),
+      );
+    }, 5000);
+    onClose({ name: 'self-check timer', close: () => clearInterval(timer) });
+    health.register('cri-server', () => (Date.now() - lastOk < 30_000 ? { ok: true } : { ok: false, reason: `CRI self-check last succeeded ${Math.round((Date.now() - lastOk) / 1000)}s ago` }));
+    logger.info('serving CRI', { endpoint: server.endpoint, podSubnet: cfg.podSubnet, latencyMs: cfg.latencyMs, failures: Object.keys(cfg.failures) });
+  },
 });

@@ -112,6 +112,8 @@ describe('loadConfig', () => {
       failures: {},
       podSubnet: '10.88.0.0/16',
       logLevel: 'info',
+      healthPort: 0,
+      healthPortFile: undefined,
     });
     const c = loadConfig({
       SIM_SOCKET: '/run/sim.sock',

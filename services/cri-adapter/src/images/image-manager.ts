@@ -171,7 +171,8 @@ export class ImageManager {
     if (o.backoff.isInBackOffSinceUpdate(backoffKey, o.clock.now())) {
       const msg = `Back-off pulling image ${JSON.stringify(requested)}`;
       event('Normal', 'BackOff', msg);
-      return { ok: false, error: SyncErrors.ImagePullBackOff, message: msg };
+      const since = o.backoff.lastUpdate(backoffKey);
+      return { ok: false, error: SyncErrors.ImagePullBackOff, message: msg, ...(since !== undefined ? { retryAt: since + o.backoff.get(backoffKey) } : {}) };
     }
 
     event('Normal', 'Pulling', `Pulling image ${JSON.stringify(requested)}`);

@@ -275,14 +275,14 @@ export class KubeGenericRuntimeManager {
       const r = result.add('StartContainer', container.name);
       const backoff = this.#doBackOff(pod, container, podStatus);
       if (backoff !== undefined) {
-        PodSyncResult.fail(r, backoff.error, backoff.message);
+        PodSyncResult.fail(r, backoff.error, backoff.message, backoff.retryAt);
         return false;
       }
       o.metrics.startedContainer(CONTAINER_TYPE[type]);
       const failure = await this.#startContainer({ pod, container, isInit: type === 'init', sandboxId, sandboxConfig, podStatus, input, env });
       if (failure !== undefined) {
         o.metrics.startedContainerError(CONTAINER_TYPE[type], failure.error);
-        PodSyncResult.fail(r, failure.error, failure.message);
+        PodSyncResult.fail(r, failure.error, failure.message, failure.retryAt);
         if (failure.error !== SyncErrors.ImagePullBackOff) {
           o.logger.info('container start failed', { pod: formatPod(pod), container: container.name, error: failure.error, message: failure.message });
         }
@@ -336,6 +336,8 @@ export class KubeGenericRuntimeManager {
       return {
         error: SyncErrors.CrashLoopBackOff,
         message: `back-off ${formatGoDuration(backoff.get(key))} restarting failed container=${container.name} pod=${formatPod(pod)}`,
+        // The backoff runs from the last exit: the worker requeues then (kubernetes PR 133066).
+        retryAt: ts + backoff.get(key),
       };
     }
     backoff.next(key, ts);
@@ -408,7 +410,7 @@ export class KubeGenericRuntimeManager {
     const image = await o.imageManager.ensureImageExists({ pod, podRef: ref, container, fieldPath, pullSecrets: args.input.pullSecrets, sandboxConfig: args.sandboxConfig });
     if (!image.ok) {
       event('', 'Warning', 'Failed', `Error: ${image.error}`);
-      return { error: image.error, message: image.message };
+      return { error: image.error, message: image.message, ...(image.retryAt !== undefined ? { retryAt: image.retryAt } : {}) };
     }
 
     // Step 2: the restart count.

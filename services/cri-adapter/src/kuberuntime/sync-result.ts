@@ -34,6 +34,8 @@ export type SyncErrorName = (typeof SyncErrors)[keyof typeof SyncErrors];
 export interface StepFailure {
   readonly error: SyncErrorName;
   readonly message: string;
+  /** For backoff failures: when the backoff expires (ms since the epoch). */
+  readonly retryAt?: number;
 }
 
 /** Collects SyncResults in order (kubecontainer.PodSyncResult). */
@@ -48,9 +50,10 @@ export class PodSyncResult {
   }
 
   /** Marks `r` failed. */
-  static fail(r: SyncResult, error: SyncErrorName, message: string): void {
+  static fail(r: SyncResult, error: SyncErrorName, message: string, retryAt?: number): void {
     r.error = error;
     r.message = message;
+    if (retryAt !== undefined) r.retryAt = retryAt;
   }
 
   /** True when any step failed. */

@@ -49,7 +49,7 @@ import type { PartitionGuard } from '../partitions/partition-guard.js';
 import type { SyncControl, SyncFunction, SyncReturn } from '../pod-workers/pod-workers.js';
 import { emptyRuntimeStatus } from '../runtime-cache/runtime-status-cache.js';
 import { canRunPod } from './can-run-pod.js';
-import { runtimeSyncError, updateReasons } from './sync-results.js';
+import { earliestBackoffExpiry, runtimeSyncError, updateReasons } from './sync-results.js';
 import { classify, isTerminalPhase, nextWorkerState, toTerminated, toTerminating } from './worker-decisions.js';
 import type { WorkerStateDecision } from './worker-decisions.js';
 
@@ -103,6 +103,8 @@ interface StateSyncOutcome {
   readonly error?: string;
   /** The runtime status right after the step (cri-adapter's reply), for the next sync. */
   readonly runtimeStatus?: RuntimePodStatus;
+  /** The earliest backoff expiry the runtime reported (ms since the epoch), to requeue then. */
+  readonly backoffUntil?: number;
 }
 
 /** The pod syncer: stateless across pods except a hand-over of fresh runtime statuses between consecutive syncs of a pod. */
@@ -219,7 +221,12 @@ export class PodSyncer {
       this.#handOver(ctx, outcome.runtimeStatus);
       return { again: true };
     }
-    const delay = requeueDelay(outcome.error === undefined ? {} : { error: outcome.error }, this.#random);
+    let delay = requeueDelay(outcome.error === undefined ? {} : { error: outcome.error }, this.#random);
+    if (outcome.error === undefined && outcome.backoffUntil !== undefined) {
+      // A container or image in backoff: sync again when the backoff expires, not at the 60–90 s
+      // resync (kubernetes PR 133066), never later than the resync.
+      delay = Math.min(delay, Math.max(0, outcome.backoffUntil - o.clock.now()));
+    }
     rec = { ...rec, nextSyncAt: o.clock.now() + Math.round(delay) };
     if (outcome.error !== undefined) o.logger.warn('syncPod failed, requeued', { uid: ctx.uid, err: outcome.error, retryInMs: Math.round(delay) });
     await this.#persist(ctx, rec);
@@ -315,7 +322,13 @@ export class PodSyncer {
     await this.#sendStatus(ctx, after, true);
     if (isTerminalPhase(after.phase)) return { terminal: true, runtimeStatus: reply.podStatus };
     const err = runtimeSyncError(reply.results);
-    return err === undefined ? { terminal: false, runtimeStatus: reply.podStatus } : { terminal: false, error: err, runtimeStatus: reply.podStatus };
+    const backoffUntil = earliestBackoffExpiry(reply.results);
+    return {
+      terminal: false,
+      runtimeStatus: reply.podStatus,
+      ...(err !== undefined ? { error: err } : {}),
+      ...(backoffUntil !== undefined ? { backoffUntil } : {}),
+    };
   }
 
   // ---------------------------------------------------------------------------------------------

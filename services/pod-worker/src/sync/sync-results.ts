@@ -42,3 +42,17 @@ export function updateReasons(reasons: Readonly<Record<string, ContainerReason>>
   }
   return next;
 }
+
+/**
+ * The earliest `retryAt` among backoff failures (CrashLoopBackOff, ImagePullBackOff), or undefined.
+ *
+ * Models kubecontainer.MinBackoffExpiration (kubernetes PR 133066).
+ */
+export function earliestBackoffExpiry(results: readonly SyncResult[]): number | undefined {
+  let min: number | undefined;
+  for (const r of results) {
+    if (r.error === undefined || !BACKOFF_ONLY.has(r.error) || r.retryAt === undefined) continue;
+    if (min === undefined || r.retryAt < min) min = r.retryAt;
+  }
+  return min;
+}
