@@ -131,7 +131,7 @@ describe('pipeline on the simulated runtime', () => {
     });
   });
 
-  test('restartPolicy Always: CrashLoopBackOff with delays 10 s, 20 s, 40 s and a growing RESTARTS column', { timeout: 180_000 }, async () => {
+  test('restartPolicy Always: CrashLoopBackOff with delays 10 s, 20 s, 40 s and a growing RESTARTS column', { timeout: 180_000 }, async (t) => {
     writeFileSync(join(manifests, 'crash.json'), onePod('crash', 'Always', 'echo crashing; exit 1'));
     const name = `crash-${NODE}`;
     // Record every container instance's start and finish as reported.
@@ -168,6 +168,7 @@ describe('pipeline on the simulated runtime', () => {
       if (f !== undefined && st !== undefined) delays.push((st - f) / 1000);
     }
     // The kubelet restarts the first crash at once (kubernetes issue 133472), then backs off 10 s, 20 s, 40 s.
+    t.diagnostic(`restart delays (s): ${delays.map((d) => d.toFixed(1)).join(', ')}`);
     const backoffs = delays.filter((d) => d >= 5);
     assert.ok(backoffs.length >= 2, `delays ${JSON.stringify(delays)}`);
     const expected = [10, 20, 40];
