@@ -17,6 +17,7 @@ import { defaultNodeName, up } from './commands/up.js';
 import { apply, deletePod, describe, getPods } from './commands/pods.js';
 import { trace } from './commands/trace.js';
 import { events } from './commands/events.js';
+import { logs } from './commands/logs.js';
 import { ensureLocalRuntime, missingPrerequisites, runtimeCommand } from './runtime/index.js';
 import { DEFAULT_PARTITIONS } from '@splitlet/api';
 
@@ -28,6 +29,7 @@ Usage:
   splitlet delete pod NAME [-n NAMESPACE] [--wait=false]
   splitlet get pods [NAME] [-n NAMESPACE] [-o wide|json|yaml|name]
   splitlet describe pod NAME [-n NAMESPACE]
+  splitlet logs POD [-c CONTAINER] [-p|--previous] [-f] [--timestamps]
   splitlet runtime up|down|status [--purge] [-o json]
   splitlet trace [pod] NAME [-o json] [--jaeger URL] [--trace-id ID]
   splitlet events [-w] [-o json]
@@ -46,7 +48,9 @@ function resourceArg(positionals: string[], verb: string): { kind: string; name:
   return { kind: 'pods', name: n };
 }
 
-async function main(argv: string[]): Promise<number> {
+async function main(rawArgv: string[]): Promise<number> {
+  // `logs -f` means follow (as in kubectl); everywhere else -f is --filename.
+  const argv = rawArgv[0] === 'logs' ? rawArgv.map((a) => (a === '-f' ? '--follow' : a)) : rawArgv;
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -69,6 +73,10 @@ async function main(argv: string[]): Promise<number> {
       'trace-id': { type: 'string' },
       watch: { type: 'boolean', short: 'w' },
       purge: { type: 'boolean' },
+      container: { type: 'string', short: 'c' },
+      previous: { type: 'boolean', short: 'p' },
+      follow: { type: 'boolean' },
+      timestamps: { type: 'boolean' },
     },
   });
   const [cmd, ...rest] = positionals;
@@ -139,6 +147,21 @@ async function main(argv: string[]): Promise<number> {
       await describe(readInstance(stateDir), name, values.namespace ?? 'default', process.stdout);
       return 0;
     }
+    case 'logs': {
+      const args = rest[0] === 'pod' || rest[0] === 'pods' || rest[0] === 'po' ? rest.slice(1) : rest;
+      const [first] = args;
+      if (!first) throw new CliError('error: a pod name is required: splitlet logs POD [-c CONTAINER]');
+      const name = first.startsWith('pod/') ? first.slice(4) : first;
+      await logs(
+        stateDir,
+        readInstance(stateDir),
+        name,
+        { namespace: values.namespace ?? 'default', container: values.container, previous: values.previous ?? false, follow: values.follow ?? false, timestamps: values.timestamps ?? false },
+        process.stdout,
+        process.stderr,
+      );
+      return 0;
+    }
     case 'runtime': {
       return runtimeCommand({ sub: rest[0], stateDir: stateDir.root, purge: values.purge ?? false, json: values.output === 'json' }, process.stdout);
     }
@@ -165,18 +188,25 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** Exits once stdout and stderr are flushed (a pipe would otherwise lose the tail of large output). */
+function exitAfterFlush(code: number): void {
+  process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));
+}
+
 main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+  (code) => exitAfterFlush(code),
   (e: unknown) => {
     if (e instanceof CliError) {
       process.stderr.write(`${e.message}\n`);
-      process.exit(e.exitCode);
+      exitAfterFlush(e.exitCode);
+      return;
     }
     if (e instanceof TypeError && (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`${e.message}\n\n${USAGE}`);
-      process.exit(2);
+      exitAfterFlush(2);
+      return;
     }
     process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-    process.exit(1);
+    exitAfterFlush(1);
   },
 );
