@@ -26,12 +26,14 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '20' },
     burst: { type: 'string', default: '200' },
     'pod-workers': { type: 'string', default: '2' },
+    spans: { type: 'boolean', default: false },
   },
 });
 const RATE = Number(values.rate);
 const SECONDS = Number(values.seconds);
 const BURST = Number(values.burst);
 const WORKERS = Number(values['pod-workers']);
+const SPANS = values.spans === true;
 const NODE = 'bench-node';
 const root = resolve(import.meta.dirname, '..', '..');
 
@@ -98,12 +100,12 @@ async function main(): Promise<void> {
   const nats = await startNatsServer();
   const stateDir = mkdtempSync(join(tmpdir(), 'splitlet-bench-'));
   const manifests = join(stateDir, 'manifests');
-  console.log(`splitlet benchmark — sim-runtime, zero latency, ${WORKERS} pod-worker(s), nats-server at ${nats.url}`);
+  console.log(`splitlet benchmark — sim-runtime, zero latency, ${WORKERS} pod-worker(s), span copies on the bus ${SPANS ? 'on' : 'off (--spans to include them)'}, nats-server at ${nats.url}`);
   const bound = await jetstreamWriteRate(nats.url);
   console.log(`JetStream on this server: ${fmt(bound.jsPerSec, 0)} persisted publishes/s, ${fmt(bound.kvPerSec, 0)} KV puts/s (1 KiB, 256 in flight)`);
 
-  const child = spawn(process.execPath, [join(root, 'services/cli/bin/splitlet.js'), 'up', '--node-name', NODE, '--pod-workers', String(WORKERS)], {
-    env: { ...process.env, NATS_URL: nats.url, SPLITLET_STATE_DIR: stateDir, LOG_LEVEL: 'warn' },
+  const child = spawn(process.execPath, [join(root, 'services/cli/bin/splitlet.js'), 'up', '--runtime', 'sim', '--node-name', NODE, '--pod-workers', String(WORKERS)], {
+    env: { ...process.env, NATS_URL: nats.url, SPLITLET_STATE_DIR: stateDir, LOG_LEVEL: 'warn', NODE_MAX_PODS: String(BURST + 1000), PUBLISH_SPANS: String(SPANS) },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const stop = async (): Promise<void> => {

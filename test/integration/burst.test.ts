@@ -155,7 +155,8 @@ describe('burst of 200 pods over 3 pod-worker replicas', { timeout: 900_000 }, (
   const killedAt = new Map<string, number>();
 
   before(async () => {
-    s = await startSplitlet({ nodeName: NODE, podWorkers: 3 });
+    // maxPods defaults to 110 (the kubelet's): raise it so all 200 pods are admitted.
+    s = await startSplitlet({ nodeName: NODE, podWorkers: 3, env: { NODE_MAX_PODS: '500' } });
   });
 
   after(async () => {

@@ -1,5 +1,6 @@
-export { connectBus, NatsBus, formatIssues } from './nats-bus.js';
+export { connectBus, NatsBus, formatIssues, PROGRESS_BEAT_MS } from './nats-bus.js';
 export type { BusOptions, BusLogger, Delivery, ConsumeOptions, Consumption, RequestOptions, ServeContext } from './nats-bus.js';
+export type { BusMetrics } from './metrics.js';
 export { BusError, BusErrorCodes, isBusError } from './errors.js';
 export type { BusErrorCode } from './errors.js';
 export { TypedKv } from './typed-kv.js';

@@ -9,7 +9,7 @@
  *   bounded by the consumer's `max_deliver`, after which the message is dead-lettered too.
  * - W3C trace context travels in the headers of every message; producer and consumer spans are made.
  */
-import { connect, nanos, RequestError, TimeoutError, NoRespondersError } from '@nats-io/transport-node';
+import { connect, createInbox, nanos, RequestError, TimeoutError, NoRespondersError } from '@nats-io/transport-node';
 import type { Msg, MsgHdrs, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiError } from '@nats-io/jetstream';
 import type { ConsumerConfig, JetStreamClient, JetStreamManager, JsMsg, PubAck } from '@nats-io/jetstream';
@@ -20,6 +20,7 @@ import type { z } from 'zod';
 import { DeadLetter, Subjects, WireError, errorMessage } from '@splitlet/api';
 import { BusError, isBusError } from './errors.js';
 import { busTracer, contextFromHeaders, failSpan, headersWithContext, linkFromContext, subjectTemplate } from './trace.js';
+import type { BusMetrics } from './metrics.js';
 import { ensureTopology } from './topology.js';
 import { TypedKv } from './typed-kv.js';
 
@@ -42,10 +43,17 @@ export interface BusOptions {
   logger: BusLogger;
   /** Provision streams and buckets at connect. @default true */
   provision?: boolean;
+  /**
+   * Where consumer progress (pending, redeliveries), dead letters and request latency are reported,
+   * e.g. `createBusMetrics(registry)` of `@splitlet/telemetry`. @default not reported
+   */
+  metrics?: BusMetrics;
   /** Credentials, when auth is on. */
   user?: string;
   pass?: string;
   token?: string;
+  /** How often `serve` tells a requester it is still working on a request. @default PROGRESS_BEAT_MS */
+  progressBeatMs?: number;
 }
 
 /** A received, validated message. Settle it once with ack, nak or term (or let the consumer auto-ack). */
@@ -96,9 +104,19 @@ export interface Consumption {
 
 /** Options for {@link NatsBus.request}. */
 export interface RequestOptions {
+  /** The overall deadline. */
   timeoutMs: number;
+  /**
+   * Fail when the responder sends nothing (neither a reply nor a progress beat) for this long, so a
+   * responder that died mid-request is noticed long before `timeoutMs`. Responders beat every
+   * {@link PROGRESS_BEAT_MS} while they work. @default 3 × PROGRESS_BEAT_MS
+   */
+  idleTimeoutMs?: number;
   headers?: MsgHdrs;
 }
+
+/** How often a responder still working on a request tells the requester so. */
+export const PROGRESS_BEAT_MS = 5000;
 
 /** A handler's view of a request. */
 export interface ServeContext {
@@ -106,7 +124,7 @@ export interface ServeContext {
   context: Context;
 }
 
-type ReplyEnvelope = { ok: true; data: unknown } | { ok: false; error: WireError };
+type ReplyEnvelope = { ok: true; data: unknown } | { ok: false; error: WireError } | { progress: true };
 
 const MAX_DEAD_LETTER_PAYLOAD = 64 * 1024;
 const textDecoder = new TextDecoder();
@@ -138,10 +156,12 @@ export class NatsBus {
   readonly process: string;
   readonly node: string;
   readonly logger: BusLogger;
+  readonly #metrics: BusMetrics | undefined;
   readonly #kvs = new Map<string, Promise<TypedKv<unknown>>>();
   readonly #subs = new Set<Subscription>();
   readonly #inflight = new Set<Promise<unknown>>();
   #deadLettered = 0;
+  readonly #beatMs: number;
 
   constructor(nc: NatsConnection, jsm: JetStreamManager, opts: BusOptions) {
     this.nc = nc;
@@ -150,6 +170,8 @@ export class NatsBus {
     this.process = opts.process;
     this.node = opts.node;
     this.logger = opts.logger;
+    this.#metrics = opts.metrics;
+    this.#beatMs = opts.progressBeatMs ?? PROGRESS_BEAT_MS;
   }
 
   /** The server's version, e.g. `2.9.10`, for capability checks. */
@@ -295,6 +317,7 @@ export class NatsBus {
   }
 
   async #handle<T>(schema: z.ZodType<T>, opts: ConsumeOptions, m: JsMsg, handler: (d: Delivery<T>) => Promise<void>): Promise<void> {
+    this.#metrics?.delivered(opts.stream, opts.durable, m.info.deliveryCount, m.info.pending);
     const parent = contextFromHeaders(m.headers);
     const template = subjectTemplate(m.subject);
     const links: Link[] = [];
@@ -398,6 +421,8 @@ export class NatsBus {
     opts: RequestOptions,
   ): Promise<z.output<R>> {
     const data = this.#encode(reqSchema, subject, req);
+    const started = performance.now();
+    let outcome = 'ok';
     const span = busTracer().startSpan(`send ${subjectTemplate(subject)}`, {
       kind: SpanKind.CLIENT,
       attributes: {
@@ -410,18 +435,13 @@ export class NatsBus {
       },
     });
     try {
-      let reply: Msg;
-      try {
-        reply = await this.nc.request(subject, data, { timeout: opts.timeoutMs, headers: headersWithContext(trace.setSpan(context.active(), span)) });
-      } catch (e) {
-        throw this.#requestError(subject, opts.timeoutMs, e);
-      }
       let env: ReplyEnvelope;
       try {
-        env = JSON.parse(textDecoder.decode(reply.data)) as ReplyEnvelope;
+        env = await this.#exchange(subject, data, opts, headersWithContext(trace.setSpan(context.active(), span)));
       } catch (e) {
-        throw new BusError('SchemaInvalid', `reply on ${subject} is not JSON: ${errorMessage(e)}`, { cause: e });
+        throw isBusError(e) ? e : this.#requestError(subject, opts.timeoutMs, e);
       }
+      if ('progress' in env) throw new BusError('SchemaInvalid', `reply on ${subject} is a progress beat, not a reply`);
       if (!env.ok) {
         const w = WireError.safeParse(env.error);
         const err = w.success ? w.data : { code: 'Unknown', message: 'malformed error reply', retryable: false };
@@ -431,11 +451,59 @@ export class NatsBus {
       if (!parsed.success) throw new BusError('SchemaInvalid', `reply on ${subject} does not match its schema: ${formatIssues(parsed.error)}`);
       return parsed.data;
     } catch (e) {
+      outcome = isBusError(e) ? e.code : 'Error';
       failSpan(span, e);
       throw e;
     } finally {
       span.end();
+      this.#metrics?.requestFinished(subjectTemplate(subject), outcome, (performance.now() - started) / 1000);
     }
+  }
+
+  /**
+   * Publishes a request with its own inbox and waits for the reply, skipping progress beats; fails
+   * on no responders, on the overall deadline, or when the responder goes quiet for the idle timeout.
+   */
+  #exchange(subject: string, data: Uint8Array, opts: RequestOptions, hdrs: MsgHdrs): Promise<ReplyEnvelope> {
+    const idleMs = opts.idleTimeoutMs ?? 3 * PROGRESS_BEAT_MS;
+    const inbox = createInbox();
+    return new Promise<ReplyEnvelope>((resolve, reject) => {
+      let idle: NodeJS.Timeout | undefined;
+      const finish = (fn: () => void): void => {
+        clearTimeout(overall);
+        clearTimeout(idle);
+        sub.unsubscribe();
+        fn();
+      };
+      const armIdle = (): void => {
+        clearTimeout(idle);
+        if (idleMs < opts.timeoutMs) {
+          idle = setTimeout(
+            () => finish(() => reject(new BusError('Timeout', `no reply on ${subject}: the responder went silent for ${idleMs} ms (did it stop?)`, { retryable: true }))),
+            idleMs,
+          );
+        }
+      };
+      const overall = setTimeout(() => finish(() => reject(new BusError('Timeout', `no reply on ${subject} within ${opts.timeoutMs} ms`, { retryable: true }))), opts.timeoutMs);
+      const sub = this.nc.subscribe(inbox, {
+        callback: (err, m) => {
+          if (err) return finish(() => reject(err));
+          if (m.headers?.code === 503 && m.data.length === 0) {
+            return finish(() => reject(new BusError('NoResponders', `no responder for ${subject}: is the process that serves it running?`, { retryable: true })));
+          }
+          let env: ReplyEnvelope;
+          try {
+            env = JSON.parse(textDecoder.decode(m.data)) as ReplyEnvelope;
+          } catch (e) {
+            return finish(() => reject(new BusError('SchemaInvalid', `reply on ${subject} is not JSON: ${errorMessage(e)}`, { cause: e })));
+          }
+          if (typeof env === 'object' && env !== null && 'progress' in env) return armIdle();
+          finish(() => resolve(env));
+        },
+      });
+      armIdle();
+      this.nc.publish(subject, data, { reply: inbox, headers: hdrs });
+    });
   }
 
   #requestError(subject: string, timeoutMs: number, e: unknown): BusError {
@@ -506,6 +574,8 @@ export class NatsBus {
     const respond = (env: ReplyEnvelope): void => {
       if (m.reply) m.respond(JSON.stringify(env));
     };
+    // Tell the requester we are still at it, so it can tell a slow answer from a dead responder.
+    const beat = m.reply ? setInterval(() => respond({ progress: true }), this.#beatMs) : undefined;
     try {
       const parsed = this.#decode(reqSchema as unknown as z.ZodType<z.output<Q>>, m.subject, m.data);
       if (!parsed.ok) {
@@ -536,6 +606,7 @@ export class NatsBus {
         },
       });
     } finally {
+      clearInterval(beat);
       span.end();
     }
   }
@@ -585,6 +656,7 @@ export class NatsBus {
   /** Copies an unprocessable message, with the reason, to the node's dead-letter subject, and logs it. */
   async deadLetter(d: { subject: string; reason: string; data: Uint8Array; stream?: string; consumer?: string; seq?: number; deliveries?: number }): Promise<void> {
     this.#deadLettered++;
+    this.#metrics?.deadLettered(subjectTemplate(d.subject));
     this.logger.error('dead-lettered a message', { subject: d.subject, reason: d.reason, stream: d.stream, seq: d.seq });
     const rec: DeadLetter = {
       type: 'kubelet.bus.DeadLetter.v1',

@@ -12,7 +12,7 @@ import { startNatsServer, eventually as poll } from '@splitlet/testkit';
 import type { NatsServer } from '@splitlet/testkit';
 import { DeadLetter, Streams, Subjects, KubeletError } from '@splitlet/api';
 import { connectBus, isBusError, STREAMS } from '../src/index.ts';
-import type { NatsBus } from '../src/index.ts';
+import type { BusMetrics, NatsBus } from '../src/index.ts';
 
 const NODE = 'node-a.example.com';
 /** Polls until the assertions in `fn` pass. */
@@ -146,6 +146,78 @@ describe('NatsBus', () => {
     const env = raw.json<{ ok: boolean; error: { code: string } }>();
     assert.equal(env.ok, false);
     assert.equal(env.error.code, 'SchemaInvalid');
+    ac.abort();
+  });
+
+  test('metrics: deliveries with pending and redeliveries, dead letters, request latency by outcome', async () => {
+    const seen = { delivered: [] as [string, string, number, number][], dead: [] as string[], requests: [] as [string, string, number][] };
+    const metrics: BusMetrics = {
+      delivered: (stream, consumer, count, pending) => seen.delivered.push([stream, consumer, count, pending]),
+      deadLettered: (subject) => seen.dead.push(subject),
+      requestFinished: (subject, outcome, seconds) => seen.requests.push([subject, outcome, seconds]),
+    };
+    const measured = await connectBus({ servers: server.url, process: 'test-m', node: NODE, logger: quiet, metrics, provision: false });
+    const ac = new AbortController();
+    try {
+      const subject = Subjects.pleg(NODE, 'metrics');
+      let tries = 0;
+      const c = await measured.consume(
+        Ping,
+        { stream: Streams.pleg, durable: 'test-metrics', filterSubject: subject, signal: ac.signal, nakBackoffMs: [20] },
+        async () => {
+          if (++tries === 1) throw new KubeletError('Unavailable', 'once', { retryable: true });
+        },
+      );
+      await bus.publish(Ping, subject, { type: 'test.Ping.v1', n: 1 });
+      await bus.js.publish(subject, 'not json');
+      await eventually(() => assert.equal(seen.delivered.length, 3));
+      assert.deepEqual(seen.delivered.map(([s, d, n]) => [s, d, n]).sort(), [
+        [Streams.pleg, 'test-metrics', 1],
+        [Streams.pleg, 'test-metrics', 1],
+        [Streams.pleg, 'test-metrics', 2],
+      ]);
+      assert.equal(seen.delivered.at(-1)![3], 0, 'nothing is pending after the last delivery');
+      assert.deepEqual(seen.dead, ['sl.{node}.pleg.{uid}']);
+      await assert.rejects(measured.request(Ping, Ping, Subjects.rpc.volume(NODE, 'unmount'), { type: 'test.Ping.v1', n: 1 }, { timeoutMs: 1000 }));
+      assert.equal(seen.requests.length, 1);
+      assert.deepEqual(seen.requests[0]!.slice(0, 2), ['sl.{node}.rpc.volume.unmount', 'NoResponders']);
+      assert.ok(seen.requests[0]![2] >= 0 && seen.requests[0]![2] < 1);
+      ac.abort();
+      await c.done;
+    } finally {
+      ac.abort();
+      await measured.close();
+    }
+  });
+
+  test('request/reply: a slow responder beats progress; a responder that dies is noticed at the idle timeout', async () => {
+    const server2 = await connectBus({ servers: server.url, process: 'test-slow', node: NODE, logger: quiet, progressBeatMs: 100 });
+    const ac = new AbortController();
+    const subject = Subjects.rpc.runtime(NODE, 'syncPod');
+    let release: (() => void) | undefined;
+    server2.serve(
+      subject,
+      Ping,
+      Ping,
+      async (req) => {
+        if (req.n === 1) await new Promise((r) => setTimeout(r, 800));
+        else await new Promise<void>((r) => (release = r));
+        return { type: 'test.Ping.v1', n: req.n };
+      },
+      { queue: 'slow', signal: ac.signal },
+    );
+    await server2.nc.flush();
+    // 800 ms of work against a 300 ms idle timeout: the beats keep the request alive.
+    const rep = await bus.request(Ping, Ping, subject, { type: 'test.Ping.v1', n: 1 }, { timeoutMs: 5000, idleTimeoutMs: 300 });
+    assert.equal(rep.n, 1);
+    // The responder dies mid-request: the requester knows within the idle timeout, not the deadline.
+    const started = Date.now();
+    const pending = bus.request(Ping, Ping, subject, { type: 'test.Ping.v1', n: 2 }, { timeoutMs: 60_000, idleTimeoutMs: 300 });
+    await new Promise((r) => setTimeout(r, 150));
+    await server2.nc.close();
+    await assert.rejects(pending, (e: unknown) => isBusError(e, 'Timeout') && /went silent/.test((e as Error).message));
+    assert.ok(Date.now() - started < 5000);
+    release?.();
     ac.abort();
   });
 
