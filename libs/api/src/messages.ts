@@ -141,6 +141,8 @@ export const WorkerRecord = z.object({
   reasons: z.record(z.string(), ContainerReason),
   /** Set once the pod first reached Running, for pod_start_duration_seconds. */
   runningObserved: z.boolean().optional(),
+  /** Set once every regular container was first seen running, for pod_start_sli_duration_seconds. */
+  startedObserved: z.boolean().optional(),
   epoch: z.number().int().optional(),
 });
 export type WorkerRecord = z.infer<typeof WorkerRecord>;

@@ -362,10 +362,12 @@ export function runContract(name: string, setup: () => Promise<ContractTarget>):
 
       it('on StopContainer: a TERM trap with wait exits at once; PID 1 without one ignores TERM until SIGKILL', async () => {
         const pod = await newPod();
-        const trapped = await newContainer(pod, 'trapped', { command: ['sh', '-c', "trap 'echo bye; exit 0' TERM; sleep 1000 & wait"] });
-        const plain = await newContainer(pod, 'plain', { command: ['sleep', '1000'] });
-        const foreground = await newContainer(pod, 'foreground', { command: ['sh', '-c', "trap 'exit 0' TERM; sleep 1000"] });
-        const ignored = await newContainer(pod, 'ignored', { command: ['sh', '-c', "trap '' TERM; sleep 1000 & wait"] });
+        // The kubelet's mode: each container its own PID namespace, the command is PID 1.
+        const own = { linux: { securityContext: { namespaceOptions: { pid: 'CONTAINER' as const } } } };
+        const trapped = await newContainer(pod, 'trapped', { command: ['sh', '-c', "trap 'echo bye; exit 0' TERM; sleep 1000 & wait"], ...own });
+        const plain = await newContainer(pod, 'plain', { command: ['sleep', '1000'], ...own });
+        const foreground = await newContainer(pod, 'foreground', { command: ['sh', '-c', "trap 'exit 0' TERM; sleep 1000"], ...own });
+        const ignored = await newContainer(pod, 'ignored', { command: ['sh', '-c', "trap '' TERM; sleep 1000 & wait"], ...own });
         const ids = [trapped, plain, foreground, ignored];
         for (const id of ids) await rt.StartContainer({ containerId: id });
         const started = Date.now();
@@ -388,6 +390,44 @@ export function runContract(name: string, setup: () => Promise<ContractTarget>):
           const s = await byId(id);
           assert.deepEqual([s?.exitCode, s?.reason], [137, 'Error'], `container ${s?.metadata?.name}`);
         }
+      });
+
+      it('on StopContainer in the sandbox PID namespace (pid POD, the zero value): not PID 1, so an untrapped TERM ends it with 143', async () => {
+        const pod = await newPod();
+        // Each shell says `ready` once its trap is set: a TERM before that would end it either way.
+        const trapped = await newContainer(pod, 'trapped', { command: ['sh', '-c', "trap 'exit 0' TERM; echo ready; sleep 1000 & wait"] });
+        const plain = await newContainer(pod, 'plain', { command: ['sleep', '1000'] });
+        const shell = await newContainer(pod, 'shell', { command: ['sh', '-c', 'echo ready; sleep 1000'] });
+        const node = await newContainer(pod, 'node', { command: ['sleep', '1000'], linux: { securityContext: { namespaceOptions: { pid: 'NODE' } } } });
+        const ignored = await newContainer(pod, 'ignored', { command: ['sh', '-c', "trap '' TERM; echo ready; sleep 1000 & wait"] });
+        const foreground = await newContainer(pod, 'foreground', { command: ['sh', '-c', "trap 'exit 0' TERM; echo ready; sleep 1000"] });
+        const ids = [trapped, plain, shell, node, ignored, foreground];
+        for (const id of ids) await rt.StartContainer({ containerId: id });
+        for (const id of [trapped, shell, ignored, foreground]) {
+          const logPath = (await rt.ContainerStatus({ containerId: id })).status?.logPath as string;
+          await eventually(async () => (readCriLog(logPath).some((r) => r.text === 'ready') ? true : undefined), `${logPath} says ready`);
+        }
+        const started = Date.now();
+        const took = new Map<string, number>();
+        await Promise.all(
+          ids.map(async (id) => {
+            await rt.StopContainer({ containerId: id, timeout: '1' });
+            took.set(id, Date.now() - started);
+          }),
+        );
+        const result = async (id: string) => {
+          const s = (await rt.ContainerStatus({ containerId: id })).status;
+          return [s?.metadata?.name, s?.exitCode, s?.reason];
+        };
+        assert.deepEqual(await Promise.all(ids.map(result)), [
+          ['trapped', 0, 'Completed'],
+          ['plain', 143, 'Error'],
+          ['shell', 143, 'Error'],
+          ['node', 143, 'Error'],
+          ['ignored', 137, 'Error'],
+          ['foreground', 137, 'Error'],
+        ]);
+        for (const id of [trapped, plain, shell, node]) assert.ok((took.get(id) ?? 0) < 900, `stopped before the 1 s timeout: ${took.get(id)} ms`);
       });
 
       it('blocks until stopped when the container has neither command nor args', async () => {

@@ -14,9 +14,11 @@ import type { Container, Pod, Probe, Volume } from '@splitlet/api';
  * `imagePullPolicy` (`Always` for an untagged or `:latest` image without digest, else `IfNotPresent`),
  * `terminationMessagePath: /dev/termination-log`, `terminationMessagePolicy: File`, port `protocol: TCP`
  * (and `hostPort = containerPort` on hostNetwork), requests from limits, probe timings (1 s timeout,
- * 10 s period, thresholds 1 and 3); a volume with no source becomes `emptyDir: {}`.
+ * 10 s period, thresholds 1 and 3); a volume with no source becomes `emptyDir: {}`. A negative
+ * `terminationGracePeriodSeconds` becomes 1, as decoding a v1 Pod does since Kubernetes 1.27
+ * (kubernetes PR 115606), so such a manifest runs with a 1 s grace period instead of being refused.
  *
- * Models SetDefaults_Pod and friends.
+ * Models SetDefaults_Pod and friends, and Convert_v1_Pod_To_core_Pod (pkg/apis/core/v1/conversion.go).
  */
 export function applyPodApiDefaults<P extends Pod>(pod: P): P {
   const out = structuredClone(pod);
@@ -24,6 +26,8 @@ export function applyPodApiDefaults<P extends Pod>(pod: P): P {
   spec.restartPolicy ??= 'Always';
   if (spec.terminationGracePeriodSeconds === undefined || spec.terminationGracePeriodSeconds === null) {
     spec.terminationGracePeriodSeconds = 30;
+  } else if (spec.terminationGracePeriodSeconds < 0) {
+    spec.terminationGracePeriodSeconds = 1;
   }
   spec.dnsPolicy ??= 'ClusterFirst';
   spec['schedulerName'] ??= 'default-scheduler';

@@ -16,7 +16,7 @@ export type { Logger, LoggerOptions, LogFields, LogLevel, LogStream } from './lo
 export { redact, isSecretKey, REDACTED } from './redact.js';
 export { withSpan } from './with-span.js';
 export type { WithSpanOptions } from './with-span.js';
-export { injectContext, extractContext, linkFromCarrier, currentTraceIds } from './trace-context.js';
+export { injectContext, extractContext, linkFromCarrier, currentTraceIds, unsampledContext, runUnsampled } from './trace-context.js';
 export { spanToRecord, createSpanRecordProcessor } from './span-record.js';
 export type { SpanRecordProcessorOptions } from './span-record.js';
 export {
@@ -27,5 +27,7 @@ export {
   podStatusSyncBuckets,
   runtimeOperationsBuckets,
   containersPerPodBuckets,
+  busRequestBuckets,
+  createBusMetrics,
 } from './metrics.js';
-export type { MetricsRegistryOptions } from './metrics.js';
+export type { MetricsRegistryOptions, BusMetricsRecorder } from './metrics.js';

@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import {
   ROOT_CONTEXT,
+  TraceFlags,
   context as otelContext,
   isSpanContextValid,
   trace,
@@ -75,4 +77,27 @@ export function currentTraceIds(ctx: Context = otelContext.active()): { traceId:
   const spanContext = trace.getSpanContext(ctx);
   if (spanContext === undefined || !isSpanContextValid(spanContext)) return undefined;
   return { traceId: spanContext.traceId, spanId: spanContext.spanId };
+}
+
+/**
+ * A context (based on `base`, default the active one) whose span is a fresh, non-recording span
+ * context that is **not sampled** (W3C trace flags `00`). Under a parent-based sampler (splitlet's
+ * default, `parentbased_always_on`) work run in it records no span, and the context it propagates
+ * on the bus (`traceparent: 00-…-…-00`) tells the processes it calls not to record theirs either.
+ *
+ * For periodic chatter (a relist every second, a housekeeping request every two) that must start
+ * no trace, here or downstream. Suppressing tracing instead would drop the headers altogether, so
+ * the callee would start a new trace per call.
+ */
+export function unsampledContext(base: Context = otelContext.active()): Context {
+  return trace.setSpanContext(base, {
+    traceId: randomBytes(16).toString('hex'),
+    spanId: randomBytes(8).toString('hex'),
+    traceFlags: TraceFlags.NONE,
+  });
+}
+
+/** Runs `fn` in an {@link unsampledContext} of the active context. */
+export function runUnsampled<T>(fn: () => T): T {
+  return otelContext.with(unsampledContext(), fn);
 }

@@ -4,6 +4,7 @@ import { Histogram, register as globalRegistry } from 'prom-client';
 import {
   DefBuckets,
   containersPerPodBuckets,
+  createBusMetrics,
   createMetricsRegistry,
   exponentialBuckets,
   podStartupDurationBuckets,
@@ -54,5 +55,32 @@ describe('createMetricsRegistry', () => {
   it('can skip the default metrics', async () => {
     const registry = createMetricsRegistry({ service: 'x', defaultMetrics: false });
     assert.equal((await registry.metrics()).trim(), '');
+  });
+});
+
+describe('createBusMetrics', () => {
+  it('counts deliveries, redeliveries and dead letters, tracks pending, times requests', async () => {
+    const registry = createMetricsRegistry({ service: 'test', defaultMetrics: false });
+    const m = createBusMetrics(registry);
+    m.delivered('SL_WORK', 'pw-00', 1, 5);
+    m.delivered('SL_WORK', 'pw-00', 2, 3);
+    m.deadLettered('sl.{node}.work.{partition}.{uid}');
+    m.requestFinished('sl.{node}.rpc.runtime.syncPod', 'ok', 0.002);
+    m.requestFinished('sl.{node}.rpc.runtime.syncPod', 'Timeout', 30);
+    const value = async (name: string, labels: Record<string, string>): Promise<number | undefined> => {
+      const got = await registry.getSingleMetric(name.replace(/_(count|bucket)$/, ''))?.get();
+      return got?.values.find(
+        (v) => ((v as { metricName?: string }).metricName ?? got.name) === name && Object.entries(labels).every(([k, x]) => String(v.labels[k]) === x),
+      )?.value;
+    };
+    const work = { stream: 'SL_WORK', consumer: 'pw-00' };
+    assert.equal(await value('splitlet_bus_consumer_delivered_total', work), 2);
+    assert.equal(await value('splitlet_bus_consumer_redeliveries_total', work), 1);
+    assert.equal(await value('splitlet_bus_consumer_pending_messages', work), 3);
+    assert.equal(await value('splitlet_bus_dead_letters_total', { subject: 'sl.{node}.work.{partition}.{uid}' }), 1);
+    const sync = 'sl.{node}.rpc.runtime.syncPod';
+    assert.equal(await value('splitlet_bus_request_duration_seconds_count', { subject: sync, outcome: 'Timeout' }), 1);
+    assert.equal(await value('splitlet_bus_request_duration_seconds_bucket', { subject: sync, outcome: 'ok', le: '0.0025' }), 1);
+    assert.equal(await value('splitlet_bus_request_duration_seconds_bucket', { subject: sync, outcome: 'ok', le: '0.001' }), 0);
   });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { ROOT_CONTEXT, propagation, trace } from '@opentelemetry/api';
-import { currentTraceIds, extractContext, injectContext, linkFromCarrier, withSpan } from '../src/index.js';
+import { currentTraceIds, extractContext, injectContext, linkFromCarrier, runUnsampled, unsampledContext, withSpan } from '../src/index.js';
 import { createTestTracing } from '../src/testing/index.js';
 
 const TRACEPARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
@@ -66,6 +66,28 @@ describe('trace-context with the active context', () => {
         assert.deepEqual(currentTraceIds(), { traceId: span.spanContext().traceId, spanId: span.spanContext().spanId });
         assert.ok(injectContext()['traceparent']?.includes(span.spanContext().spanId));
       });
+    } finally {
+      await t.shutdown();
+    }
+  });
+});
+
+describe('unsampled contexts', () => {
+  it('record no span under the default sampler and propagate flag 00', async () => {
+    const t = createTestTracing({ register: true });
+    try {
+      const carrier = await runUnsampled(async () => {
+        await withSpan(t.tracer, 'periodic', {}, async () => Promise.resolve());
+        return injectContext();
+      });
+      assert.equal(t.spans().length, 0);
+      assert.match(carrier['traceparent'] ?? '', /^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
+      // A downstream process with a parent-based sampler records nothing under it either.
+      await withSpan(t.tracer, 'callee', { parent: extractContext(carrier) }, async () => Promise.resolve());
+      assert.equal(t.spans().length, 0);
+      const sc = trace.getSpanContext(unsampledContext(ROOT_CONTEXT));
+      assert.ok(sc !== undefined && trace.isSpanContextValid(sc));
+      assert.notEqual(sc.traceId, trace.getSpanContext(unsampledContext(ROOT_CONTEXT))?.traceId);
     } finally {
       await t.shutdown();
     }

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { PodSource } from '@splitlet/api';
 import { connectBus } from '@splitlet/bus';
 import { ProgressMonitor, realClock, runService } from '@splitlet/service';
-import { createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
+import { createBusMetrics, createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
 import { processEnv, readConfig } from './config.js';
 import { promConfigMetrics } from './adapters/metrics.js';
 import { busEventRecorder, busUpdatePublisher } from './adapters/nats-publisher.js';
@@ -36,7 +36,7 @@ await runService({
   ...(config.healthPortFile !== undefined ? { portFile: config.healthPortFile } : {}),
   start: async ({ signal, health, onClose }) => {
     onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
-    const bus = await connectBus({ servers: config.natsUrl, process: NAME, node: config.nodeName, logger });
+    const bus = await connectBus({ servers: config.natsUrl, process: NAME, node: config.nodeName, logger, metrics: createBusMetrics(registry) });
     onClose({ name: 'bus', close: () => bus.close() });
     telemetry.addSpanProcessor(busSpanProcessor(bus, config.nodeName, NAME, logger));
 

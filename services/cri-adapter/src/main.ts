@@ -6,7 +6,7 @@ import { SpanRecord, Subjects } from '@splitlet/api';
 import { connectBus } from '@splitlet/bus';
 import { GrpcRuntimeService, instrument } from '@splitlet/cri';
 import { realClock, runService, sleep } from '@splitlet/service';
-import { createLogger, createMetricsRegistry, createSpanRecordProcessor, startTelemetry } from '@splitlet/telemetry';
+import { createBusMetrics, createLogger, createMetricsRegistry, createSpanRecordProcessor, startTelemetry } from '@splitlet/telemetry';
 import { createKvBackoffStore } from './adapters/kv-state-store.js';
 import { loadCriAdapterConfig, processEnv } from './config.js';
 import { createCriAdapter, isMutatingCriMethod } from './create-cri-adapter.js';
@@ -33,7 +33,7 @@ await runService({
   registry,
   start: async ({ signal, health, onClose }) => {
     onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
-    const bus = await connectBus({ servers: config.NATS_URL, process: SERVICE, node: config.NODE_NAME, logger });
+    const bus = await connectBus({ servers: config.NATS_URL, process: SERVICE, node: config.NODE_NAME, logger, metrics: createBusMetrics(registry) });
     onClose({ name: 'bus', close: () => bus.close() });
     telemetry.addSpanProcessor(
       createSpanRecordProcessor({
@@ -62,7 +62,12 @@ await runService({
       tracer: telemetry.tracer,
       onCall: (record) => {
         metrics.runtimeCall(record);
-        if (isMutatingCriMethod(record.method)) mutations++;
+        if (isMutatingCriMethod(record.method)) {
+          mutations++;
+          // Ask pleg to relist now, in the caller's trace: otherwise a periodic relist may see the
+          // change first and publish the pod's lifecycle events outside the pod's trace.
+          bus.publishCore(Subjects.plegRelist(config.NODE_NAME), {});
+        }
       },
     });
 

@@ -129,6 +129,21 @@ describe('generateContainerConfig', () => {
     assert.equal(info.podTerminationGracePeriod, 30);
     assert.deepEqual(info.preStop, { exec: { command: ['sleep', '1'] } });
   });
+  it('gives each container its own PID namespace (CONTAINER) unless the pod shares one; NODE for the host namespaces', () => {
+    const ns = (spec: Record<string, unknown>) => {
+      const c = { name: 'c', image: 'busybox:1.36' };
+      const cfg = generateContainerConfig({ pod: aPod({ containers: [c], spec } as never), container: c, isInit: false, restartCount: 0, imageRef: 'sha256:x', volumes: {}, env, memoryCapacityBytes: 1 });
+      const o = cfg.linux?.securityContext?.namespaceOptions;
+      return [o?.network, o?.pid, o?.ipc];
+    };
+    // The kubelet's default: the command is PID 1 of its container (sleep ignores SIGTERM there).
+    assert.deepEqual(ns({}), ['POD', 'CONTAINER', 'POD']);
+    assert.deepEqual(ns({ shareProcessNamespace: true }), ['POD', 'POD', 'POD']);
+    assert.deepEqual(ns({ hostPID: true }), ['POD', 'NODE', 'POD']);
+    assert.deepEqual(ns({ hostPID: true, shareProcessNamespace: true }), ['POD', 'NODE', 'POD']);
+    assert.deepEqual(ns({ hostNetwork: true }), ['NODE', 'CONTAINER', 'POD']);
+    assert.deepEqual(ns({ hostIPC: true }), ['POD', 'CONTAINER', 'NODE']);
+  });
   it('marks init containers', () => {
     const c = { name: 'init', image: 'busybox' };
     const cfg = generateContainerConfig({ pod: aPod({ spec: { initContainers: [c] } }), container: c, isInit: true, restartCount: 0, imageRef: 'sha256:x', volumes: {}, env, memoryCapacityBytes: 1 });

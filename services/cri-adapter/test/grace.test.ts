@@ -27,9 +27,12 @@ describe('stopTimeoutSeconds (killContainer grace steps)', () => {
     [30, 29, undefined, 2],
     [1, 0, undefined, 2],
     [0, 0, undefined, 2],
-    [30, 0, 1, 1],
-    [30, 10, 0, 0],
+    // An override replaces the base, and the 2 s floor still applies after it (killContainer [1.33]).
+    [30, 0, 1, 2],
+    [30, 0, 0, 2],
+    [30, 0, 3, 3],
     [1, 0, 5, 5],
+    [30, 4, 5, 2],
   ];
   for (const [base, elapsed, override, want] of cases) {
     it(`base ${base}, preStop ${elapsed}s, override ${String(override)} → ${want}`, () => assert.equal(stopTimeoutSeconds(base, elapsed, override), want));

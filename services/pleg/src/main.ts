@@ -2,9 +2,10 @@
  * pleg: the composition root. Relists the runtime (through cri-adapter) every period and on pokes,
  * publishes PodLifecycleEvents and keeps the runtime pod cache in `sl_runtime`.
  */
+import type { Context } from '@opentelemetry/api';
 import { connectBus } from '@splitlet/bus';
 import { isConfigError, realClock, runService } from '@splitlet/service';
-import { createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
+import { createBusMetrics, createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
 import { readConfig, type PlegConfig } from './config.js';
 import { createBusEventSink } from './adapters/bus-event-sink.js';
 import { createBusRuntimeLister } from './adapters/bus-runtime-lister.js';
@@ -44,7 +45,7 @@ async function main(): Promise<void> {
     ...(config.HEALTH_PORT_FILE === undefined ? {} : { portFile: config.HEALTH_PORT_FILE }),
     start: async ({ signal, health, onClose }) => {
       onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
-      const bus = await connectBus({ servers: config.NATS_URL.split(','), process: SERVICE, node: config.NODE_NAME, logger });
+      const bus = await connectBus({ servers: config.NATS_URL.split(','), process: SERVICE, node: config.NODE_NAME, logger, metrics: createBusMetrics(registry) });
       onClose({ name: 'bus', close: () => bus.close() });
       if (config.PUBLISH_SPANS) publishSpansToBus(telemetry, bus, config.NODE_NAME);
 
@@ -61,14 +62,14 @@ async function main(): Promise<void> {
       await pleg.loadCache();
       health.register('pleg', () => pleg.healthy());
 
-      const loop = new RelistLoop({
-        relist: () => pleg.relist(),
+      const loop = new RelistLoop<Context>({
+        relist: (pokes) => pleg.relist(pokes),
         onError: (e) => logger.error('relist threw', { err: e }),
         periodMs: config.RELIST_PERIOD_MS,
         clock: realClock,
         signal,
       });
-      subscribeRelistPokes(bus, config.NODE_NAME, () => loop.poke(), signal);
+      subscribeRelistPokes(bus, config.NODE_NAME, (trigger) => loop.poke(trigger), signal);
       loop.start();
       // Closers run after the signal aborted: let the relist in progress finish before the bus closes.
       onClose({ name: 'relist-loop', close: () => loop.idle() });

@@ -6,7 +6,7 @@
 import { SpanRecord, Subjects } from '@splitlet/api';
 import { connectBus } from '@splitlet/bus';
 import { realClock, runService } from '@splitlet/service';
-import { createLogger, createMetricsRegistry, createSpanRecordProcessor, startTelemetry } from '@splitlet/telemetry';
+import { createBusMetrics, createLogger, createMetricsRegistry, createSpanRecordProcessor, startTelemetry } from '@splitlet/telemetry';
 import { readConfig } from './config.js';
 import { startPodWorkerInstance } from './instance.js';
 import { KUBELET_TRACER } from './sync/pod-syncer.js';
@@ -35,7 +35,7 @@ async function main(): Promise<void> {
     shutdownTimeoutMs: config.DRAIN_TIMEOUT_MS + 10_000,
     start: async ({ health, onClose }) => {
       onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
-      const bus = await connectBus({ servers: config.NATS_URL, process: SERVICE, node: config.NODE_NAME, logger });
+      const bus = await connectBus({ servers: config.NATS_URL, process: SERVICE, node: config.NODE_NAME, logger, metrics: createBusMetrics(registry) });
       onClose({ name: 'bus', close: () => bus.close() });
       if (config.PUBLISH_SPANS) {
         telemetry.addSpanProcessor(

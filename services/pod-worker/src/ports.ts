@@ -119,6 +119,11 @@ export interface SyncMetrics {
   observeWorkerStart(seconds: number): void;
   /** kubelet_pod_start_duration_seconds. */
   observePodStart(seconds: number): void;
+  /**
+   * kubelet_pod_start_sli_duration_seconds and kubelet_pod_start_total_duration_seconds: creation
+   * → every regular container running, without (`sli`) and with (`total`) image pulls.
+   */
+  observePodStartSli?(sliSeconds: number, totalSeconds: number): void;
 }
 
 /** Metrics that record nothing. */
@@ -126,6 +131,7 @@ export const noMetrics: SyncMetrics = {
   observeWorkerDuration: () => undefined,
   observeWorkerStart: () => undefined,
   observePodStart: () => undefined,
+  observePodStartSli: () => undefined,
 };
 
 /** The partition lease bucket `sl_leases`. */

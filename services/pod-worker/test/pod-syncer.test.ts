@@ -49,6 +49,8 @@ describe('PodSyncer: SyncPod', () => {
     assert.equal(rec.lastSyncTime, T0);
     assert.equal(rec.epoch, EPOCH);
     assert.deepEqual(h.metrics.podStart, [2]);
+    assert.deepEqual(h.metrics.podStartSli, [[2, 2]], 'every container running: the SLI, from config.seen without a creation timestamp');
+    assert.equal(rec.startedObserved, true);
     assert.deepEqual(h.metrics.workerStart, [2]);
     assert.deepEqual(h.metrics.workerDuration, ['create']);
 
@@ -69,6 +71,7 @@ describe('PodSyncer: SyncPod', () => {
     assert.deepEqual(h.cache.calls.at(-1), { uid: UID, after: T0 });
     assert.deepEqual(h.metrics.workerDuration, ['create', 'sync']);
     assert.deepEqual(h.metrics.podStart, [2], 'pod start observed once');
+    assert.equal(h.metrics.podStartSli.length, 1, 'the SLI observed once');
   });
 
   it('a static pod gets the mirrorPod step, and pull secret names go to the runtime', async () => {

@@ -19,6 +19,7 @@ export class RecordingMetrics implements SyncMetrics {
   workerDuration: string[] = [];
   workerStart: number[] = [];
   podStart: number[] = [];
+  podStartSli: [number, number][] = [];
   observeWorkerDuration(op: string): void {
     this.workerDuration.push(op);
   }
@@ -27,6 +28,9 @@ export class RecordingMetrics implements SyncMetrics {
   }
   observePodStart(s: number): void {
     this.podStart.push(s);
+  }
+  observePodStartSli(sli: number, total: number): void {
+    this.podStartSli.push([sli, total]);
   }
 }
 

@@ -4,7 +4,7 @@
 import * as path from 'node:path';
 import { z } from 'zod';
 import { CriMethods, parseCriErrorCode, type CriMethod } from '@splitlet/cri';
-import type { SimFailures, SimLatency } from '@splitlet/cri/testing';
+import type { SimFailures, SimImageConfig, SimLatency, SimRegistry } from '@splitlet/cri/testing';
 
 /** The environment is invalid; the message names the variable and what is wrong. */
 export class ConfigError extends Error {
@@ -18,6 +18,11 @@ export interface SimRuntimeConfig {
   latencyMs: SimLatency;
   failures: SimFailures;
   podSubnet: string;
+  /** Images present at start (`'all'`: every reference except missing ones). */
+  images: readonly string[] | 'all';
+  /** Their ENTRYPOINT/CMD/ENV, by normalized reference. */
+  imageConfig: (ref: string) => SimImageConfig | undefined;
+  registry: SimRegistry;
   logLevel: LogLevel;
   /** Health HTTP port (0 = any free port). */
   healthPort: number;
@@ -74,6 +79,33 @@ const Cidr = z
   .regex(/^(\d{1,3}\.){3}\d{1,3}\/(\d|[12]\d|30)$/, 'must be an IPv4 CIDR such as 10.88.0.0/16')
   .refine((c) => c.split('/')[0]?.split('.').every((o) => Number(o) <= 255) ?? false, 'octets must be at most 255');
 
+const BUSYBOX_CONFIG: SimImageConfig = { cmd: ['sh'], env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'] };
+
+/**
+ * The images `splitlet runtime` builds for the local containerd (services/cli/src/runtime/images.ts
+ * and oci-image.ts IMAGE_RECIPES): busybox 1.36, 1.37 (also `latest`) with `Cmd ["sh"]`, and the
+ * pause image (`/bin/sleep infinity`). The simulated node has exactly these, like the real one.
+ */
+export const LOCAL_IMAGES: Readonly<Record<string, SimImageConfig>> = {
+  'docker.io/library/busybox:1.36': BUSYBOX_CONFIG,
+  'docker.io/library/busybox:1.37': BUSYBOX_CONFIG,
+  'docker.io/library/busybox:latest': BUSYBOX_CONFIG,
+  'registry.k8s.io/pause:3.9': { entrypoint: ['/bin/sleep'], cmd: ['infinity'], env: BUSYBOX_CONFIG.env ?? [] },
+};
+
+const Images = z
+  .string()
+  .transform((s) => s.trim())
+  .pipe(
+    z.union([
+      z.enum(['local', 'all']),
+      z
+        .string()
+        .min(1, 'must be local, all, or a comma-separated list of image references')
+        .transform((s) => s.split(',').map((x) => x.trim()).filter((x) => x !== '')),
+    ]),
+  );
+
 const Env = z.object({
   SIM_SOCKET: z
     .string({ error: 'is required: the unix socket path to serve CRI on' })
@@ -83,6 +115,8 @@ const Env = z.object({
   SIM_LATENCY_MS: Latency.optional(),
   SIM_FAILURES: Failures.optional(),
   SIM_POD_SUBNET: Cidr.default('10.88.0.0/16'),
+  SIM_IMAGES: Images.default('local'),
+  SIM_REGISTRY: z.enum(['unreachable', 'open']).default('unreachable'),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),
   HEALTH_PORT_FILE: z.string().min(1).optional(),
@@ -95,6 +129,10 @@ const Env = z.object({
  * - `SIM_LATENCY_MS`: a number (every RPC) or JSON per RPC, e.g. `{"default":2,"PullImage":500}`.
  * - `SIM_FAILURES`: JSON per RPC, e.g. `{"CreateContainer":{"code":"UNAVAILABLE","times":1}}`.
  * - `SIM_POD_SUBNET`: pod IPs come from it. @default 10.88.0.0/16
+ * - `SIM_IMAGES`: `local` (the images the local containerd gets, {@link LOCAL_IMAGES}), `all` (every
+ *   reference is present except those named `missing`/`doesnotexist`), or a comma-separated list. @default local
+ * - `SIM_REGISTRY`: `unreachable` (every PullImage fails, as on the local containerd without registry
+ *   access) or `open` (pulls succeed except for missing images). @default unreachable
  * - `LOG_LEVEL`: debug | info | warn | error. @default info
  *
  * @throws ConfigError listing every invalid variable.
@@ -111,6 +149,10 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): S
     latencyMs: e.SIM_LATENCY_MS ?? {},
     failures: (e.SIM_FAILURES ?? {}) as SimFailures,
     podSubnet: e.SIM_POD_SUBNET,
+    images: e.SIM_IMAGES === 'local' ? Object.keys(LOCAL_IMAGES) : e.SIM_IMAGES,
+    // busybox's Cmd ["sh"] for any busybox reference (also in `all` mode); the pause image's own.
+    imageConfig: (ref) => LOCAL_IMAGES[ref] ?? (/^docker\.io\/library\/busybox[:@]/.test(ref) ? BUSYBOX_CONFIG : undefined),
+    registry: e.SIM_REGISTRY,
     logLevel: e.LOG_LEVEL,
     healthPort: e.HEALTH_PORT,
     healthPortFile: e.HEALTH_PORT_FILE,

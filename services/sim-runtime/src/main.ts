@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { GrpcRuntimeService, instrument, serveCri } from '@splitlet/cri';
 import { createSimRuntime } from '@splitlet/cri/testing';
 import { runService } from '@splitlet/service';
-import { createLogger } from '@splitlet/telemetry';
+import { createLogger, createMetricsRegistry } from '@splitlet/telemetry';
 import { ConfigError, loadConfig } from './config.js';
 
 let config;
@@ -26,10 +26,18 @@ const logger = createLogger({ service: 'sim-runtime', level: cfg.logLevel });
 await runService({
   name: 'sim-runtime',
   logger,
+  registry: createMetricsRegistry({ service: 'sim-runtime' }),
   port: cfg.healthPort,
   ...(cfg.healthPortFile !== undefined ? { portFile: cfg.healthPortFile } : {}),
   start: async ({ health, onClose }) => {
-    const sim = createSimRuntime({ latencyMs: cfg.latencyMs, failures: cfg.failures, podSubnet: cfg.podSubnet });
+    const sim = createSimRuntime({
+      latencyMs: cfg.latencyMs,
+      failures: cfg.failures,
+      podSubnet: cfg.podSubnet,
+      images: cfg.images,
+      imageConfig: cfg.imageConfig,
+      registry: cfg.registry,
+    });
     onClose({ name: 'simulator', close: () => sim.close() }); // SIGKILLs simulated containers, clears every timer
     const served = instrument(sim, {
       onCall: ({ method, durationMs, error }) => {

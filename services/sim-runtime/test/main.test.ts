@@ -106,15 +106,24 @@ describe('sim-runtime process', { concurrency: true }, () => {
 
 describe('loadConfig', () => {
   it('reads the socket, latency (number or per RPC), failures, subnet and log level', () => {
-    assert.deepEqual(loadConfig({ SIM_SOCKET: 'unix:///run/sim.sock' }), {
+    const { imageConfig, ...defaults } = loadConfig({ SIM_SOCKET: 'unix:///run/sim.sock' });
+    assert.deepEqual(defaults, {
       socketPath: '/run/sim.sock',
       latencyMs: {},
       failures: {},
       podSubnet: '10.88.0.0/16',
+      images: ['docker.io/library/busybox:1.36', 'docker.io/library/busybox:1.37', 'docker.io/library/busybox:latest', 'registry.k8s.io/pause:3.9'],
+      registry: 'unreachable',
       logLevel: 'info',
       healthPort: 0,
       healthPortFile: undefined,
     });
+    assert.deepEqual(imageConfig('docker.io/library/busybox:1.36')?.cmd, ['sh'], 'busybox runs sh, as the image splitlet builds');
+    assert.deepEqual(imageConfig('registry.k8s.io/pause:3.9')?.entrypoint, ['/bin/sleep']);
+    assert.equal(imageConfig('docker.io/library/nginx:1.25'), undefined);
+    const open = loadConfig({ SIM_SOCKET: '/s', SIM_IMAGES: 'all', SIM_REGISTRY: 'open' });
+    assert.deepEqual([open.images, open.registry], ['all', 'open']);
+    assert.deepEqual(loadConfig({ SIM_SOCKET: '/s', SIM_IMAGES: 'busybox:1.36, nginx:1.25' }).images, ['busybox:1.36', 'nginx:1.25']);
     const c = loadConfig({
       SIM_SOCKET: '/run/sim.sock',
       SIM_LATENCY_MS: '{"default":2,"PullImage":500}',
@@ -143,5 +152,6 @@ describe('loadConfig', () => {
       },
     );
     assert.throws(() => loadConfig({ SIM_SOCKET: '/s', SIM_FAILURES: 'not json' }), /SIM_FAILURES not valid JSON/);
+    assert.throws(() => loadConfig({ SIM_SOCKET: '/s', SIM_REGISTRY: 'sometimes' }), /SIM_REGISTRY/);
   });
 });

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { connectBus } from '@splitlet/bus';
 import { isConfigError, realClock, runService } from '@splitlet/service';
-import { createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
+import { createBusMetrics, createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
 import { readConfig, type SyncLoopConfig } from './config.js';
 import { createKvLeaderLease } from './adapters/kv-leader-lease.js';
 import { publishSpansToBus } from './adapters/span-sink.js';
@@ -55,7 +55,7 @@ async function main(): Promise<void> {
     ...(config.HEALTH_PORT_FILE === undefined ? {} : { portFile: config.HEALTH_PORT_FILE }),
     start: async ({ signal, health, onClose }) => {
       onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
-      const bus = await connectBus({ servers: config.NATS_URL.split(','), process: SERVICE, node: config.NODE_NAME, logger });
+      const bus = await connectBus({ servers: config.NATS_URL.split(','), process: SERVICE, node: config.NODE_NAME, logger, metrics: createBusMetrics(registry) });
       onClose({ name: 'bus', close: () => bus.close() });
       if (config.PUBLISH_SPANS) publishSpansToBus(telemetry, bus, config.NODE_NAME);
 

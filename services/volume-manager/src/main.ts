@@ -4,7 +4,7 @@
  */
 import { connectBus } from '@splitlet/bus';
 import { realClock, runService } from '@splitlet/service';
-import { createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
+import { createBusMetrics, createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
 import { processEnv, readConfig } from './config.js';
 import { busEventRecorder } from './adapters/event-publisher.js';
 import { execMounter } from './adapters/exec-mounter.js';
@@ -38,7 +38,7 @@ await runService({
   ...(config.healthPortFile !== undefined ? { portFile: config.healthPortFile } : {}),
   start: async ({ signal, health, onClose }) => {
     onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
-    const bus = await connectBus({ servers: config.natsUrl, process: NAME, node: config.nodeName, logger });
+    const bus = await connectBus({ servers: config.natsUrl, process: NAME, node: config.nodeName, logger, metrics: createBusMetrics(registry) });
     onClose({ name: 'bus', close: () => bus.close() });
     telemetry.addSpanProcessor(busSpanProcessor(bus, config.nodeName, NAME, logger));
 

@@ -73,11 +73,44 @@ interface ImageRecord {
   size: number;
 }
 
+/**
+ * What PullImage reaches: `open`, a registry that has every image except the missing ones; or
+ * `unreachable`, none at all (the project's own containerd, started without registry access: every
+ * pull fails, even of an image that is present).
+ */
+export type SimRegistry = 'open' | 'unreachable';
+
 /** Options of {@link SimImageStore}. */
 export interface SimImageStoreOptions {
   /** Images present from the start, or `'all'`: every reference is present unless missing. */
   images: readonly string[] | 'all';
   isMissing: (ref: ImageReference) => boolean;
+  /** @default 'open' */
+  registry?: SimRegistry;
+}
+
+/** The registry host and the `/v2/…/manifests/…` URL containerd requests for a reference. */
+function manifestUrl(ref: ImageReference): { host: string; url: string } {
+  const host = ref.repository.slice(0, ref.repository.length - ref.path.length - 1);
+  const apiHost = host === 'docker.io' ? 'registry-1.docker.io' : host;
+  const loopback = /^(localhost|127\.[0-9.]+)(:\d+)?$/.test(host);
+  return { host, url: `${loopback ? 'http' : 'https'}://${apiHost}/v2/${ref.path}/manifests/${ref.digest ?? ref.tag ?? 'latest'}` };
+}
+
+/**
+ * containerd 1.6's PullImage error when no registry can be reached: `splitlet runtime` points its
+ * proxy at a closed loopback port, so remote registries fail with `proxyconnect`, loopback ones
+ * (not proxied) with a plain connection refusal (measured, containerd 1.6.20).
+ */
+export function unreachableRegistryError(ref: ImageReference): CriError {
+  const { host, url } = manifestUrl(ref);
+  const loopback = url.startsWith('http:');
+  const port = /:(\d+)$/.exec(host)?.[1] ?? '80';
+  const dial = loopback ? `dial tcp 127.0.0.1:${port}: connect: connection refused` : 'proxyconnect tcp: dial tcp 127.0.0.1:1: connect: connection refused';
+  return new CriError(
+    'Unknown',
+    `failed to pull and unpack image "${ref.normalized}": failed to resolve reference "${ref.normalized}": failed to do request: Head "${url}": ${dial}`,
+  );
 }
 
 /** In-memory images. Synchronous; the runtime adds latency and failures around it. */
@@ -86,10 +119,12 @@ export class SimImageStore {
   readonly #removed = new Set<string>();
   readonly #all: boolean;
   readonly #isMissing: (ref: ImageReference) => boolean;
+  readonly #registry: SimRegistry;
 
   constructor(options: SimImageStoreOptions) {
     this.#all = options.images === 'all';
     this.#isMissing = options.isMissing;
+    this.#registry = options.registry ?? 'open';
     if (options.images !== 'all') for (const ref of options.images) this.#materialize(normalizeImageRef(ref));
   }
 
@@ -128,9 +163,14 @@ export class SimImageStore {
     return rec === undefined ? undefined : toImage(rec);
   }
 
-  /** Pulls an image: present afterwards, unless it is missing (CriError `NotFound`, containerd's text). Returns the id. */
+  /**
+   * Pulls an image: present afterwards, unless it is missing (CriError `NotFound`, containerd's
+   * text) or the registry is unreachable (CriError `Unknown`, see {@link unreachableRegistryError}).
+   * Returns the id.
+   */
   pull(image: string): string {
     const ref = normalizeImageRef(image);
+    if (this.#registry === 'unreachable') throw unreachableRegistryError(ref);
     if (this.#isMissing(ref)) {
       throw new CriError(
         'NotFound',

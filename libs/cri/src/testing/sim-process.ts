@@ -3,9 +3,13 @@
  * memory, so a manifest written for a busybox image behaves the same here as on containerd.
  *
  * Signal model (as in a real PID namespace):
- * - Only PID 1 (the container's main process) receives the runtime's stop signal.
- * - PID 1 has no default signal actions: a signal it has no handler for is ignored. So `sleep 100`,
+ * - Only the container's main process receives the runtime's stop signal.
+ * - In its own PID namespace (CRI pid mode CONTAINER, what the kubelet asks for) it is PID 1, and
+ *   PID 1 has no default signal actions: a signal it has no handler for is ignored. So `sleep 100`,
  *   or `sh -c` without a trap, ignores SIGTERM and runs until SIGKILL.
+ * - Sharing the sandbox's PID namespace (pid mode POD, the CRI zero value, or NODE) it is not PID 1:
+ *   an untrapped signal has its default action, so SIGTERM ends it with 143 (and containerd then
+ *   kills the rest of the container's processes). Measured on containerd 1.6 + runc 1.1.
  * - `sh` runs a trap only between commands: a trapped signal that arrives during a foreground
  *   `sleep` is handled when the sleep ends; `wait` returns at once (status 128+n) and the trap runs.
  *   That is why `trap 'exit 0' TERM; sleep 1000 & wait` stops promptly and
@@ -102,9 +106,22 @@ interface Io {
 
 const NULL_SINK: OutputSink = { write: () => undefined };
 
-/** Where PID 1's signals go; the program running as PID 1 installs its handler (or none: ignored). */
+/**
+ * Where the main process's signals go; the program running as the main process installs its
+ * handler. With no handler a signal is ignored as PID 1, and otherwise has its default action
+ * (`terminate`).
+ */
 interface SignalRouter {
   handler: ((sig: SimSignal) => void) | undefined;
+  /** The main process is PID 1 of its own PID namespace. */
+  readonly pid1: boolean;
+  /** The default action of a signal without a handler: ends the whole process (128 + signal number). */
+  readonly terminate: (sig: SimSignal) => void;
+}
+
+/** A signal nobody handles: ignored by PID 1, the default action (terminate) otherwise. */
+function defaultAction(router: SignalRouter, sig: SimSignal): void {
+  if (!router.pid1) router.terminate(sig);
 }
 
 interface ProgramEnv {
@@ -477,7 +494,9 @@ const envProgram: Program = async (argv, io, env) => {
       io.stderr.write(`env: can't execute '${rest[0]}': No such file or directory\n`);
       return 127;
     }
-    return runProgram(name, rest, io, { ...env, env: vars, router: undefined });
+    // env execs the program: it takes over the signals (with no handler of its own yet).
+    if (env.router !== undefined) env.router.handler = undefined;
+    return runProgram(name, rest, io, { ...env, env: vars });
   }
   io.stdout.write([...vars].map(([k, v]) => `${k}=${v}\n`).join(''));
   return 0;
@@ -568,8 +587,10 @@ const pause: Program = async (_argv, _io, env) => {
   await raceKill(
     new Promise<void>((resolve) => {
       if (env.router !== undefined) {
-        env.router.handler = (sig) => {
+        const router = env.router;
+        router.handler = (sig) => {
           if (sig === 'TERM' || sig === 'INT') resolve();
+          else defaultAction(router, sig);
         };
       }
     }),
@@ -765,10 +786,17 @@ class Shell {
     return env;
   }
 
-  /** A signal sent to this shell as PID 1: queued if trapped, otherwise ignored (no default action for PID 1). */
+  /**
+   * A signal sent to this shell as the main process: queued if trapped, ignored for `trap ''`;
+   * untrapped, ignored as PID 1 (no default action) and fatal otherwise.
+   */
   deliverSignal(sig: SimSignal): void {
     const action = this.traps.get(sig);
-    if (action === undefined || action === '') return;
+    if (action === undefined) {
+      if (this.router !== undefined) defaultAction(this.router, sig);
+      return;
+    }
+    if (action === '') return;
     this.pending.push(sig);
     for (const wake of [...this.wakers]) wake(sig);
   }
@@ -1156,8 +1184,8 @@ class Shell {
       if (job !== undefined) {
         // A background job is not PID 1: an untrapped signal terminates it.
         job.abort.abort(SIGNUM[sig]);
-      } else if (pid === 1 && this.router !== undefined) {
-        this.router.handler?.(sig);
+      } else if (pid === 1 && this.router?.pid1 === true) {
+        if (this.router.handler !== undefined) this.router.handler(sig);
       } else {
         io.stderr.write(`${this.name}: kill: can't kill pid ${target}: No such process\n`);
         status = 1;
@@ -1240,7 +1268,7 @@ class Shell {
       case '?':
         return String(this.status);
       case '$':
-        return this.router !== undefined ? '1' : '7';
+        return this.router?.pid1 === true ? '1' : '7';
       case '!':
         return this.lastBackground;
       case '#':
@@ -1362,23 +1390,50 @@ export function evalArithmetic(source: string, lookup: (name: string) => string)
 // Entry point
 // ---------------------------------------------------------------------------------------------
 
+/** How {@link spawnProcess} delivers `signal()`s. */
+export interface SpawnOptions {
+  /** The process is PID 1 of its own PID namespace: signals without a handler are ignored. */
+  readonly pid1: boolean;
+  /**
+   * Whether `signal()` reaches the process at all. @default pid1. A container's main process in a
+   * shared PID namespace is `{pid1: false, signals: true}`: untrapped signals terminate it (128+n).
+   * An exec'd process is `{pid1: false}`: the runtime never signals it.
+   */
+  readonly signals?: boolean;
+}
+
 /**
  * Starts `argv` as a process. Throws {@link ExecNotFoundError} synchronously when argv[0] is not an
- * executable (the caller turns that into a start failure). With `pid1`, the process receives
- * `signal()`s under the PID-1 rule; otherwise signals are not delivered at all.
+ * executable (the caller turns that into a start failure). Signals follow {@link SpawnOptions}:
+ * as PID 1 a signal without a handler is ignored; otherwise it ends the process with 128 + n.
  */
-export function spawnProcess(argv: readonly string[], ctx: ProcessContext, options: { pid1: boolean }): SimProcess {
+export function spawnProcess(argv: readonly string[], ctx: ProcessContext, options: SpawnOptions): SimProcess {
   const argv0 = argv[0];
   if (argv0 === undefined) throw new ExecNotFoundError('');
   const name = resolveCommand(argv0);
   if (name === undefined) throw new ExecNotFoundError(argv0);
-  const router: SignalRouter | undefined = options.pid1 ? { handler: undefined } : undefined;
+  // The default action of a fatal signal: everything the process started ends with it.
+  const terminated = new AbortController();
+  let fatal: SimSignal | undefined;
+  const router: SignalRouter | undefined =
+    (options.signals ?? options.pid1)
+      ? {
+          handler: undefined,
+          pid1: options.pid1,
+          terminate: (sig) => {
+            if (terminated.signal.aborted) return;
+            fatal = sig;
+            terminated.abort();
+          },
+        }
+      : undefined;
+  const kill = options.pid1 ? ctx.kill : AbortSignal.any([ctx.kill, terminated.signal]);
   const env: ProgramEnv = {
     fs: ctx.fs,
     hostname: ctx.hostname,
     cwd: ctx.cwd,
     env: new Map(Object.entries(ctx.env)),
-    kill: ctx.kill,
+    kill,
     stdinOpen: ctx.stdinOpen,
     router,
   };
@@ -1387,9 +1442,11 @@ export function spawnProcess(argv: readonly string[], ctx: ProcessContext, optio
     await Promise.resolve(); // start on the next microtask, after the caller recorded the process
     return runProgram(name, [...argv], io, env);
   })().then(
-    (status) => (ctx.kill.aborted ? 137 : status),
+    (status) => (ctx.kill.aborted ? 137 : fatal !== undefined ? 128 + SIGNUM[fatal] : status),
     (e: unknown) => {
-      if (e instanceof Killed || ctx.kill.aborted) return 137;
+      if (ctx.kill.aborted) return 137;
+      if (fatal !== undefined) return 128 + SIGNUM[fatal];
+      if (e instanceof Killed) return 137;
       if (e instanceof ShellExit) return e.status;
       ctx.stderr.write(`sim-runtime: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
       return 255;
@@ -1399,7 +1456,9 @@ export function spawnProcess(argv: readonly string[], ctx: ProcessContext, optio
     exited,
     signal(sig) {
       if (sig === 'KILL') return; // SIGKILL is the owner's abort of ctx.kill
-      router?.handler?.(sig);
+      if (router === undefined) return;
+      if (router.handler !== undefined) router.handler(sig);
+      else defaultAction(router, sig);
     },
   };
 }

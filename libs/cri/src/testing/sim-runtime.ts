@@ -47,6 +47,7 @@ import {
   type ListPodSandboxRequest,
   type ListPodSandboxResponse,
   type Mount,
+  type NamespaceMode,
   type NamespaceOption,
   type PodSandbox,
   type PodSandboxMetadata,
@@ -77,7 +78,7 @@ import {
 } from '../types.js';
 import { ContainerFs } from './container-fs.js';
 import { CriLogWriter, nowNs, type OutputSink } from './cri-log.js';
-import { defaultIsMissingImage, SimImageStore, type ImageReference } from './sim-images.js';
+import { defaultIsMissingImage, SimImageStore, type ImageReference, type SimRegistry } from './sim-images.js';
 import { ExecNotFoundError, parseSignal, spawnProcess, type SimProcess, type SimSignal } from './sim-process.js';
 
 /** Added latency per RPC in ms; `default` applies to RPCs without their own entry. */
@@ -121,6 +122,8 @@ export interface SimRuntimeOptions {
   images?: readonly string[] | 'all';
   /** Which references are absent and unpullable. @default repository path or tag contains `doesnotexist` or `missing` */
   isMissingImage?: (ref: ImageReference) => boolean;
+  /** What PullImage reaches: `open` (every image but the missing ones) or `unreachable` (every pull fails). @default 'open' */
+  registry?: SimRegistry;
   /**
    * ENTRYPOINT/CMD/ENV of an image, by normalized reference (`docker.io/library/busybox:latest`).
    * @default no entrypoint and CMD `/pause`: a container with neither command nor args blocks until stopped (exit 0 on SIGTERM)
@@ -188,6 +191,12 @@ interface ContainerRecord {
   workingDir: string;
   env: Record<string, string>;
   stdin: boolean;
+  /**
+   * The container's PID namespace (CRI `namespace_options.pid`): CONTAINER makes its command PID 1
+   * (untrapped signals ignored); POD (the zero value), NODE and TARGET share a namespace where it is
+   * not PID 1 (untrapped SIGTERM ends it with 143), as on containerd.
+   */
+  pidNamespace: NamespaceMode;
   stopSignal: SimSignal;
   mounts: Mount[];
   labels: StringMap;
@@ -339,7 +348,7 @@ class SimRuntimeImpl implements SimRuntime {
     this.#latency = { ...options.latencyMs };
     for (const [m, f] of Object.entries(options.failures ?? {})) if (f !== undefined) this.injectFailure(m as CriMethod, f);
     this.#random = options.random ?? Math.random;
-    this.#images = new SimImageStore({ images: options.images ?? 'all', isMissing: options.isMissingImage ?? defaultIsMissingImage });
+    this.#images = new SimImageStore({ images: options.images ?? 'all', isMissing: options.isMissingImage ?? defaultIsMissingImage, registry: options.registry ?? 'open' });
     this.#imageConfig = options.imageConfig ?? (() => undefined);
     this.#ips = new IpPool(options.podSubnet ?? '10.88.0.0/16');
     this.#runtimeName = options.runtimeName ?? 'splitlet-sim';
@@ -751,6 +760,7 @@ class SimRuntimeImpl implements SimRuntime {
       workingDir: str(config.workingDir) || imgConfig.workingDir || '/',
       env,
       stdin: config.stdin ?? false,
+      pidNamespace: fillNamespaceOption(config.linux?.securityContext?.namespaceOptions).pid,
       stopSignal: stopSignal === undefined || stopSignal === 'EXIT' ? 'TERM' : stopSignal,
       mounts,
       labels: stringMap(config.labels),
@@ -814,7 +824,7 @@ class SimRuntimeImpl implements SimRuntime {
           stdinOpen: c.stdin,
           kill: kill.signal,
         },
-        { pid1: true },
+        { pid1: c.pidNamespace === 'CONTAINER', signals: true },
       );
     } catch (e) {
       if (!(e instanceof ExecNotFoundError)) throw e;

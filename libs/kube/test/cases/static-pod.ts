@@ -186,12 +186,23 @@ describe('validatePod / prepareStaticPod', () => {
   it('prepareStaticPod reports every error in one message', () => {
     const m = manifest();
     m.spec.containers.push(aContainer({ name: 'image' }));
-    m.spec.terminationGracePeriodSeconds = -5;
+    m.spec.activeDeadlineSeconds = 0;
     const r = prepareStaticPod(m, 'node', FILE);
     assert.equal(
       !r.ok && r.message,
-      'invalid pod: [spec.containers[1].name: Duplicate value: "image" spec.terminationGracePeriodSeconds: Invalid value: -5: must be greater than or equal to 0]',
+      'invalid pod: [spec.containers[1].name: Duplicate value: "image" spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, inclusive]',
     );
+  });
+  it('prepareStaticPod runs a negative terminationGracePeriodSeconds as 1 s (decoding since 1.27), not refused', () => {
+    const m = manifest();
+    m.spec.terminationGracePeriodSeconds = -5;
+    const r = prepareStaticPod(m, 'node', FILE);
+    assert.ok(r.ok, !r.ok ? r.message : '');
+    assert.equal(r.pod.spec.terminationGracePeriodSeconds, 1);
+    assert.equal(m.spec.terminationGracePeriodSeconds, -5, 'the input is not changed');
+    const zero = manifest();
+    zero.spec.terminationGracePeriodSeconds = 0;
+    assert.equal(applyPodApiDefaults(zero).spec.terminationGracePeriodSeconds, 0, '0 stays 0');
   });
 });
 

@@ -37,13 +37,14 @@ export function baseGracePeriod(pod: GraceSource, container: Container | undefin
 }
 
 /**
- * The StopContainer timeout: the base grace minus the whole seconds the preStop hook took, raised
- * to the 2 s minimum; an explicit override (kill-pod grace, eviction, orphan cleanup) replaces it
- * entirely, even when smaller.
+ * The StopContainer timeout: the grace period — an explicit override (kill-pod grace, eviction,
+ * orphan cleanup) replacing the base — minus the whole seconds the preStop hook took, and never less
+ * than the 2 s minimum ("always give containers a minimal shutdown window"), also when the override
+ * is smaller. Current kubelets apply the floor after the override (checked in the 1.3x source);
+ * older ones (1.2x) let an override replace the floored value.
  *
- * Models the grace steps of kubeGenericRuntimeManager.killContainer.
+ * Models the grace steps of kubeGenericRuntimeManager.killContainer `[1.33]`.
  */
 export function stopTimeoutSeconds(base: number, preStopElapsedSeconds: number, override: number | undefined): number {
-  if (override !== undefined) return override;
-  return Math.max(base - preStopElapsedSeconds, MINIMUM_GRACE_PERIOD_SECONDS);
+  return Math.max((override ?? base) - preStopElapsedSeconds, MINIMUM_GRACE_PERIOD_SECONDS);
 }

@@ -478,12 +478,20 @@ export class KubeGenericRuntimeManager {
     return undefined;
   }
 
+  /**
+   * The user the image runs as: its uid, else its user name, else root (uid 0) when it names
+   * neither (busybox, and most images).
+   *
+   * Models kubeGenericRuntimeManager.getImageUser ("If non of them is set, treat it as root").
+   */
   async #imageUser(imageRef: string): Promise<ImageUser> {
     const st = await this.#o.images.ImageStatus({ image: { image: imageRef } });
     const img = st.image;
-    if (img === null) return {};
-    if (img.uid !== null) return { uid: Number(img.uid.value) };
-    return img.username !== '' ? { username: img.username } : {};
+    if (img !== null) {
+      if (img.uid !== null) return { uid: Number(img.uid.value) };
+      if (img.username !== '') return { username: img.username };
+    }
+    return { uid: 0 };
   }
 
   /**
@@ -615,12 +623,14 @@ export class KubeGenericRuntimeManager {
     const text = message !== '' ? message : `Stopping container ${target.spec.name}`;
     recordContainerEvent(o.recorder, target.ref, target.fieldPath, target.spec.name, containerId, 'Normal', 'Killing', text);
 
+    // The override replaces the grace before the preStop hook gets its share (killContainer [1.33]).
+    if (gracePeriodOverride !== undefined) grace = gracePeriodOverride;
     let preStopElapsed = 0;
     const preStop = target.spec.lifecycle?.preStop;
     if (preStop !== undefined && grace > 0 && target.pod !== undefined) {
       preStopElapsed = await this.#executePreStopHook(target.pod, containerId, target.spec, preStop, grace, target);
     }
-    grace = stopTimeoutSeconds(grace, preStopElapsed, gracePeriodOverride);
+    grace = stopTimeoutSeconds(grace, preStopElapsed, undefined);
     o.logger.debug('Killing container with a grace period', { containerName, containerId, gracePeriod: grace });
     try {
       await o.runtime.StopContainer({ containerId, timeout: String(grace) }, { deadlineMs: o.settings.runtimeRequestTimeoutMs + grace * 1000 });

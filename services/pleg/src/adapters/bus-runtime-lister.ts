@@ -4,20 +4,17 @@
 import { RuntimeRelistReply, RuntimeRelistRequest, Subjects, type RuntimePodStatus } from '@splitlet/api';
 import type { NatsBus } from '@splitlet/bus';
 import type { RuntimeLister } from '../ports.js';
-import { untraced } from './untraced.js';
 
 /**
- * A {@link RuntimeLister} that requests `Subjects.rpc.runtime(node, 'relist')` with a deadline.
- * The periodic request is not traced (it would start a trace every second). Rejects with a BusError
- * (`Timeout`, `NoResponders`, `Remote`, `SchemaInvalid`).
+ * A {@link RuntimeLister} that requests `Subjects.rpc.runtime(node, 'relist')` with a deadline, in
+ * the active trace context (GenericPleg makes a periodic relist's context unsampled, so it starts
+ * no trace every second). Rejects with a BusError (`Timeout`, `NoResponders`, `Remote`, `SchemaInvalid`).
  */
 export function createBusRuntimeLister(bus: Pick<NatsBus, 'request'>, node: string, timeoutMs: number): RuntimeLister {
   const subject = Subjects.rpc.runtime(node, 'relist');
   return {
     async relist(): Promise<readonly RuntimePodStatus[]> {
-      const reply = await untraced(() =>
-        bus.request(RuntimeRelistRequest, RuntimeRelistReply, subject, { type: 'kubelet.runtime.RelistRequest.v1' }, { timeoutMs }),
-      );
+      const reply = await bus.request(RuntimeRelistRequest, RuntimeRelistReply, subject, { type: 'kubelet.runtime.RelistRequest.v1' }, { timeoutMs });
       return reply.pods;
     },
   };

@@ -13,12 +13,12 @@
  *              then publish its events (ContainerChanged is filtered, as the kubelet does)
  *          put RelistMark{timestamp: t0}  (after every pod entry: GetNewerThan relies on it)
  */
-import { context, trace, type Tracer } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanStatusCode, TraceFlags, context, trace, type Context, type Link, type Tracer } from '@opentelemetry/api';
 import type { PodLifecycleEvent, RuntimePodStatus } from '@splitlet/api';
 import { errorMessage } from '@splitlet/api';
 import { formatGoDuration, jsonEqual } from '@splitlet/kube';
 import type { Clock, HealthStatus } from '@splitlet/service';
-import type { Logger } from '@splitlet/telemetry';
+import { unsampledContext, type Logger } from '@splitlet/telemetry';
 import type { LifecycleEventSink, RuntimeCacheStore, RuntimeLister } from '../ports.js';
 import { computePodEvents, type PlegEvent } from './generate-events.js';
 import type { PlegMetrics } from './metrics.js';
@@ -80,46 +80,81 @@ export class GenericPleg {
     return this.#relistTime;
   }
 
-  /** Runs one relist. Never throws: failures are logged, counted and reported in the result. */
-  async relist(): Promise<RelistResult> {
-    const { clock, metrics, logger } = this.#o;
+  /**
+   * Runs one relist. Never throws: failures are logged, counted and reported in the result.
+   *
+   * Tracing (with a tracer): a relist that serves pokes carrying a trace context (`triggers`, from
+   * the relist loop) runs in a `relist` span, child of the first poke's context and linked to the
+   * others, so the runtime request, the cache writes and the `send sl.{node}.pleg.{uid}` of the
+   * pods it found changed are part of the trace that changed the runtime. A periodic relist makes
+   * its runtime request unsampled (no trace here or in cri-adapter) and gets a root `relist` span
+   * only when it found a change.
+   */
+  async relist(triggers: readonly Context[] = []): Promise<RelistResult> {
+    const { clock, metrics } = this.#o;
     if (this.#relistTime !== undefined) metrics.relistInterval.observe((clock.now() - this.#relistTime) / 1000);
     const timestamp = clock.now();
     try {
-      let pods: readonly RuntimePodStatus[];
+      const traced = this.#o.tracer === undefined ? undefined : tracedParent(triggers);
+      if (traced === undefined || this.#o.tracer === undefined) return await this.#relist(timestamp, false);
+      const span = this.#o.tracer.startSpan(
+        'relist',
+        {
+          startTime: timestamp,
+          links: traced.links,
+          attributes: { 'splitlet.pleg.trigger': 'poke', 'splitlet.pleg.pokes': triggers.length },
+        },
+        traced.parent,
+      );
       try {
-        pods = await this.#o.lister.relist();
-      } catch (e) {
-        metrics.relistErrors.inc();
-        logger.error('GenericPLEG: Unable to retrieve pods', { err: errorMessage(e) });
-        return { ok: false, events: 0, changedPods: 0 };
+        const r = await context.with(trace.setSpan(traced.parent, span), () => this.#relist(timestamp, true));
+        span.setAttributes({ 'splitlet.pleg.changed_pods': r.changedPods, 'splitlet.pleg.events': r.events });
+        if (!r.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: 'GenericPLEG: Unable to retrieve pods' });
+        return r;
+      } finally {
+        span.end();
       }
-      this.#relistTime = timestamp;
-      metrics.lastSeen.set(Math.floor(timestamp / 1000));
-
-      const current = new Map<string, RuntimePodStatus>();
-      for (const p of pods) current.set(p.uid, p);
-      const work: Array<{ uid: string; next: RuntimePodStatus | undefined; events: PlegEvent[] }> = [];
-      for (const uid of new Set([...this.#records.keys(), ...current.keys()])) {
-        const before = this.#records.get(uid);
-        const seen = current.get(uid);
-        const next = seen === undefined ? undefined : { ...seen, ips: this.#podIps(before, seen) };
-        const events = computePodEvents(before, next);
-        if (events.length === 0 && jsonEqual(before, next)) continue;
-        work.push({ uid, next, events });
-      }
-      if (work.length === 0) {
-        await this.#putMark(timestamp);
-        return { ok: true, events: 0, changedPods: 0 };
-      }
-      return await this.#inSpan(timestamp, work.length, async () => {
-        const published = await Promise.all(work.map((w) => this.#applyPod(w.uid, w.next, w.events, timestamp)));
-        await this.#putMark(timestamp);
-        return { ok: true, events: published.reduce((a, b) => a + b, 0), changedPods: work.length };
-      });
     } finally {
       metrics.relistDuration.observe((clock.now() - timestamp) / 1000);
     }
+  }
+
+  /** The relist proper; `inSpan` when a poke's `relist` span is active. */
+  async #relist(timestamp: number, inSpan: boolean): Promise<RelistResult> {
+    const { metrics, logger } = this.#o;
+    let pods: readonly RuntimePodStatus[];
+    try {
+      pods = inSpan ? await this.#o.lister.relist() : await context.with(unsampledContext(), () => this.#o.lister.relist());
+    } catch (e) {
+      metrics.relistErrors.inc();
+      logger.error('GenericPLEG: Unable to retrieve pods', { err: errorMessage(e) });
+      if (inSpan) trace.getActiveSpan()?.recordException(e instanceof Error ? e : errorMessage(e));
+      return { ok: false, events: 0, changedPods: 0 };
+    }
+    this.#relistTime = timestamp;
+    metrics.lastSeen.set(Math.floor(timestamp / 1000));
+
+    const current = new Map<string, RuntimePodStatus>();
+    for (const p of pods) current.set(p.uid, p);
+    const work: Array<{ uid: string; next: RuntimePodStatus | undefined; events: PlegEvent[] }> = [];
+    for (const uid of new Set([...this.#records.keys(), ...current.keys()])) {
+      const before = this.#records.get(uid);
+      const seen = current.get(uid);
+      const next = seen === undefined ? undefined : { ...seen, ips: this.#podIps(before, seen) };
+      const events = computePodEvents(before, next);
+      if (events.length === 0 && jsonEqual(before, next)) continue;
+      work.push({ uid, next, events });
+    }
+    if (work.length === 0) {
+      await this.#putMark(timestamp);
+      return { ok: true, events: 0, changedPods: 0 };
+    }
+    const apply = async (): Promise<RelistResult> => {
+      const published = await Promise.all(work.map((w) => this.#applyPod(w.uid, w.next, w.events, timestamp)));
+      await this.#putMark(timestamp);
+      return { ok: true, events: published.reduce((a, b) => a + b, 0), changedPods: work.length };
+    };
+    return inSpan ? apply() : this.#inSpan(timestamp, work.length, apply);
   }
 
   /**
@@ -192,11 +227,32 @@ export class GenericPleg {
   async #inSpan<T>(startTime: number, pods: number, fn: () => Promise<T>): Promise<T> {
     const tracer = this.#o.tracer;
     if (tracer === undefined) return fn();
-    const span = tracer.startSpan('relist', { startTime, attributes: { 'splitlet.pleg.changed_pods': pods } });
+    const span = tracer.startSpan('relist', { startTime, attributes: { 'splitlet.pleg.trigger': 'period', 'splitlet.pleg.changed_pods': pods } }, ROOT_CONTEXT);
     try {
-      return await context.with(trace.setSpan(context.active(), span), fn);
+      return await context.with(trace.setSpan(ROOT_CONTEXT, span), fn);
     } finally {
       span.end();
     }
   }
+}
+
+/**
+ * The parent of a poked relist's span — the first trigger naming a valid, sampled span — and links
+ * to the other triggers' spans (each span once). `undefined` when no trigger is sampled: the relist
+ * is then traced like a periodic one.
+ */
+export function tracedParent(triggers: readonly Context[]): { parent: Context; links: Link[] } | undefined {
+  let parent: Context | undefined;
+  const links: Link[] = [];
+  const seen = new Set<string>();
+  for (const t of triggers) {
+    const sc = trace.getSpanContext(t);
+    // An unsampled poke (periodic chatter elsewhere) neither parents nor links the relist.
+    if (sc === undefined || !trace.isSpanContextValid(sc) || (sc.traceFlags & TraceFlags.SAMPLED) === 0) continue;
+    if (seen.has(sc.spanId)) continue;
+    seen.add(sc.spanId);
+    if (parent === undefined) parent = t;
+    else links.push({ context: sc, attributes: { 'splitlet.link': 'coalesced poke' } });
+  }
+  return parent === undefined ? undefined : { parent, links };
 }

@@ -7,13 +7,23 @@
  *
  *     poke ──10 ms debounce──▶ relist ──period──▶ relist ──period──▶ …
  *     poke during a relist  ──▶ one more relist right after it
+ *
+ * A poke may carry a trigger (pleg passes the poke's trace context): each relist receives the
+ * triggers of the pokes it serves — those that arrived since the previous relist started — so it
+ * can be traced as their consequence. A relist started by the period alone receives none.
  */
 import type { Clock, TimerHandle } from '@splitlet/service';
 
-/** Options of {@link RelistLoop}. */
-export interface RelistLoopOptions {
-  /** One relist; must not throw (GenericPleg.relist never does). */
-  readonly relist: () => Promise<unknown>;
+/** At most this many triggers are kept per relist (a poke storm must not grow memory). */
+export const MAX_TRIGGERS_PER_RELIST = 32;
+
+/** Options of {@link RelistLoop}. `T` is what a poke carries (a trace context in pleg). */
+export interface RelistLoopOptions<T = never> {
+  /**
+   * One relist, given the triggers of the pokes it serves (empty for a periodic relist; the first
+   * {@link MAX_TRIGGERS_PER_RELIST} when more arrived); must not throw (GenericPleg.relist never does).
+   */
+  readonly relist: (triggers: readonly T[]) => Promise<unknown>;
   /** Receives an error `relist` threw (a bug: relist should report failures itself). */
   readonly onError: (e: unknown) => void;
   readonly periodMs: number;
@@ -24,8 +34,10 @@ export interface RelistLoopOptions {
 }
 
 /** Drives relists until the signal aborts. */
-export class RelistLoop {
-  readonly #o: RelistLoopOptions;
+export class RelistLoop<T = never> {
+  readonly #o: RelistLoopOptions<T>;
+  /** Triggers of the pokes since the last relist started. */
+  #triggers: T[] = [];
   #running = false;
   #again = false;
   #periodTimer: TimerHandle | undefined;
@@ -33,7 +45,7 @@ export class RelistLoop {
   #idle: Promise<void> = Promise.resolve();
   #relists = 0;
 
-  constructor(options: RelistLoopOptions) {
+  constructor(options: RelistLoopOptions<T>) {
     this.#o = options;
     options.signal.addEventListener('abort', () => this.#clearTimers(), { once: true });
   }
@@ -44,9 +56,13 @@ export class RelistLoop {
     this.#schedule(0);
   }
 
-  /** Asks for a relist soon (after the debounce), or right after the one in progress. */
-  poke(): void {
+  /**
+   * Asks for a relist soon (after the debounce), or right after the one in progress. The
+   * `trigger`, when given, is handed to that relist.
+   */
+  poke(trigger?: T): void {
     if (this.#o.signal.aborted) return;
+    if (trigger !== undefined && this.#triggers.length < MAX_TRIGGERS_PER_RELIST) this.#triggers.push(trigger);
     if (this.#running) {
       this.#again = true;
       return;
@@ -77,9 +93,11 @@ export class RelistLoop {
     this.#clearTimers();
     this.#running = true;
     this.#relists++;
+    const triggers = this.#triggers;
+    this.#triggers = [];
     this.#idle = (async () => {
       try {
-        await this.#o.relist();
+        await this.#o.relist(triggers);
       } catch (e) {
         this.#o.onError(e);
       } finally {

@@ -28,10 +28,26 @@ export function createPromSyncMetrics(registry: Registry): SyncMetrics {
     buckets: [...podStartupDurationBuckets],
     registers: [registry],
   });
+  const podStartSli = new Histogram({
+    name: 'kubelet_pod_start_sli_duration_seconds',
+    help: 'Duration in seconds to start a pod, excluding time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch',
+    buckets: [...podStartupDurationBuckets],
+    registers: [registry],
+  });
+  const podStartTotal = new Histogram({
+    name: 'kubelet_pod_start_total_duration_seconds',
+    help: 'Duration in seconds to start a pod since creation, including time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch',
+    buckets: [...podStartupDurationBuckets],
+    registers: [registry],
+  });
   return {
     observeWorkerDuration: (op, s) => workerDuration.observe({ operation_type: op }, s),
     observeWorkerStart: (s) => workerStart.observe(s),
     observePodStart: (s) => podStart.observe(s),
+    observePodStartSli: (sli, total) => {
+      podStartSli.observe(sli);
+      podStartTotal.observe(total);
+    },
   };
 }
 

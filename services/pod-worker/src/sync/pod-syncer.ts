@@ -578,11 +578,30 @@ export class PodSyncer {
     });
   }
 
+  /**
+   * Observes, once per pod, its first Running (pod_start_duration_seconds, from config.seen) and
+   * the first status with every regular container running (pod_start_sli_duration_seconds and
+   * pod_start_total_duration_seconds, from the creation timestamp, else config.seen). Models
+   * pod_startup_latency_tracker.go; the image-pull window is not reported by cri-adapter yet, so
+   * the SLI equals the total for now.
+   */
   #observeRunning(ctx: SyncCtx, rec: WorkerRecord, status: PodStatus): WorkerRecord {
-    if (rec.runningObserved === true || status.phase !== 'Running') return rec;
-    const seen = firstSeen(ctx.pod, ctx.desired?.value);
-    if (seen !== undefined) this.#o.metrics.observePodStart(Math.max(0, this.#o.clock.now() - seen) / 1000);
-    return { ...rec, runningObserved: true };
+    const { metrics, clock } = this.#o;
+    let out = rec;
+    if (out.runningObserved !== true && status.phase === 'Running') {
+      const seen = firstSeen(ctx.pod, ctx.desired?.value);
+      if (seen !== undefined) metrics.observePodStart(Math.max(0, clock.now() - seen) / 1000);
+      out = { ...out, runningObserved: true };
+    }
+    if (out.startedObserved !== true && allContainersStarted(ctx.pod, status)) {
+      const created = parseTime(ctx.pod.metadata.creationTimestamp) ?? firstSeen(ctx.pod, ctx.desired?.value);
+      if (created !== undefined) {
+        const total = Math.max(0, clock.now() - created) / 1000;
+        metrics.observePodStartSli?.(total, total);
+      }
+      out = { ...out, startedObserved: true };
+    }
+    return out;
   }
 
   async #sendStatus(ctx: SyncCtx, status: PodStatus, couldHaveRunningContainers: boolean): Promise<void> {
@@ -668,6 +687,12 @@ export class PodSyncer {
 /** config.seen (or, failing that, when the update entered sync-loop), ms since the epoch. */
 function firstSeen(pod: BoundPod, desired: DesiredPod | undefined): number | undefined {
   return parseTime(pod.metadata.annotations?.[ConfigAnnotations.seen]) ?? parseTime(desired?.startTime);
+}
+
+/** Every regular container of the spec has a running state in `status` (hasPodStartedSLO). */
+function allContainersStarted(pod: BoundPod, status: PodStatus): boolean {
+  const running = new Set((status.containerStatuses ?? []).filter((c) => c.state?.running != null).map((c) => c.name));
+  return pod.spec.containers.length > 0 && pod.spec.containers.every((c) => running.has(c.name));
 }
 
 function podAttributes(pod: BoundPod, updateType?: SyncPodType): Attributes {

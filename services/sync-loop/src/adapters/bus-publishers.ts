@@ -2,7 +2,7 @@
  * What sync-loop publishes and requests on the bus: work pokes (`SL_WORK`), status updates of
  * rejected pods (`SL_STATUS`), events (`SL_EVENTS`), and volume-manager's `cleanup`.
  */
-import type { Context } from '@opentelemetry/api';
+import { ROOT_CONTEXT, context, type Context } from '@opentelemetry/api';
 import {
   KubeEvent,
   PodStatusUpdate,
@@ -14,8 +14,8 @@ import {
   type SyncPodType,
 } from '@splitlet/api';
 import type { NatsBus } from '@splitlet/bus';
+import { unsampledContext } from '@splitlet/telemetry';
 import type { EventRecorder, StatusSink, VolumeCleaner, WorkPoker } from '../ports.js';
-import { untraced } from '../sync-loop/untraced.js';
 
 type Publisher = Pick<NatsBus, 'publish'>;
 
@@ -46,12 +46,15 @@ export function createBusEventRecorder(bus: Publisher, node: string): EventRecor
   };
 }
 
-/** Requests `sl.<node>.rpc.volume.cleanup` (untraced: it runs every housekeeping pass). */
+/**
+ * Requests `sl.<node>.rpc.volume.cleanup`, untraced: it runs every housekeeping pass. The request
+ * carries an unsampled trace context (not merely none), so volume-manager records no span either.
+ */
 export function createBusVolumeCleaner(bus: Pick<NatsBus, 'request'>, node: string, timeoutMs: number): VolumeCleaner {
   const subject = Subjects.rpc.volume(node, 'cleanup');
   return {
     async cleanup(keep: readonly string[]): Promise<readonly string[]> {
-      const reply = await untraced(() =>
+      const reply = await context.with(unsampledContext(ROOT_CONTEXT), () =>
         bus.request(VolumeCleanupRequest, VolumeCleanupReply, subject, { type: 'kubelet.volume.CleanupRequest.v1', keep: [...keep] }, { timeoutMs }),
       );
       return reply.removed;
