@@ -53,9 +53,13 @@ export interface PodJson {
   };
 }
 
-/** Starts `splitlet up` and waits until every process reports ready. */
-export async function startSplitlet(opts: { podWorkers?: number; nodeName?: string; env?: Record<string, string>; args?: string[] } = {}): Promise<Instance> {
-  const stateDir = mkdtempSync(join(tmpdir(), 'splitlet-e2e-'));
+/**
+ * Starts `splitlet up` and waits until every process reports ready. `stateDir`: use this (empty)
+ * folder instead of a new temp one, so a caller can clean up what outlives a failed start (the
+ * containerd that `--runtime containerd` starts there).
+ */
+export async function startSplitlet(opts: { podWorkers?: number; nodeName?: string; env?: Record<string, string>; args?: string[]; stateDir?: string } = {}): Promise<Instance> {
+  const stateDir = opts.stateDir ?? mkdtempSync(join(tmpdir(), 'splitlet-e2e-'));
   const nodeName = opts.nodeName ?? 'e2e-node';
   const output: string[] = [];
   const env: Record<string, string> = { ...(process.env as Record<string, string>), SPLITLET_STATE_DIR: stateDir, LOG_LEVEL: 'debug', ...opts.env };

@@ -131,54 +131,31 @@ describe('pipeline on the simulated runtime', () => {
     });
   });
 
-  test('restartPolicy Always: CrashLoopBackOff with delays 10 s, 20 s, 40 s and a growing RESTARTS column', { timeout: 180_000 }, async (t) => {
+  // The exact 10 s / 20 s / 40 s delays are measured from the runtime's timestamps in pod-contract.test.ts,
+  // on the simulator and on containerd; here: the loop, its waiting reason and the RESTARTS column.
+  test('restartPolicy Always: CrashLoopBackOff and a growing RESTARTS column', { timeout: 120_000 }, async () => {
     writeFileSync(join(manifests, 'crash.json'), onePod('crash', 'Always', 'echo crashing; exit 1'));
     const name = `crash-${NODE}`;
-    // Record every container instance's start and finish as reported.
-    const starts = new Map<number, number>();
-    const finishes = new Map<number, number>();
     let sawBackOff = false;
     const restartsSeen: number[] = [];
     await waitFor(
-      'four restarts',
+      'three restarts',
       async () => {
-        const p = podNamed(await s.pods(), name);
-        const c = p?.status?.containerStatuses?.[0];
-        if (!c) return undefined;
-        if (c.state?.waiting?.reason === 'CrashLoopBackOff') sawBackOff = true;
-        const last = c.lastState?.terminated;
-        if (last?.startedAt && last.finishedAt) {
-          starts.set(c.restartCount - 1, Date.parse(last.startedAt));
-          finishes.set(c.restartCount - 1, Date.parse(last.finishedAt));
-        }
-        const cur = c.state?.terminated ?? c.state?.running;
-        if (cur?.startedAt) starts.set(c.restartCount, Date.parse(cur.startedAt));
-        if (restartsSeen.at(-1) !== c.restartCount) restartsSeen.push(c.restartCount);
-        return c.restartCount >= 4 && starts.has(4) ? c : undefined;
+        const table = await s.cli(['get', 'pods', name]);
+        const m = new RegExp(`${name}\\s+0/1\\s+(\\S+)\\s+(\\d+)`).exec(table);
+        if (!m) return undefined;
+        if (m[1] === 'CrashLoopBackOff') sawBackOff = true;
+        const restarts = Number(m[2]);
+        if (restartsSeen.at(-1) !== restarts) restartsSeen.push(restarts);
+        return restarts >= 3 && sawBackOff;
       },
-      150_000,
-      200,
+      100_000,
+      300,
     );
-    assert.ok(sawBackOff, 'the container was reported Waiting with reason CrashLoopBackOff');
-    // The delay before restart n is start(n) - finish(n-1).
-    const delays: number[] = [];
-    for (let n = 1; n <= 4; n++) {
-      const f = finishes.get(n - 1);
-      const st = starts.get(n);
-      if (f !== undefined && st !== undefined) delays.push((st - f) / 1000);
-    }
-    // The kubelet restarts the first crash at once (kubernetes issue 133472), then backs off 10 s, 20 s, 40 s.
-    t.diagnostic(`restart delays (s): ${delays.map((d) => d.toFixed(1)).join(', ')}`);
-    const backoffs = delays.filter((d) => d >= 5);
-    assert.ok(backoffs.length >= 2, `delays ${JSON.stringify(delays)}`);
-    const expected = [10, 20, 40];
-    backoffs.forEach((d, i) => {
-      const want = expected[i]!;
-      assert.ok(d >= want - 0.5 && d <= want + 3, `restart delay ${i + 1} was ${d.toFixed(1)} s, want ${want} s (tolerance -0.5/+3 s); all delays ${JSON.stringify(delays)}`);
-    });
-    assert.ok(restartsSeen.length >= 3 && restartsSeen.every((r, i) => i === 0 || r > restartsSeen[i - 1]!), `RESTARTS grew: ${restartsSeen.join(' → ')}`);
-    const table = await s.cli(['get', 'pods', name]);
-    assert.match(table, /crash-e2e-node\s+0\/1\s+(CrashLoopBackOff|Error|Running)\s+[4-9] \(\d+s ago\)/);
+    assert.ok(restartsSeen.every((r, i) => i === 0 || r > restartsSeen[i - 1]!), `RESTARTS only grew: ${restartsSeen.join(' → ')}`);
+    const describeOut = await s.cli(['describe', 'pod', name]);
+    assert.match(describeOut, /Warning\s+BackOff\s.*Back-off restarting failed container main in pod crash-e2e-node_default/);
+    assert.match(describeOut, /Last State:\s+Terminated\n\s+Reason:\s+Error\n\s+Exit Code:\s+1/);
     rmSync(join(manifests, 'crash.json'));
     await waitFor('crash gone', async () => !podNamed(await s.pods(), name));
   });

@@ -134,25 +134,43 @@ export class TypedKv<T> {
     return (await this.storedKeys(filter)).length;
   }
 
-  /** Every current entry under a key filter (e.g. `node.>`), read through a watch of last values. */
+  /**
+   * Every current entry under a key filter (e.g. `node.>`), read through a watch of last values.
+   * The replay ends once every key stored when the watch began has been seen. `delta` alone cannot
+   * tell: when keys are written during the replay, nats-server 2.9.10 counts it wrong both ways — it
+   * can stay at 1 for good (the listing used to stall for its 5 s guard) or reach 0 before every key
+   * came (the listing used to miss keys). At `delta` 0 the stored keys are re-read, so keys deleted
+   * meanwhile are not waited for.
+   */
   async list(filter: string): Promise<TypedEntry<T>[]> {
-    const out: TypedEntry<T>[] = [];
+    const byKey = new Map<string, TypedEntry<T> | null>();
     const w = await this.kv.watch({ key: filter, include: KvWatchInclude.LastValue });
     try {
-      if ((await this.countKeys(filter)) === 0) return out;
+      const stored = await this.storedKeys(filter);
+      if (stored.length === 0) return [];
+      const pending = new Set(stored);
       const timer = setTimeout(() => w.stop(), 5000);
       try {
         for await (const e of w) {
+          pending.delete(e.key);
           if (e.operation === 'PUT') {
             const d = this.#decode(e);
-            if (d.ok && d.value !== null) out.push({ key: e.key, value: d.value, revision: e.revision, created: e.created, delta: e.delta ?? 0 });
+            byKey.set(e.key, d.ok && d.value !== null ? { key: e.key, value: d.value, revision: e.revision, created: e.created, delta: e.delta ?? 0 } : null);
+          } else {
+            byKey.set(e.key, null);
           }
-          if ((e.delta ?? 0) === 0) break;
+          if (pending.size === 0) break;
+          if ((e.delta ?? 0) === 0) {
+            const still = new Set(await this.storedKeys(filter));
+            for (const k of [...pending]) if (!still.has(k)) pending.delete(k);
+            if (pending.size === 0) break;
+          }
         }
       } finally {
         clearTimeout(timer);
       }
-      return out;
+      // One entry per key: its latest value (a key written during the replay arrives again).
+      return [...byKey.values()].filter((e): e is TypedEntry<T> => e !== null);
     } finally {
       w.stop();
     }
