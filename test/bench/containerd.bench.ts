@@ -7,7 +7,7 @@
  * Usage: npm run bench:containerd [-- --pods 10]
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -16,6 +16,7 @@ import { connect } from '@nats-io/transport-node';
 import { GrpcRuntimeService } from '@splitlet/cri';
 import { Buckets, Keys, PodStatusRecord } from '@splitlet/api';
 import { startNatsServer } from '@splitlet/testkit';
+import { waitReady } from '../integration/harness.ts';
 import { ensureLocalRuntime, missingPrerequisites, stopContainerd } from '../../services/cli/src/runtime/index.ts';
 
 const { values } = parseArgs({ options: { pods: { type: 'string', default: '10' } } });
@@ -96,16 +97,7 @@ async function main(): Promise<void> {
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     try {
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        if (existsSync(join(stateDir, 'instance.json'))) {
-          const info = JSON.parse(readFileSync(join(stateDir, 'instance.json'), 'utf8')) as { processes: { healthPort?: number }[] };
-          const ok = await Promise.all(info.processes.map((p) => (p.healthPort ? fetch(`http://127.0.0.1:${p.healthPort}/readyz`).then((r) => r.ok, () => false) : false)));
-          if (ok.length && ok.every(Boolean)) break;
-        }
-        if (Date.now() > deadline) throw new Error('splitlet did not become ready');
-        await new Promise((r) => setTimeout(r, 200));
-      }
+      await waitReady(stateDir, 60_000);
       const nc = await connect({ servers: nats.url });
       const kv = await new Kvm(nc).open(Buckets.status);
       const running = new Map<string, () => void>();

@@ -10,7 +10,7 @@
  * Usage: npm run bench [-- --rate 5 --seconds 20 --burst 200 --pod-workers 2]
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -18,6 +18,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, KvWatchInclude } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import { startNatsServer } from '@splitlet/testkit';
+import { waitReady } from '../integration/harness.ts';
 import { Buckets, Keys, PodStatusRecord, Streams } from '@splitlet/api';
 
 const { values } = parseArgs({
@@ -116,16 +117,7 @@ async function main(): Promise<void> {
   };
   try {
     // Wait for readiness.
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      if (existsSync(join(stateDir, 'instance.json'))) {
-        const info = JSON.parse(readFileSync(join(stateDir, 'instance.json'), 'utf8')) as { processes: { healthPort?: number }[] };
-        const ok = await Promise.all(info.processes.map((p) => (p.healthPort ? fetch(`http://127.0.0.1:${p.healthPort}/readyz`).then((r) => r.ok, () => false) : false)));
-        if (ok.length && ok.every(Boolean)) break;
-      }
-      if (Date.now() > deadline) throw new Error('splitlet did not become ready');
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    await waitReady(stateDir, 60_000);
 
     // Watch statuses: first time each pod is reported Running, and when it is gone.
     const nc = await connect({ servers: nats.url });

@@ -109,29 +109,33 @@ export async function startSplitlet(opts: { podWorkers?: number; nodeName?: stri
       return code;
     },
   };
-  // Wait for every process to be ready.
-  const deadline = Date.now() + 60_000;
+  try {
+    await waitReady(stateDir, 60_000, () => (child.exitCode !== null ? `splitlet up exited with ${child.exitCode}:\n${output.slice(-50).join('\n')}` : undefined));
+  } catch (e) {
+    await inst.stop();
+    throw new Error(`${(e as Error).message}:\n${output.slice(-80).join('\n')}`);
+  }
+  return inst;
+}
+
+/**
+ * Waits until the instance in `stateDir` lists its processes and every one answers /readyz with 200.
+ * `fatal` may report a reason to stop waiting (e.g. the supervisor exited).
+ */
+export async function waitReady(stateDir: string, timeoutMs: number, fatal: () => string | undefined = () => undefined): Promise<void> {
+  const file = join(stateDir, 'instance.json');
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`splitlet up exited with ${child.exitCode}:\n${output.slice(-50).join('\n')}`);
-    if (existsSync(join(stateDir, 'instance.json'))) {
-      const info = inst.info();
+    const why = fatal();
+    if (why !== undefined) throw new Error(why);
+    if (existsSync(file)) {
+      const info = JSON.parse(readFileSync(file, 'utf8')) as InstanceJson;
       const ready = await Promise.all(
-        info.processes.map(async (p) => {
-          if (!p.healthPort) return false;
-          try {
-            const r = await fetch(`http://127.0.0.1:${p.healthPort}/readyz`);
-            return r.ok;
-          } catch {
-            return false;
-          }
-        }),
+        info.processes.map(async (p) => (p.healthPort ? fetch(`http://127.0.0.1:${p.healthPort}/readyz`).then((r) => r.ok, () => false) : false)),
       );
-      if (ready.length > 0 && ready.every(Boolean)) return inst;
+      if (ready.length > 0 && ready.every(Boolean)) return;
     }
-    if (Date.now() > deadline) {
-      await inst.stop();
-      throw new Error(`splitlet did not become ready within 60 s:\n${output.slice(-80).join('\n')}`);
-    }
+    if (Date.now() > deadline) throw new Error(`splitlet did not become ready within ${timeoutMs / 1000} s`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
