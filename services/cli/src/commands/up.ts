@@ -109,6 +109,8 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
       });
     },
   });
+  // The processes run in their own process groups; never leave them behind if we die on an error.
+  process.once('exit', () => sup.killAll());
   const specs = processSpecs(s, url, o);
   for (const p of specs) sup.start(p);
   out.write(`splitlet up: node ${o.nodeName}, ${specs.length} processes, state dir ${s.root}\n`);

@@ -80,9 +80,12 @@ export class Supervisor {
   }
 
   #launch(r: Running): void {
+    // Each process in its own process group: a terminal's Ctrl-C reaches only the supervisor, which
+    // then stops the processes one by one (a second signal would make them skip their drain).
     const child = spawn(this.#opts.nodeBin, [r.spec.main], {
       env: { ...process.env, ...r.spec.env },
       stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
     });
     r.child = child;
     r.startedAt = Date.now();
@@ -133,6 +136,11 @@ export class Supervisor {
       }
       return out;
     });
+  }
+
+  /** Last resort when the supervisor itself exits abruptly: SIGKILL every process still running. */
+  killAll(): void {
+    for (const r of this.#procs) if (r.child && r.child.exitCode === null && r.child.signalCode === null) r.child.kill('SIGKILL');
   }
 
   /** Stops every process in reverse start order: SIGTERM, then SIGKILL after `graceMs`. */
