@@ -17,7 +17,7 @@ import { Kvm } from '@nats-io/kv';
 import { context, SpanKind, trace } from '@opentelemetry/api';
 import type { Context, Link } from '@opentelemetry/api';
 import type { z } from 'zod';
-import { DeadLetter, Subjects, WireError, errorMessage } from '@splitlet/api';
+import { DeadLetter, SpanRecord, Subjects, WireError, errorMessage } from '@splitlet/api';
 import { BusError, isBusError } from './errors.js';
 import { busTracer, contextFromHeaders, failSpan, headersWithContext, linkFromContext, subjectTemplate } from './trace.js';
 import type { BusMetrics } from './metrics.js';
@@ -228,6 +228,14 @@ export class NatsBus {
     } finally {
       span.end();
     }
+  }
+
+  /**
+   * Keeps a finished span on the node's `SL_SPANS` subject for its trace, so `splitlet trace` works
+   * without a collector. The sink of every process's span-record processor.
+   */
+  async publishSpan(record: SpanRecord): Promise<void> {
+    await this.publish(SpanRecord, Subjects.spans(this.node, record.traceId), record);
   }
 
   /** Publishes on core NATS (no persistence): for pokes whose loss is harmless. */

@@ -10,7 +10,7 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { startNatsServer, eventually as poll } from '@splitlet/testkit';
 import type { NatsServer } from '@splitlet/testkit';
-import { DeadLetter, Streams, Subjects, KubeletError } from '@splitlet/api';
+import { DeadLetter, SpanRecord, Streams, Subjects, KubeletError } from '@splitlet/api';
 import { connectBus, isBusError, STREAMS } from '../src/index.ts';
 import type { BusMetrics, NatsBus } from '../src/index.ts';
 
@@ -55,6 +55,14 @@ describe('NatsBus', () => {
       const info = await bus.jsm.streams.info(s.name);
       assert.deepEqual(info.config.subjects, s.subjects);
     }
+  });
+
+  test('publishSpan keeps a span on its trace subject of the node', async () => {
+    const rec: SpanRecord = { type: 'kubelet.trace.Span.v1', traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), name: 'syncPod', kind: 0, service: 'test', startUnixNano: '1', endUnixNano: '2', statusCode: 0, attributes: {}, links: [] };
+    await bus.publishSpan(rec);
+    const got: SpanRecord[] = [];
+    await other.readStream(SpanRecord, Streams.spans, Subjects.spans(NODE, rec.traceId), (r) => got.push(r));
+    assert.deepEqual(got, [rec]);
   });
 
   test('publish refuses an invalid message; nothing is sent', async () => {

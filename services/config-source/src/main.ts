@@ -6,11 +6,10 @@ import { randomUUID } from 'node:crypto';
 import type { PodSource } from '@splitlet/api';
 import { connectBus } from '@splitlet/bus';
 import { ProgressMonitor, realClock, runService } from '@splitlet/service';
-import { createBusMetrics, createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
+import { createBusMetrics, createLogger, createMetricsRegistry, createSpanRecordProcessor, startTelemetry } from '@splitlet/telemetry';
 import { processEnv, readConfig } from './config.js';
 import { promConfigMetrics } from './adapters/metrics.js';
 import { busEventRecorder, busUpdatePublisher } from './adapters/nats-publisher.js';
-import { busSpanProcessor } from './adapters/span-sink.js';
 import { PodConfig } from './pod-config/pod-config.js';
 import { FileSource } from './sources/file-source.js';
 import { HttpSource } from './sources/http-source.js';
@@ -38,7 +37,9 @@ await runService({
     onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
     const bus = await connectBus({ servers: config.natsUrl, process: NAME, node: config.nodeName, logger, metrics: createBusMetrics(registry) });
     onClose({ name: 'bus', close: () => bus.close() });
-    telemetry.addSpanProcessor(busSpanProcessor(bus, config.nodeName, NAME, logger));
+    telemetry.addSpanProcessor(
+      createSpanRecordProcessor({ service: NAME, sink: (r) => bus.publishSpan(r), onError: (e) => logger.debug('could not publish span', { err: e }) }),
+    );
 
     const sources: PodSource[] = [];
     if (config.manifestDir !== undefined) sources.push('file');

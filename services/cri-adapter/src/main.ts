@@ -2,7 +2,7 @@
  * cri-adapter composition root: config → telemetry → logger → bus → CRI client (instrumented) →
  * domain → endpoints → runService.
  */
-import { SpanRecord, Subjects } from '@splitlet/api';
+import { Subjects } from '@splitlet/api';
 import { connectBus } from '@splitlet/bus';
 import { GrpcRuntimeService, instrument } from '@splitlet/cri';
 import { realClock, runService, sleep } from '@splitlet/service';
@@ -38,9 +38,7 @@ await runService({
     telemetry.addSpanProcessor(
       createSpanRecordProcessor({
         service: SERVICE,
-        sink: async (rec) => {
-          await bus.publish(SpanRecord, Subjects.spans(config.NODE_NAME, rec.traceId), rec);
-        },
+        sink: (rec) => bus.publishSpan(rec),
       }),
     );
 

@@ -5,13 +5,12 @@
 import type { Context } from '@opentelemetry/api';
 import { connectBus } from '@splitlet/bus';
 import { isConfigError, realClock, runService } from '@splitlet/service';
-import { createBusMetrics, createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
+import { createBusMetrics, createLogger, createMetricsRegistry, createSpanRecordProcessor, startTelemetry } from '@splitlet/telemetry';
 import { readConfig, type PlegConfig } from './config.js';
 import { createBusEventSink } from './adapters/bus-event-sink.js';
 import { createBusRuntimeLister } from './adapters/bus-runtime-lister.js';
 import { createKvRuntimeCache, openRuntimeKv } from './adapters/kv-runtime-cache.js';
 import { subscribeRelistPokes } from './adapters/relist-pokes.js';
-import { publishSpansToBus } from './adapters/span-sink.js';
 import { GenericPleg } from './pleg/generic-pleg.js';
 import { createPlegMetrics } from './pleg/metrics.js';
 import { RelistLoop } from './pleg/relist-loop.js';
@@ -47,7 +46,7 @@ async function main(): Promise<void> {
       onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
       const bus = await connectBus({ servers: config.NATS_URL.split(','), process: SERVICE, node: config.NODE_NAME, logger, metrics: createBusMetrics(registry) });
       onClose({ name: 'bus', close: () => bus.close() });
-      if (config.PUBLISH_SPANS) publishSpansToBus(telemetry, bus, config.NODE_NAME);
+      if (config.PUBLISH_SPANS) telemetry.addSpanProcessor(createSpanRecordProcessor({ service: SERVICE, sink: (r) => bus.publishSpan(r) }));
 
       const pleg = new GenericPleg({
         lister: createBusRuntimeLister(bus, config.NODE_NAME, config.RUNTIME_REQUEST_TIMEOUT_MS),

@@ -3,7 +3,6 @@
  * SyncTerminatedPod), scaled out over N replicas that share the node's partitions by lease.
  * Composition root only.
  */
-import { SpanRecord, Subjects } from '@splitlet/api';
 import { connectBus } from '@splitlet/bus';
 import { realClock, runService } from '@splitlet/service';
 import { createBusMetrics, createLogger, createMetricsRegistry, createSpanRecordProcessor, startTelemetry } from '@splitlet/telemetry';
@@ -41,9 +40,7 @@ async function main(): Promise<void> {
         telemetry.addSpanProcessor(
           createSpanRecordProcessor({
             service: SERVICE,
-            sink: async (rec) => {
-              await bus.publish(SpanRecord, Subjects.spans(config.NODE_NAME, rec.traceId), rec);
-            },
+            sink: (rec) => bus.publishSpan(rec),
             onError: (e) => logger.debug('span publish failed', { err: e }),
           }),
         );

@@ -4,10 +4,9 @@
  */
 import { connectBus } from '@splitlet/bus';
 import { isConfigError, realClock, runService } from '@splitlet/service';
-import { createBusMetrics, createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
+import { createBusMetrics, createLogger, createMetricsRegistry, createSpanRecordProcessor, startTelemetry } from '@splitlet/telemetry';
 import { readConfig, type StatusManagerConfig } from './config.js';
 import { createKvStatusStore } from './adapters/kv-status-store.js';
-import { publishSpansToBus } from './adapters/span-sink.js';
 import { consumeStatusUpdates } from './adapters/status-consumer.js';
 import { createStatusMetrics } from './status/metrics.js';
 import { StatusManager } from './status/status-manager.js';
@@ -45,7 +44,7 @@ async function main(): Promise<void> {
       onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
       const bus = await connectBus({ servers: config.NATS_URL.split(','), process: SERVICE, node: config.NODE_NAME, logger, metrics: createBusMetrics(registry) });
       onClose({ name: 'bus', close: () => bus.close() });
-      if (config.PUBLISH_SPANS) publishSpansToBus(telemetry, bus, config.NODE_NAME);
+      if (config.PUBLISH_SPANS) telemetry.addSpanProcessor(createSpanRecordProcessor({ service: SERVICE, sink: (r) => bus.publishSpan(r) }));
 
       const manager = new StatusManager({
         store: await createKvStatusStore(bus, config.NODE_NAME),

@@ -6,10 +6,9 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { connectBus } from '@splitlet/bus';
 import { isConfigError, realClock, runService } from '@splitlet/service';
-import { createBusMetrics, createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
+import { createBusMetrics, createLogger, createMetricsRegistry, createSpanRecordProcessor, startTelemetry } from '@splitlet/telemetry';
 import { readConfig, type SyncLoopConfig } from './config.js';
 import { createKvLeaderLease } from './adapters/kv-leader-lease.js';
-import { publishSpansToBus } from './adapters/span-sink.js';
 import { runLeaderSession, type SessionHealth } from './leader-session.js';
 import { admissionNode } from './sync-loop/admission.js';
 import { LeaderElector } from './sync-loop/leader-elector.js';
@@ -57,7 +56,7 @@ async function main(): Promise<void> {
       onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
       const bus = await connectBus({ servers: config.NATS_URL.split(','), process: SERVICE, node: config.NODE_NAME, logger, metrics: createBusMetrics(registry) });
       onClose({ name: 'bus', close: () => bus.close() });
-      if (config.PUBLISH_SPANS) publishSpansToBus(telemetry, bus, config.NODE_NAME);
+      if (config.PUBLISH_SPANS) telemetry.addSpanProcessor(createSpanRecordProcessor({ service: SERVICE, sink: (r) => bus.publishSpan(r) }));
 
       const elector = new LeaderElector({ store: await createKvLeaderLease(bus, config.NODE_NAME, instance), clock: realClock, logger, signal });
       let session: SessionHealth | undefined;

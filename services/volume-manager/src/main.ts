@@ -4,14 +4,13 @@
  */
 import { connectBus } from '@splitlet/bus';
 import { realClock, runService } from '@splitlet/service';
-import { createBusMetrics, createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
+import { createBusMetrics, createLogger, createMetricsRegistry, createSpanRecordProcessor, startTelemetry } from '@splitlet/telemetry';
 import { processEnv, readConfig } from './config.js';
 import { busEventRecorder } from './adapters/event-publisher.js';
 import { execMounter } from './adapters/exec-mounter.js';
 import { kvVolumeStore } from './adapters/kv-volume-store.js';
 import { promVolumeMetrics } from './adapters/metrics.js';
 import { serveVolumeRpc } from './adapters/rpc-handlers.js';
-import { busSpanProcessor } from './adapters/span-sink.js';
 import { podPaths } from './volumes/pod-dirs.js';
 import { VolumeManager } from './volumes/volume-manager.js';
 
@@ -40,7 +39,9 @@ await runService({
     onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
     const bus = await connectBus({ servers: config.natsUrl, process: NAME, node: config.nodeName, logger, metrics: createBusMetrics(registry) });
     onClose({ name: 'bus', close: () => bus.close() });
-    telemetry.addSpanProcessor(busSpanProcessor(bus, config.nodeName, NAME, logger));
+    telemetry.addSpanProcessor(
+      createSpanRecordProcessor({ service: NAME, sink: (r) => bus.publishSpan(r), onError: (e) => logger.debug('could not publish span', { err: e }) }),
+    );
 
     const vm = new VolumeManager({
       nodeName: config.nodeName,
