@@ -54,6 +54,11 @@ export interface BusOptions {
   token?: string;
   /** How often `serve` tells a requester it is still working on a request. @default PROGRESS_BEAT_MS */
   progressBeatMs?: number;
+  /**
+   * Ends the wait for the first connection (a shutdown while NATS is unreachable): connectBus then
+   * rejects with the signal's reason. Without it, connectBus waits until NATS answers.
+   */
+  signal?: AbortSignal;
 }
 
 /** A received, validated message. Settle it once with ack, nak or term (or let the consumer auto-ack). */
@@ -141,11 +146,50 @@ export async function connectBus(opts: BusOptions): Promise<NatsBus> {
   if (opts.user !== undefined) connOpts.user = opts.user;
   if (opts.pass !== undefined) connOpts.pass = opts.pass;
   if (opts.token !== undefined) connOpts.token = opts.token;
-  const nc = await connect(connOpts);
+  const nc = await connectFirst(connOpts, opts);
   const jsm = await jetstreamManager(nc);
   const bus = new NatsBus(nc, jsm, opts);
   if (opts.provision !== false) await ensureTopology(nc, jsm);
   return bus;
+}
+
+const FIRST_CONNECT_RETRY_MAX_MS = 2000;
+
+/** Server URLs without any `user:password@` part, for logs. */
+function withoutCredentials(servers: string | string[]): string[] {
+  return (Array.isArray(servers) ? servers : [servers]).map((u) => u.replace(/\/\/[^/@]*@/, '//'));
+}
+
+/**
+ * The first connection: retried until NATS answers (every 250 ms, backing off to 2 s, with a warning
+ * on the first failure and then every 10th) or until `opts.signal` aborts. An attempt still in
+ * flight at the abort is closed when it settles.
+ */
+async function connectFirst(connOpts: Parameters<typeof connect>[0], opts: BusOptions): Promise<NatsConnection> {
+  const { signal } = opts;
+  if (signal === undefined) return connect(connOpts);
+  const aborted = new Promise<never>((_, reject) => {
+    const onAbort = (): void => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  aborted.catch(() => undefined);
+  for (let attempt = 1; ; attempt++) {
+    const pending = connect({ ...connOpts, waitOnFirstConnect: false });
+    try {
+      return await Promise.race([pending, aborted]);
+    } catch (e) {
+      if (signal.aborted) {
+        pending.then((nc) => nc.close(), () => undefined).catch(() => undefined);
+        throw e;
+      }
+      if (attempt === 1 || attempt % 10 === 0) {
+        opts.logger.warn('NATS not reachable yet', { servers: withoutCredentials(opts.servers), attempt, err: errorMessage(e) });
+      }
+    }
+    const waitMs = Math.min(250 * attempt, FIRST_CONNECT_RETRY_MAX_MS);
+    await Promise.race([new Promise((r) => setTimeout(r, waitMs).unref()), aborted]);
+  }
 }
 
 /** The NATS implementation of the bus. Create it with {@link connectBus}. */

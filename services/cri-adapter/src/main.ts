@@ -33,7 +33,7 @@ await runService({
   registry,
   start: async ({ signal, health, onClose }) => {
     onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
-    const bus = await connectBus({ servers: config.NATS_URL, process: SERVICE, node: config.NODE_NAME, logger, metrics: createBusMetrics(registry) });
+    const bus = await connectBus({ servers: config.NATS_URL, process: SERVICE, node: config.NODE_NAME, logger, metrics: createBusMetrics(registry), signal });
     onClose({ name: 'bus', close: () => bus.close() });
     telemetry.addSpanProcessor(
       createSpanRecordProcessor({

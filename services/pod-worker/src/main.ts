@@ -32,9 +32,9 @@ async function main(): Promise<void> {
     registry,
     ...(config.HEALTH_PORT_FILE !== undefined ? { portFile: config.HEALTH_PORT_FILE } : {}),
     shutdownTimeoutMs: config.DRAIN_TIMEOUT_MS + 10_000,
-    start: async ({ health, onClose }) => {
+    start: async ({ signal, health, onClose }) => {
       onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
-      const bus = await connectBus({ servers: config.NATS_URL, process: SERVICE, node: config.NODE_NAME, logger, metrics: createBusMetrics(registry) });
+      const bus = await connectBus({ servers: config.NATS_URL, process: SERVICE, node: config.NODE_NAME, logger, metrics: createBusMetrics(registry), signal });
       onClose({ name: 'bus', close: () => bus.close() });
       if (config.PUBLISH_SPANS) {
         telemetry.addSpanProcessor(

@@ -54,7 +54,7 @@ async function main(): Promise<void> {
     ...(config.HEALTH_PORT_FILE === undefined ? {} : { portFile: config.HEALTH_PORT_FILE }),
     start: async ({ signal, health, onClose }) => {
       onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
-      const bus = await connectBus({ servers: config.NATS_URL.split(','), process: SERVICE, node: config.NODE_NAME, logger, metrics: createBusMetrics(registry) });
+      const bus = await connectBus({ servers: config.NATS_URL.split(','), process: SERVICE, node: config.NODE_NAME, logger, metrics: createBusMetrics(registry), signal });
       onClose({ name: 'bus', close: () => bus.close() });
       if (config.PUBLISH_SPANS) telemetry.addSpanProcessor(createSpanRecordProcessor({ service: SERVICE, sink: (r) => bus.publishSpan(r) }));
 

@@ -37,7 +37,7 @@ await runService({
   ...(config.healthPortFile !== undefined ? { portFile: config.healthPortFile } : {}),
   start: async ({ signal, health, onClose }) => {
     onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
-    const bus = await connectBus({ servers: config.natsUrl, process: NAME, node: config.nodeName, logger, metrics: createBusMetrics(registry) });
+    const bus = await connectBus({ servers: config.natsUrl, process: NAME, node: config.nodeName, logger, metrics: createBusMetrics(registry), signal });
     onClose({ name: 'bus', close: () => bus.close() });
     telemetry.addSpanProcessor(
       createSpanRecordProcessor({ service: NAME, sink: (r) => bus.publishSpan(r), onError: (e) => logger.debug('could not publish span', { err: e }) }),
