@@ -1,7 +1,8 @@
 /**
  * Real-runtime overhead (DESIGN.md §7, issue 3): busybox pods on the project's own containerd,
  * splitlet end to end (manifest written → Running reported) next to the same CRI calls made directly
- * (RunPodSandbox + CreateContainer + StartContainer: the runtime floor), sequential and at
+ * (the runtime floor: the calls on the kubelet's path to a Running status — RunPodSandbox,
+ * PodSandboxStatus, ImageStatus, CreateContainer, StartContainer, ContainerStatus), sequential and at
  * concurrency 5, with the ratio. Needs root and containerd/runc/CNI/busybox-static.
  *
  * Usage: npm run bench:containerd [-- --pods 10]
@@ -23,6 +24,7 @@ const { values } = parseArgs({ options: { pods: { type: 'string', default: '10' 
 const PODS = Number(values.pods);
 const CONCURRENCY = 5;
 const NODE = 'bench-ctr';
+const IMAGE = 'docker.io/library/busybox:1.36';
 const root = resolve(import.meta.dirname, '..', '..');
 
 const pct = (xs: number[], p: number): number => {
@@ -70,11 +72,13 @@ async function main(): Promise<void> {
         linux: { securityContext: { namespaceOptions: { network: 'POD' as const, pid: 'CONTAINER' as const, ipc: 'POD' as const } } },
       };
       const { podSandboxId } = await cri.RunPodSandbox({ config: sandboxConfig });
+      await cri.PodSandboxStatus({ podSandboxId });
+      await cri.ImageStatus({ image: { image: IMAGE } });
       const { containerId } = await cri.CreateContainer({
         podSandboxId,
         config: {
           metadata: { name: 'c', attempt: 0 },
-          image: { image: 'docker.io/library/busybox:1.36' },
+          image: { image: IMAGE },
           command: ['sh', '-c', "trap 'exit 0' TERM; sleep 3600 & wait"],
           logPath: 'c/0.log',
           linux: { securityContext: { namespaceOptions: { network: 'POD' as const, pid: 'CONTAINER' as const, ipc: 'POD' as const } } },
@@ -82,6 +86,9 @@ async function main(): Promise<void> {
         sandboxConfig,
       });
       await cri.StartContainer({ containerId });
+      // "Running reported" needs the status read back, as the kubelet's GetPodStatus does.
+      const { status } = await cri.ContainerStatus({ containerId });
+      if (status?.state !== 'CONTAINER_RUNNING') throw new Error(`direct: container ${containerId} is ${status?.state}`);
     };
     const seq = await timed(PODS, 1, (i) => direct('s', i));
     const conc = await timed(PODS, CONCURRENCY, (i) => direct('c', i));
