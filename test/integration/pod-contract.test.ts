@@ -59,9 +59,15 @@ function text(t: Text, ref: PodRef): string | RegExp {
   return typeof t === 'function' ? t(ref) : t;
 }
 
-function matches(actual: string | undefined, t: Text, ref: PodRef): boolean {
+function matches(actual: string | undefined, t: Text | null, ref: PodRef): boolean {
+  if (t === null) return actual === undefined || actual === '';
   const want = text(t, ref);
   return typeof want === 'string' ? actual === want : want.test(actual ?? '');
+}
+
+/** What a text expectation says, for messages (`null`: nothing). */
+function shown(t: Text | null, ref: PodRef): string {
+  return t === null ? '(none)' : String(text(t, ref));
 }
 
 function countOk(actual: number, want: Count): boolean {
@@ -94,7 +100,7 @@ function containerMismatches(kind: string, actual: readonly ApiContainerStatus[]
       const ok = typeof w.reason === 'string' ? st.reason === w.reason : w.reason.includes(st.reason ?? '');
       if (!ok) out.push(`${where}: reason ${String(st.reason)}, want ${JSON.stringify(w.reason)}`);
     }
-    if (w.message !== undefined && !matches(st.message, w.message, ref)) out.push(`${where}: message ${JSON.stringify(st.message)}, want ${String(text(w.message, ref))}`);
+    if (w.message !== undefined && !matches(st.message, w.message, ref)) out.push(`${where}: message ${JSON.stringify(st.message)}, want ${shown(w.message, ref)}`);
     if (w.exitCode !== undefined && st.exitCode !== w.exitCode) out.push(`${where}: exit code ${String(st.exitCode)}, want ${w.exitCode}`);
     if (w.restartCount !== undefined && !countOk(cs.restartCount, w.restartCount)) out.push(`${where}: restartCount ${cs.restartCount}, want ${JSON.stringify(w.restartCount)}`);
     if (w.last !== undefined) {
@@ -123,8 +129,8 @@ function eventMismatches(events: readonly KubeEvent[], want: readonly ExpectedEv
   return out;
 }
 
-function podRef(p: Pod, file: string): PodRef {
-  return { name: p.metadata.name ?? '', namespace: p.metadata.namespace ?? NAMESPACE, uid: p.metadata.uid ?? '', file };
+function podRef(p: Pod, file: string, podIP: string): PodRef {
+  return { name: p.metadata.name ?? '', namespace: p.metadata.namespace ?? NAMESPACE, uid: p.metadata.uid ?? '', file, podIP };
 }
 
 /** The kinds of events a pod got (how often depends on timing). */
@@ -185,6 +191,9 @@ function podContract(runtime: RuntimeName, skip: string | undefined): void {
     let startPids: Map<string, number>;
     const written = new Map<string, number>();
     const uids = new Map<string, string>();
+    /** The pod's last reported IP (a finished pod may no longer report one). */
+    const lastPodIP = (name: string): string =>
+      [...obs.history(name)].reverse().find((o) => (o.pod.status?.podIP ?? '') !== '')?.pod.status?.podIP ?? '';
     const diag = (k: string, v: unknown): void => {
       measurements[runtime][k] = v;
       console.log(`# [${runtime}] ${k}: ${JSON.stringify(v)}`);
@@ -259,7 +268,7 @@ function podContract(runtime: RuntimeName, skip: string | undefined): void {
 
           if (sc.refused !== undefined) {
             const nodeEvent = sc.refused.nodeEvent;
-            const ref: PodRef = { name, namespace: NAMESPACE, uid: '', file };
+            const ref: PodRef = { name, namespace: NAMESPACE, uid: '', file, podIP: '' };
             const ev = await waitFor(`a Node event for ${sc.id}`, async () => obs.events((e) => e.involvedObject.kind === 'Node' && eventMatches(e, nodeEvent, ref))[0], timeoutMs);
             await obs.fresh();
             assert.equal(obs.pod(name), undefined, 'no pod exists for a refused manifest');
@@ -275,7 +284,7 @@ function podContract(runtime: RuntimeName, skip: string | undefined): void {
             async () => {
               const p = obs.pod(name);
               if (p === undefined) throw new Error('no pod yet');
-              const ref = podRef(p, file);
+              const ref = podRef(p, file, lastPodIP(name));
               const events = obs.events((e) => e.involvedObject.uid === ref.uid);
               problems = [];
               if (p.status?.phase !== expect.phase) problems.push(`phase ${String(p.status?.phase)}, want ${expect.phase}`);
@@ -309,12 +318,13 @@ function podContract(runtime: RuntimeName, skip: string | undefined): void {
             `splitlet ${args.join(' ')}`,
             async () => {
               out = await s.cli(args);
-              return out.trimEnd().split('\n').join('\n') === check.lines.join('\n');
+              const got = out.trimEnd().split('\n');
+              return got.length === check.lines.length && check.lines.every((l, i) => matches(got[i], l, ref));
             },
             10_000,
             250,
           ).catch((e: unknown) => {
-            throw new Error(`${e instanceof Error ? e.message : String(e)}; last output ${JSON.stringify(out)}, want ${JSON.stringify(check.lines)}`);
+            throw new Error(`${e instanceof Error ? e.message : String(e)}; last output ${JSON.stringify(out)}, want ${JSON.stringify(check.lines.map((l) => shown(l, ref)))}`);
           });
           return;
         }

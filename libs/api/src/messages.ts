@@ -275,7 +275,12 @@ export const RuntimeSyncPodRequest = z.object({
   volumes: MountedVolumes,
   /** Pull secret *names*; their values are resolved on the node by cri-adapter. */
   pullSecrets: z.array(z.string()),
-  /** The pod's IPs from the API status (downward API `status.podIP`). */
+  /**
+   * The pod's data directory on the node (volume-manager's `MountReply.podDir`), where cri-adapter
+   * writes the kubelet-managed `etc-hosts` and `containers/<name>/<id>` termination-message files.
+   * Absent (an older sender): neither file is made.
+   */
+  podDir: z.string().min(1).optional(),
   fence: Fence,
 });
 export type RuntimeSyncPodRequest = z.infer<typeof RuntimeSyncPodRequest>;

@@ -162,6 +162,8 @@ export const PodSpec = z.looseObject({
   hostIPC: z.boolean().optional(),
   hostname: z.string().optional(),
   subdomain: z.string().optional(),
+  /** Extra /etc/hosts entries (HostAlias: an IP and its hostnames). */
+  hostAliases: z.array(z.looseObject({ ip: z.string(), hostnames: z.array(z.string()).optional() })).optional(),
   securityContext: z.looseObject({}).optional(),
   imagePullSecrets: z.array(z.looseObject({ name: z.string() })).optional(),
   affinity: z.looseObject({}).optional(),

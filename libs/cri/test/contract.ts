@@ -360,6 +360,45 @@ export function runContract(name: string, setup: () => Promise<ContractTarget>):
         assert.equal(readFileSync(path.join(ro, 'config'), 'utf8'), 'v1\n');
       });
 
+      it('mounts single files: writes reach the host file, reads see it, and ContainerStatus reports the mounts', async () => {
+        const files = mkdtempSync(path.join(dir, 'files-'));
+        const termLog = path.join(files, '0a1b2c3d');
+        const hosts = path.join(files, 'etc-hosts');
+        writeFileSync(termLog, '');
+        writeFileSync(hosts, '# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n');
+        const mounts = [
+          { containerPath: '/etc/hosts', hostPath: hosts },
+          { containerPath: '/dev/termination-log', hostPath: termLog },
+        ];
+        const { status, log } = await runToExit('cat /etc/hosts; echo "bye from c" > /dev/termination-log; echo more >> /dev/termination-log; test -f /dev/termination-log && exit 3', { mounts });
+        assert.equal(status.exitCode, 3);
+        assert.deepEqual(
+          log.map((r) => r.text),
+          ['# Kubernetes-managed hosts file.', '127.0.0.1\tlocalhost'],
+        );
+        assert.equal(readFileSync(termLog, 'utf8'), 'bye from c\nmore\n');
+        assert.deepEqual(
+          status.mounts.map((m) => [m.containerPath, m.hostPath, m.readonly, m.propagation]),
+          [
+            ['/etc/hosts', hosts, false, 'PROPAGATION_PRIVATE'],
+            ['/dev/termination-log', termLog, false, 'PROPAGATION_PRIVATE'],
+          ],
+        );
+      });
+
+      it('writes output without a final newline as a partial (P) record at exit, as containerd does', async () => {
+        const { status, log } = await runToExit("echo whole; printf 'no newline'; printf 'err' >&2; exit 1");
+        assert.equal(status.exitCode, 1);
+        assert.deepEqual(
+          log.map((r) => [r.stream, r.tag, r.text]),
+          [
+            ['stdout', 'F', 'whole'],
+            ['stdout', 'P', 'no newline'],
+            ['stderr', 'P', 'err'],
+          ],
+        );
+      });
+
       it('on StopContainer: a TERM trap with wait exits at once; PID 1 without one ignores TERM until SIGKILL', async () => {
         const pod = await newPod();
         // The kubelet's mode: each container its own PID namespace, the command is PID 1.

@@ -128,7 +128,7 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
 
   const events = createEventPublisher({ bus, node, clock, logger });
   const nodeFiles = deps.nodeFiles ?? createNodeFiles(settings.RESOLV_CONF);
-  const statusReader = new RuntimeStatusReader(cri);
+  const statusReader = new RuntimeStatusReader(cri, nodeFiles);
   const imageManager = new ImageManager({
     images: cri,
     recorder: events,

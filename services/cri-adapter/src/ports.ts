@@ -56,12 +56,32 @@ export interface StateStore<T> {
   save(state: T): Promise<void>;
 }
 
-/** Node files kuberuntime touches: the resolver config and the pod log directories. */
+/**
+ * Node files kuberuntime touches: the resolver config, the pod log directories, the kubelet-managed
+ * files in the pod directory (`etc-hosts`, termination-message files) and, for container statuses,
+ * termination-message files and container logs.
+ *
+ * Failures reject with an error whose message reads like the Go kubelet's (`open <path>: permission
+ * denied`) and whose `code` is the errno name (`ENOENT` …).
+ */
 export interface NodeFiles {
   /** The node's resolv.conf text ('' when the resolver config is disabled). */
   readResolvConf(): Promise<string>;
-  /** `mkdir -p`. */
-  ensureDir(path: string): Promise<void>;
+  /** The node's hosts file (`/etc/hosts`), for hostNetwork pods. */
+  readNodeHostsFile(): Promise<Buffer>;
+  /** `mkdir -p` with `mode` for the directories it creates. @default 0o755 */
+  ensureDir(path: string, mode?: number): Promise<void>;
   /** The entry names of a directory; rejects when it does not exist. */
   listDir(path: string): Promise<string[]>;
+  /** Creates or truncates a file with `data`, then sets `mode` whatever the umask (os.WriteFile + Chmod). */
+  writeFile(path: string, data: string | Uint8Array, mode: number): Promise<void>;
+  /** At most the last `max` bytes of a file; empty for an empty file. Models tail.ReadAtMost. */
+  readAtMost(path: string, max: number): Promise<Buffer>;
+  /**
+   * The bytes of a CRI container log from the start of its last `lines` complete lines to the end
+   * (an unterminated last line included). Models the file part of the kubelet's logs.ReadLogs with
+   * TailLines (symlinks resolved, tail.FindTailLineStartIndex); its errors carry ReadLogs' texts
+   * (`failed to open log file "<path>": …`).
+   */
+  readLogTail(path: string, lines: number): Promise<Buffer>;
 }

@@ -70,7 +70,7 @@ export class RuntimeOperations {
     this.#o.fences.check(req.fence);
     return this.#track(this.#guarded(req.pod.metadata.uid, async () => {
       this.#o.fences.check(req.fence);
-      const r = await this.#o.manager.syncPod({ pod: req.pod, volumes: req.volumes, pullSecrets: req.pullSecrets });
+      const r = await this.#o.manager.syncPod({ pod: req.pod, volumes: req.volumes, pullSecrets: req.pullSecrets, podDir: req.podDir });
       return { type: 'kubelet.runtime.SyncPodReply.v1', results: r.results, podStatus: r.podStatus };
     }));
   }

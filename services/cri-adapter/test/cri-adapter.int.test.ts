@@ -3,7 +3,7 @@
  * real CRI client, and the cri-adapter serving its endpoints; requests are sent as a pod-worker would.
  */
 import assert from 'node:assert/strict';
-import { mkdir, readdir } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import { trace } from '@opentelemetry/api';
 import {
@@ -28,6 +28,7 @@ import { FakeClock } from '@splitlet/service/testing';
 import { createLogger } from '@splitlet/telemetry';
 import { eventually, makeTempDir, startNatsServer, type NatsServer, type TempDir } from '@splitlet/testkit';
 import { createKvBackoffStore } from '../src/adapters/kv-state-store.js';
+import { createNodeFiles } from '../src/adapters/node-files.js';
 import { createCriAdapter, isMutatingCriMethod, type CriAdapter } from '../src/create-cri-adapter.js';
 import { noopKubeRuntimeMetrics } from '../src/kuberuntime/metrics.js';
 import { aPod } from './fixtures.js';
@@ -83,13 +84,7 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
       tracer: trace.getTracer('test'),
       metrics: noopKubeRuntimeMetrics,
       backoffStore: await createKvBackoffStore(bus, NODE),
-      nodeFiles: {
-        readResolvConf: async () => 'nameserver 10.0.0.2\nsearch example.com\n',
-        ensureDir: async (p) => {
-          await mkdir(p, { recursive: true });
-        },
-        listDir: (p) => readdir(p),
-      },
+      nodeFiles: { ...createNodeFiles(''), readResolvConf: async () => 'nameserver 10.0.0.2\nsearch example.com\n' },
       signal: stop.signal,
     });
   });

@@ -3,17 +3,19 @@
  * sidecars, config errors, postStart hooks, orphan kills from labels, sandbox replacement, spans.
  */
 import assert from 'node:assert/strict';
-import { mkdir, readdir } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile as writeFileText } from 'node:fs/promises';
+import { join } from 'node:path';
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import { context, trace } from '@opentelemetry/api';
 import type { BoundPod, RuntimePodStatus } from '@splitlet/api';
 import { instrument } from '@splitlet/cri';
-import { createSimRuntime, type SimRuntime } from '@splitlet/cri/testing';
+import { createSimRuntime, readCriLog, type SimRuntime } from '@splitlet/cri/testing';
 import { Backoff, KubeletPeriods } from '@splitlet/kube';
 import { FakeClock } from '@splitlet/service/testing';
 import { createLogger } from '@splitlet/telemetry';
 import { createTestTracing, type TestTracing } from '@splitlet/telemetry/testing';
 import { eventually, makeTempDir, type TempDir } from '@splitlet/testkit';
+import { createNodeFiles } from '../src/adapters/node-files.js';
 import { ImageManager } from '../src/images/image-manager.js';
 import { createLifecycleHandlerRunner } from '../src/kuberuntime/lifecycle-handlers.js';
 import { noopKubeRuntimeMetrics } from '../src/kuberuntime/metrics.js';
@@ -74,15 +76,13 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
         logger,
         tracer: tracing.tracer,
       }),
-      statusReader: new RuntimeStatusReader(cri),
+      statusReader: new RuntimeStatusReader(cri, createNodeFiles('')),
       handlers: createLifecycleHandlerRunner(cri),
       recorder,
       nodeFiles: {
+        ...createNodeFiles(''),
         readResolvConf: async () => 'nameserver 10.0.0.2\n',
-        ensureDir: async (p) => {
-          await mkdir(p, { recursive: true });
-        },
-        listDir: (p) => readdir(p),
+        readNodeHostsFile: async () => Buffer.from('127.0.0.1\tlocalhost\n192.168.0.10\ttest-node\n'),
       },
       clock,
       crashLoopBackoff: Backoff.crashLoop(clock),
@@ -104,7 +104,7 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
     tracing.reset();
   });
 
-  const sync = (pod: BoundPod, volumes: Record<string, { hostPath: string }> = {}) => manager.syncPod({ pod, volumes, pullSecrets: [] });
+  const sync = (pod: BoundPod, volumes: Record<string, { hostPath: string }> = {}, podDir?: string) => manager.syncPod({ pod, volumes, pullSecrets: [], podDir });
   const status = (pod: BoundPod): Promise<RuntimePodStatus> => manager.getPodStatus({ uid: pod.metadata.uid, name: pod.metadata.name, namespace: pod.metadata.namespace });
   const reasons = (uid: string): string[] => events.filter((e) => e.pod.uid === uid).map((e) => `${e.reason}: ${e.message}`);
 
@@ -248,6 +248,102 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
     const msgs = reasons('u-always');
     assert.equal(msgs[0], 'Pulling: Pulling image "busybox"');
     assert.match(msgs[1] ?? '', /^Pulled: Successfully pulled image "busybox" in \d+(\.\d+)?m?s \(\d+(\.\d+)?m?s including waiting\)\. Image size: \d+ bytes\.$/);
+  });
+
+  describe('kubelet-managed files', () => {
+    /** Syncs a restartPolicy Never pod with a pod directory until its `main` container exited. */
+    async function runToExit(pod: BoundPod, volumes: Record<string, { hostPath: string }> = {}) {
+      const podDir = join(logs.path, 'pods', pod.metadata.uid);
+      await mkdir(join(podDir, 'containers'), { recursive: true });
+      const r = await sync(pod, volumes, podDir);
+      assert.deepEqual(r.results.filter((x) => x.error !== undefined), []);
+      const c = await eventually(async () => (await status(pod)).containers.find((x) => x.name === 'main' && x.state === 'CONTAINER_EXITED'));
+      assert.ok(c);
+      const cri = (await sim.ContainerStatus({ containerId: c.id })).status!;
+      return { podDir, c, cri, output: readCriLog(cri.logPath).map((l) => l.text), ip: (await status(pod)).ips[0] ?? '' };
+    }
+    const never = (uid: string, container: Record<string, unknown>, spec: Partial<BoundPod['spec']> = {}): BoundPod =>
+      aPod({ uid, containers: [{ name: 'main', image: 'busybox:1.36', ...container }], spec: { restartPolicy: 'Never', ...spec } });
+
+    it('mounts the managed /etc/hosts (pod IP, hostname.subdomain, host aliases) and a termination-message file', async () => {
+      const pod = never(
+        'u-managed',
+        { command: ['sh', '-c', 'cat /etc/hosts; echo "bye from c" > /dev/termination-log; exit 3'] },
+        { hostname: 'hn', subdomain: 'sub', hostAliases: [{ ip: '10.1.2.3', hostnames: ['foo.local', 'bar.local'] }, { ip: '10.1.2.4', hostnames: ['baz'] }] },
+      );
+      const { podDir, c, cri, output, ip } = await runToExit(pod);
+      assert.match(ip, /^10\.88\./);
+      assert.deepEqual(output, [
+        '# Kubernetes-managed hosts file.',
+        '127.0.0.1\tlocalhost',
+        '::1\tlocalhost ip6-localhost ip6-loopback',
+        'fe00::0\tip6-localnet',
+        'fe00::0\tip6-mcastprefix',
+        'fe00::1\tip6-allnodes',
+        'fe00::2\tip6-allrouters',
+        `${ip}\thn.sub.default.svc.cluster.local\thn`,
+        '',
+        '# Entries added by HostAliases.',
+        '10.1.2.3\tfoo.local\tbar.local',
+        '10.1.2.4\tbaz',
+      ]);
+      const [termFile] = await readdir(join(podDir, 'containers', 'main'));
+      assert.match(termFile ?? '', /^[0-9a-f]{8}$/);
+      assert.deepEqual(
+        cri.mounts.map((m) => [m.containerPath, m.hostPath, m.readonly]),
+        [
+          ['/etc/hosts', join(podDir, 'etc-hosts'), false],
+          ['/dev/termination-log', join(podDir, 'containers', 'main', termFile!), false],
+        ],
+      );
+      assert.equal(c.exitCode, 3);
+      assert.equal(c.reason, 'Error');
+      assert.equal(c.message, 'bye from c\n', 'the termination message is the status message');
+      assert.equal(await readFile(join(podDir, 'containers', 'main', termFile!), 'utf8'), 'bye from c\n');
+    });
+
+    it('falls back to the log tail with FallbackToLogsOnError and a failure, not with File', async () => {
+      const script = ['sh', '-c', 'echo line one; echo line two >&2; exit 1'];
+      const fallback = await runToExit(never('u-fallback', { command: script, terminationMessagePolicy: 'FallbackToLogsOnError' }));
+      assert.equal(fallback.c.message, 'line one\nline two\n');
+      const file = await runToExit(never('u-file', { command: script, terminationMessagePolicy: 'File' }));
+      assert.equal(file.c.message, undefined);
+    });
+
+    it('leaves /etc/hosts to a container that mounts its own there', async () => {
+      const own = join(logs.path, 'own-hosts');
+      await mkdir(own, { recursive: true });
+      await writeFileText(join(own, 'hosts'), '10.9.9.9\tmine\n');
+      const pod = never('u-own', { command: ['cat', '/etc/hosts'], volumeMounts: [{ name: 'h', mountPath: '/etc/hosts', subPath: 'hosts' }] });
+      const { cri, output } = await runToExit(pod, { h: { hostPath: own } });
+      assert.deepEqual(output, ['10.9.9.9\tmine']);
+      assert.deepEqual(cri.mounts.map((m) => m.containerPath), ['/etc/hosts', '/dev/termination-log']);
+    });
+
+    it('gives a hostNetwork pod the node hosts file and the node IP', async () => {
+      const pod = never('u-hostnet', { command: ['sh', '-c', 'cat /etc/hosts; echo "ip=$POD_IP"'], env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }] }, { hostNetwork: true, hostAliases: [{ ip: '10.1.2.3', hostnames: ['foo'] }] });
+      const { output } = await runToExit(pod);
+      assert.deepEqual(output, ['# Kubernetes-managed hosts file (host network).', '127.0.0.1\tlocalhost', '192.168.0.10\ttest-node', '', '# Entries added by HostAliases.', '10.1.2.3\tfoo', 'ip=192.168.0.10']);
+    });
+
+    it('makes neither file without a pod directory (an older pod-worker)', async () => {
+      const pod = never('u-nodir', { command: ['sh', '-c', 'echo x > /dev/termination-log; exit 1'], terminationMessagePolicy: 'FallbackToLogsOnError' });
+      const r = await sync(pod);
+      assert.deepEqual(r.results.filter((x) => x.error !== undefined), []);
+      const c = await eventually(async () => (await status(pod)).containers.find((x) => x.state === 'CONTAINER_EXITED'));
+      assert.ok(c);
+      const cri = (await sim.ContainerStatus({ containerId: c.id })).status!;
+      assert.deepEqual(cri.mounts, []);
+      assert.equal(c.message, undefined, 'no termination file mounted, an empty log: no message');
+    });
+
+    it('fails the container config when the hosts file cannot be written', async () => {
+      const pod = never('u-nohosts', { command: ['true'] });
+      const r = await sync(pod, {}, join(logs.path, 'no', 'such', 'pod-dir'));
+      const start = r.results.find((x) => x.action === 'StartContainer');
+      assert.equal(start?.error, 'CreateContainerConfigError');
+      assert.equal(start?.message, `open ${join(logs.path, 'no', 'such', 'pod-dir', 'etc-hosts')}: no such file or directory`);
+    });
   });
 
   it('traces SyncPod, EnsureImageExists and the CRI calls under the caller span', async () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { createSimRuntime, type SimRuntime } from '@splitlet/cri/testing';
 import { eventually } from '@splitlet/testkit';
+import { createNodeFiles } from '../src/adapters/node-files.js';
 import { nanosToMillis, RuntimeStatusReader } from '../src/kuberuntime/runtime-status-reader.js';
 
 function counting(sim: SimRuntime): { runtime: SimRuntime; count: (method: string) => number } {
@@ -49,7 +50,7 @@ describe('RuntimeStatusReader', () => {
 
   it('groups the runtime by pod uid and reads each container status once per state', async () => {
     const { runtime, count } = counting(sim);
-    const reader = new RuntimeStatusReader(runtime);
+    const reader = new RuntimeStatusReader(runtime, createNodeFiles(''));
     const a = await runPod('a', ['sh', '-c', 'sleep 0.2; exit 3']);
     await runPod('b', ['sleep', '3600']);
 
@@ -93,7 +94,7 @@ describe('RuntimeStatusReader', () => {
   });
 
   it('getPodStatus reads one pod afresh: sandbox state, IP and hostNetwork', async () => {
-    const reader = new RuntimeStatusReader(sim);
+    const reader = new RuntimeStatusReader(sim, createNodeFiles(''));
     const a = await runPod('a', ['sleep', '3600']);
     const st = await reader.getPodStatus('a', 'p-a', 'ns');
     assert.equal(st.sandboxes[0]?.id, a.sandboxId);

@@ -19,6 +19,8 @@ export interface PodRef {
   readonly uid: string;
   /** The manifest file it was written to. */
   readonly file: string;
+  /** Its `status.podIP` (the last one reported; '' when it never had one). */
+  readonly podIP: string;
 }
 
 /** An exact text, a pattern, or one computed from the pod. */
@@ -33,11 +35,12 @@ export interface ExpectedContainer {
   readonly state: 'running' | 'waiting' | 'terminated';
   /** The waiting or terminated reason; a list accepts any of them (a crash loop alternates). */
   readonly reason?: string | readonly string[];
-  readonly message?: Text;
+  /** The waiting or terminated message; `null`: none. */
+  readonly message?: Text | null;
   readonly exitCode?: number;
   readonly restartCount?: Count;
   /** The previous instance (`lastState.terminated`). */
-  readonly last?: { readonly reason: string; readonly exitCode: number; readonly message?: Text };
+  readonly last?: { readonly reason: string; readonly exitCode: number; readonly message?: Text | null };
 }
 
 /** An event the kubelet records; `count` bounds how often (default: at least once). */
@@ -49,8 +52,8 @@ export interface ExpectedEvent {
 
 /** Extra checks beyond the status snapshot, implemented once per kind by the test. */
 export type ScenarioCheck =
-  /** `splitlet logs POD -c CONTAINER [--previous]` prints exactly these lines. */
-  | { readonly kind: 'logs'; readonly container: string; readonly previous?: boolean; readonly lines: readonly string[] }
+  /** `splitlet logs POD -c CONTAINER [--previous]` prints exactly these lines (each a text or pattern). */
+  | { readonly kind: 'logs'; readonly container: string; readonly previous?: boolean; readonly lines: readonly Text[] }
   /**
    * The runtime itself (CRI ListPodSandbox / ListContainers by pod UID; on containerd also `ctr`)
    * lists exactly one sandbox, ready, and these containers in these states; with no containers
@@ -262,6 +265,101 @@ export const POD_SCENARIOS: readonly PodScenario[] = [
       // Tolerance: a restart may come at most 1 s early (the status timestamps have 1 s resolution)
       // and 3 s late (PLEG's 1 s relist + the requeue at the backoff expiry + the start itself).
       { kind: 'crashLoop', container: 'main', delaysS: [10, 20, 40], early: 1, late: 3 },
+    ],
+  },
+
+  // ---------------------------------------------------------------- kubelet-managed files
+  {
+    id: 'term-msg-file',
+    covers: 'termination message: what the container wrote to /dev/termination-log is the terminated message',
+    manifest: pod('term-msg-file', { restartPolicy: 'Never', containers: [container('main', ['sh', '-c', 'echo "bye from c" > /dev/termination-log; exit 3'])] }),
+    expect: {
+      phase: 'Failed',
+      containers: [{ name: 'main', state: 'terminated', reason: 'Error', exitCode: 3, message: 'bye from c\n', restartCount: 0 }],
+      events: started('main'),
+      noEvents: ['BackOff'],
+    },
+  },
+  {
+    id: 'term-msg-fallback',
+    covers: 'termination message: FallbackToLogsOnError + a failure and no file content → the log tail (a last line without newline stays without)',
+    manifest: pod('term-msg-fallback', {
+      restartPolicy: 'Never',
+      containers: [container('main', ['sh', '-c', "echo line one; echo line two; printf 'no newline'; exit 1"], { terminationMessagePolicy: 'FallbackToLogsOnError' })],
+    }),
+    expect: {
+      phase: 'Failed',
+      containers: [{ name: 'main', state: 'terminated', reason: 'Error', exitCode: 1, message: 'line one\nline two\nno newline', restartCount: 0 }],
+      events: started('main'),
+    },
+  },
+  {
+    id: 'term-msg-policy-file',
+    covers: 'termination message: policy File never falls back to the logs',
+    manifest: pod('term-msg-policy-file', {
+      restartPolicy: 'Never',
+      containers: [container('main', ['sh', '-c', "echo line one; echo line two; printf 'no newline'; exit 1"], { terminationMessagePolicy: 'File' })],
+    }),
+    expect: {
+      phase: 'Failed',
+      containers: [{ name: 'main', state: 'terminated', reason: 'Error', exitCode: 1, message: null, restartCount: 0 }],
+      events: started('main'),
+    },
+    checks: [{ kind: 'logs', container: 'main', lines: ['line one', 'line two', 'no newline'] }],
+  },
+  {
+    id: 'term-msg-restart',
+    covers: 'termination message: each instance gets a fresh file; the first run\'s message stays in lastState',
+    manifest: pod('term-msg-restart', {
+      restartPolicy: 'OnFailure',
+      volumes: [{ name: 'shared', emptyDir: {} }],
+      containers: [
+        container('main', ['sh', '-c', 'if [ -f /data/ran ]; then exit 0; fi; touch /data/ran; echo "first run failed" > /dev/termination-log; exit 1'], { volumeMounts: shared }),
+      ],
+    }),
+    expect: {
+      phase: 'Succeeded',
+      containers: [{ name: 'main', state: 'terminated', reason: 'Completed', exitCode: 0, message: null, restartCount: 1, last: { reason: 'Error', exitCode: 1, message: 'first run failed\n' } }],
+      events: started('main'),
+    },
+  },
+  {
+    id: 'etc-hosts',
+    covers: 'the kubelet-managed /etc/hosts: the pod IP with hostname.subdomain (splitlet up sets no cluster domain), and the host aliases',
+    manifest: pod('etc-hosts', {
+      restartPolicy: 'Never',
+      hostname: 'hn',
+      subdomain: 'sub',
+      hostAliases: [
+        { ip: '10.1.2.3', hostnames: ['foo.local', 'bar.local'] },
+        { ip: '10.1.2.4', hostnames: ['baz'] },
+      ],
+      containers: [container('main', ['cat', '/etc/hosts'])],
+    }),
+    expect: {
+      phase: 'Succeeded',
+      containers: [{ name: 'main', state: 'terminated', reason: 'Completed', exitCode: 0, restartCount: 0 }],
+      events: started('main'),
+    },
+    checks: [
+      {
+        kind: 'logs',
+        container: 'main',
+        lines: [
+          '# Kubernetes-managed hosts file.',
+          '127.0.0.1\tlocalhost',
+          '::1\tlocalhost ip6-localhost ip6-loopback',
+          'fe00::0\tip6-localnet',
+          'fe00::0\tip6-mcastprefix',
+          'fe00::1\tip6-allnodes',
+          'fe00::2\tip6-allrouters',
+          (p) => `${p.podIP}\thn.sub.default.svc.\thn`,
+          '',
+          '# Entries added by HostAliases.',
+          '10.1.2.3\tfoo.local\tbar.local',
+          '10.1.2.4\tbaz',
+        ],
+      },
     ],
   },
 

@@ -30,9 +30,10 @@ export interface OutputSink {
 
 /**
  * Writes a container's stdout/stderr to its CRI log file. Complete lines are written as `F` records
- * as they are produced; a last line without a newline is written when the container exits
- * ({@link CriLogWriter.flush}). Writes are synchronous, so the file is complete once the container
- * is reported EXITED. Lines are not split into `P` records.
+ * as they are produced; a last line without a newline is written as a `P` (partial) record when the
+ * container exits ({@link CriLogWriter.flush}), as containerd does for output that does not end with
+ * a newline. Writes are synchronous, so the file is complete once the container is reported EXITED.
+ * Long lines are not split into `P` records.
  */
 export class CriLogWriter {
   readonly #path: string | undefined;
@@ -63,12 +64,12 @@ export class CriLogWriter {
     this.#append(lines.map((l) => `${ts} ${stream} F ${l}\n`).join(''));
   }
 
-  /** Writes any unterminated last line of each stream. */
+  /** Writes any unterminated last line of each stream, as a partial record. */
   flush(): void {
     for (const stream of ['stdout', 'stderr'] as const) {
       const rest = this.#partial[stream];
       this.#partial[stream] = '';
-      if (rest !== '' && this.#path !== undefined) this.#append(`${formatRfc3339Nano(nowNs())} ${stream} F ${rest}\n`);
+      if (rest !== '' && this.#path !== undefined) this.#append(`${formatRfc3339Nano(nowNs())} ${stream} P ${rest}\n`);
     }
   }
 

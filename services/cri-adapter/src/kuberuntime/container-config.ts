@@ -218,7 +218,8 @@ function mountPropagation(p: string | undefined): MountPropagation {
  * mounted for the pod (`cannot find volume "<v>" to mount into container "<c>"` otherwise); a
  * `subPath` is joined under it and may not escape it; read-only when the mount or the volume says so.
  *
- * Models kubelet.makeMounts (without the /etc/hosts and termination-log mounts).
+ * Models kubelet.makeMounts (the volume mounts; the kubelet-managed /etc/hosts and termination-log
+ * mounts are made by hosts-file.ts and termination-message.ts).
  */
 export function makeMounts(container: Container, volumes: MountedVolumes): CriInput<Mount>[] {
   const out: CriInput<Mount>[] = [];
@@ -253,6 +254,8 @@ export interface ContainerConfigInput {
   /** The image id (from ImageStatus / PullImage) the container runs. */
   readonly imageRef: string;
   readonly volumes: MountedVolumes;
+  /** The kubelet-managed mounts (/etc/hosts, the termination-message file), after the volume mounts. */
+  readonly managedMounts?: readonly CriInput<Mount>[];
   readonly env: EnvContext;
   readonly memoryCapacityBytes: number;
 }
@@ -278,7 +281,7 @@ export function generateContainerConfig(input: ContainerConfigInput): CriInput<C
     args,
     workingDir: container.workingDir ?? '',
     envs: envs.map((e) => ({ key: e.name, value: e.value })),
-    mounts: makeMounts(container, input.volumes),
+    mounts: [...makeMounts(container, input.volumes), ...(input.managedMounts ?? [])],
     labels: newContainerLabels(container, pod),
     annotations: newContainerAnnotations(container, pod, restartCount, input.isInit),
     logPath: buildContainerLogsPath(container.name, restartCount),

@@ -5,6 +5,7 @@
  */
 import type { BoundPod, Container, LifecycleHandler } from '@splitlet/api';
 import { hashContainer } from '@splitlet/kube';
+import { terminationMessagePathOf, terminationMessagePolicyOf } from './termination-message.js';
 
 /** Label and annotation keys (types/labels.go, kuberuntime/labels.go). */
 export const RuntimeLabels = {
@@ -75,8 +76,8 @@ export function newContainerAnnotations(container: Container, pod: BoundPod, res
   const a: Record<string, string> = {
     [RuntimeLabels.containerHash]: hashContainer(container),
     [RuntimeLabels.containerRestartCount]: String(restartCount),
-    [RuntimeLabels.terminationMessagePath]: container.terminationMessagePath ?? '/dev/termination-log',
-    [RuntimeLabels.terminationMessagePolicy]: container.terminationMessagePolicy ?? 'File',
+    [RuntimeLabels.terminationMessagePath]: terminationMessagePathOf(container),
+    [RuntimeLabels.terminationMessagePolicy]: terminationMessagePolicyOf(container),
   };
   const deletionGrace = pod.metadata.deletionGracePeriodSeconds;
   if (deletionGrace !== undefined && deletionGrace !== null) a[RuntimeLabels.podDeletionGracePeriod] = String(deletionGrace);
@@ -97,6 +98,10 @@ export interface ContainerInfo {
   readonly hash: string;
   readonly restartCount: number;
   readonly init: boolean;
+  /** Where the container writes its termination message ('' when not annotated). */
+  readonly terminationMessagePath: string;
+  /** `File` or `FallbackToLogsOnError` ('' when not annotated). */
+  readonly terminationMessagePolicy: string;
   readonly podDeletionGracePeriod?: number;
   readonly podTerminationGracePeriod?: number;
   readonly preStop?: LifecycleHandler;
@@ -134,6 +139,8 @@ export function containerInfoFrom(labels: Readonly<Record<string, string>>, anno
     hash: annotations[RuntimeLabels.containerHash] ?? '',
     restartCount: intOrUndefined(annotations[RuntimeLabels.containerRestartCount]) ?? 0,
     init: annotations[RuntimeLabels.containerInit] === 'true',
+    terminationMessagePath: annotations[RuntimeLabels.terminationMessagePath] ?? '',
+    terminationMessagePolicy: annotations[RuntimeLabels.terminationMessagePolicy] ?? '',
     ...(deletion !== undefined ? { podDeletionGracePeriod: deletion } : {}),
     ...(termination !== undefined ? { podTerminationGracePeriod: termination } : {}),
     ...(preStop !== undefined ? { preStop } : {}),

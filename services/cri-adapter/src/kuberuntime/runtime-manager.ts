@@ -16,6 +16,7 @@
  *           ─► Start ─► Started ─► postStart
  * ```
  */
+import { isIPv6 } from 'node:net';
 import type { Tracer } from '@opentelemetry/api';
 import type {
   BoundPod,
@@ -26,7 +27,7 @@ import type {
   RuntimePodStatus,
   SyncResult,
 } from '@splitlet/api';
-import type { ContainerConfig, CriInput, PodSandboxConfig } from '@splitlet/cri';
+import type { ContainerConfig, CriInput, Mount, PodSandboxConfig } from '@splitlet/cri';
 import { isCriError } from '@splitlet/cri';
 import {
   Backoff,
@@ -48,12 +49,14 @@ import { containerFieldPath, podRef, recordContainerEvent } from './container-re
 import { parseResolvConf } from './dns.js';
 import type { EnvContext } from './env.js';
 import { baseGracePeriod, stopTimeoutSeconds } from './grace.js';
+import { makeHostsMount, shouldMountHostsFile } from './hosts-file.js';
 import { containerInfoFrom } from './labels.js';
 import type { LifecycleHandlerRunner } from './lifecycle-handlers.js';
 import type { ContainerType, KubeRuntimeMetrics } from './metrics.js';
 import type { RuntimeStatusReader } from './runtime-status-reader.js';
-import { buildContainerLogsDirectory, buildPodLogsDirectory, generatePodSandboxConfig, type SandboxSettings } from './sandbox-config.js';
+import { buildContainerLogsDirectory, buildPodLogsDirectory, generatePodSandboxConfig, podHostnameAndDomain, type SandboxSettings } from './sandbox-config.js';
 import { PodSyncResult, SyncErrors, type StepFailure } from './sync-result.js';
+import { makeTerminationMessageMount } from './termination-message.js';
 
 /** Node facts and knobs the manager needs. */
 export interface RuntimeManagerSettings {
@@ -93,6 +96,11 @@ export interface SyncPodInput {
   readonly volumes: MountedVolumes;
   /** Pull-secret names (values are not available in standalone mode). */
   readonly pullSecrets: readonly string[];
+  /**
+   * The pod's data directory, for the kubelet-managed `etc-hosts` and termination-message files.
+   * Absent: containers get neither.
+   */
+  readonly podDir?: string | undefined;
 }
 
 /** What a KillPod needs. */
@@ -227,7 +235,9 @@ export class KubeGenericRuntimeManager {
     // Step 3: keep exited init containers under control.
     await this.#pruneInitContainersBeforeStart(pod, podStatus);
 
-    let podIPs = [...podStatus.ips];
+    // A hostNetwork pod has the node's IPs (Kubelet.SyncPod takes the pod IPs from the API status,
+    // which gives hostNetwork pods the node's; the runtime reports none for them).
+    let podIPs = pod.spec.hostNetwork === true ? hostNetworkPodIPs(o.settings.hostIPs) : [...podStatus.ips];
     let sandboxId = changes.sandboxId;
 
     // Step 4: create the sandbox.
@@ -424,6 +434,7 @@ export class KubeGenericRuntimeManager {
         throw new ContainerConfigError(`create container log directory for container ${container.name} failed: ${errText(e)}`);
       });
       if (runsAsNonRoot(pod, container)) verifyRunAsNonRoot(pod, container, await this.#imageUser(image.imageRef));
+      const managedMounts = await this.#kubeletManagedMounts(pod, container, args.env.podIPs, args.input.podDir);
       config = generateContainerConfig({
         pod,
         container,
@@ -431,6 +442,7 @@ export class KubeGenericRuntimeManager {
         restartCount,
         imageRef: image.imageRef,
         volumes: args.input.volumes,
+        managedMounts,
         env: args.env,
         memoryCapacityBytes: o.settings.memoryCapacityBytes,
       });
@@ -476,6 +488,30 @@ export class KubeGenericRuntimeManager {
       }
     }
     return undefined;
+  }
+
+  /**
+   * The mounts the kubelet adds to a container's volume mounts: the managed /etc/hosts (when the pod
+   * has IPs and the container does not mount /etc/hosts itself) and the termination-message file.
+   * The pod's hostname is checked first (an invalid one fails the container's config). Without a
+   * pod directory (an older pod-worker) neither file is made. Rejects when the hosts file cannot be
+   * written; a termination-message file that cannot be made is logged and left out.
+   *
+   * Models the kubelet-managed parts of Kubelet.GenerateRunContainerOptions, kubelet.makeMounts and
+   * kubeGenericRuntimeManager.makeMounts.
+   */
+  async #kubeletManagedMounts(pod: BoundPod, container: Container, podIPs: readonly string[], podDir: string | undefined): Promise<CriInput<Mount>[]> {
+    const o = this.#o;
+    const { hostname, domain } = podHostnameAndDomain(pod, o.settings.sandbox.dns.clusterDomain);
+    if (podDir === undefined) {
+      o.logger.debug('no pod directory in the SyncPod request: no managed /etc/hosts or termination-message file', { pod: formatPod(pod), container: container.name });
+      return [];
+    }
+    const mounts: CriInput<Mount>[] = [];
+    if (shouldMountHostsFile(container, podIPs)) mounts.push(await makeHostsMount(o.nodeFiles, { pod, podDir, podIPs, hostname, domain }));
+    const termination = await makeTerminationMessageMount(o.nodeFiles, o.logger, { container, podDir });
+    if (termination !== undefined) mounts.push(termination);
+    return mounts;
   }
 
   /**
@@ -753,6 +789,18 @@ export class KubeGenericRuntimeManager {
 function runsAsNonRoot(pod: BoundPod, container: Container): boolean {
   const podSc = (pod.spec.securityContext ?? {}) as { runAsNonRoot?: boolean };
   return (container.securityContext?.runAsNonRoot ?? podSc.runAsNonRoot) === true;
+}
+
+/**
+ * The pod IPs of a hostNetwork pod: the node's first IP, then its first IP of the other family.
+ *
+ * Models the hostNetwork pod IPs of Kubelet.generateAPIPodStatus.
+ */
+export function hostNetworkPodIPs(hostIPs: readonly string[]): string[] {
+  const first = hostIPs[0];
+  if (first === undefined) return [];
+  const other = hostIPs.find((ip) => isIPv6(ip) !== isIPv6(first));
+  return other === undefined ? [first] : [first, other];
 }
 
 function refOf(pod: BoundPod): RunningPodRef {

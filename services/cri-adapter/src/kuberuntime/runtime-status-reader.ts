@@ -3,13 +3,14 @@
  *
  * Models pkg/kubelet/kuberuntime/kuberuntime_manager.go (GetPodStatus, GetPods),
  * kuberuntime_sandbox.go (getSandboxIDByPodUID, determinePodSandboxIPs) and kuberuntime_container.go
- * (getPodContainerStatuses, toKubeContainerStatus).
+ * (getPodContainerStatuses, toKubeContainerStatus, convertToKubeContainerStatus).
  */
 import type { RuntimeContainerStatus, RuntimePodStatus, RuntimeSandboxStatus } from '@splitlet/api';
 import { isCriError } from '@splitlet/cri';
 import type { Container as CriContainer, ContainerStatus as CriContainerStatus, PodSandbox, PodSandboxStatus } from '@splitlet/cri';
-import type { CriRuntime } from '../ports.js';
+import type { CriRuntime, NodeFiles } from '../ports.js';
 import { containerInfoFrom, RuntimeLabels } from './labels.js';
+import { exitedContainerMessage } from './termination-message.js';
 
 /** CRI nanosecond timestamps (decimal strings) as milliseconds; '0' / '' give undefined. */
 export function nanosToMillis(ns: string | undefined): number | undefined {
@@ -87,21 +88,28 @@ export function podIpsOf(sandboxes: readonly RuntimeSandboxStatus[]): string[] {
   return [latest.ip ?? '', ...(latest.additionalIps ?? [])].filter((ip) => ip !== '');
 }
 
+/** The files the reader reads for exited containers' termination messages. */
+export type TerminationMessageFiles = Pick<NodeFiles, 'readAtMost' | 'readLogTail'>;
+
 /**
  * Reads pod statuses from the runtime. Container statuses are cached per container id and runtime
  * state: an exited container never changes, and a created or running one only changes by changing
  * state, which ListContainers shows; so ContainerStatus is called once per container and state.
+ * An exited container's termination message (its file, or its log tail) is read with it, once:
+ * the runtime reports the exit only after the container's output reached its log.
  * Sandbox network facts are cached per sandbox id. Safe for concurrent use.
  */
 export class RuntimeStatusReader {
   readonly #runtime: CriRuntime;
+  readonly #files: TerminationMessageFiles;
   /** Container id → its pod UID and last status. */
   readonly #containers = new Map<string, { uid: string; status: RuntimeContainerStatus }>();
   /** Sandbox id → its pod UID and network facts. */
   readonly #sandboxNets = new Map<string, { uid: string; net: SandboxNetwork }>();
 
-  constructor(runtime: CriRuntime) {
+  constructor(runtime: CriRuntime, files: TerminationMessageFiles) {
     this.#runtime = runtime;
+    this.#files = files;
   }
 
   /** Containers whose statuses are cached (for tests and metrics). */
@@ -228,6 +236,7 @@ export class RuntimeStatusReader {
           const resp = await this.#runtime.ContainerStatus({ containerId: c.id });
           if (resp.status === null) return;
           const st = toRuntimeContainerStatus(resp.status, c.podSandboxId);
+          if (st.state === 'CONTAINER_EXITED') await this.#addTerminationMessage(st, resp.status);
           if (st.state !== 'CONTAINER_UNKNOWN') this.#containers.set(c.id, { uid: c.labels[RuntimeLabels.podUid] ?? '', status: st });
           out.push(st);
         } catch (e) {
@@ -236,6 +245,17 @@ export class RuntimeStatusReader {
       }),
     );
     return out;
+  }
+
+  /**
+   * Puts the termination message of an exited container into its status message.
+   *
+   * Models the EXITED part of kubeGenericRuntimeManager.convertToKubeContainerStatus.
+   */
+  async #addTerminationMessage(st: RuntimeContainerStatus, status: CriContainerStatus): Promise<void> {
+    const info = containerInfoFrom(status.labels, status.annotations);
+    const message = await exitedContainerMessage(this.#files, status, { path: info.terminationMessagePath, policy: info.terminationMessagePolicy });
+    if (message !== '') st.message = message;
   }
 
   /** Drops cached entries of pod `uid` whose objects the runtime no longer lists. */

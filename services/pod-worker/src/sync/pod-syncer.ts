@@ -269,15 +269,15 @@ export class PodSyncer {
     }
 
     let volumes: MountedVolumes;
+    let podDir: string;
     try {
-      volumes = await this.#step('makePodDataDirs+waitForAttachAndMount', ctx, async () => {
+      ({ volumes, podDir } = await this.#step('makePodDataDirs+waitForAttachAndMount', ctx, async () => {
         guard.assertHeld();
-        const reply = await abortable(
+        return abortable(
           o.volumes.mount({ type: 'kubelet.volume.MountRequest.v1', pod, fence: guard.fence() }, o.volumeTimeoutMs),
           ctl.signal,
         );
-        return reply.volumes;
-      });
+      }));
     } catch (e) {
       if (isAbort(e) || hasErrorCode(e, 'LeaseLost')) throw e;
       const msg = `Unable to attach or mount volumes: ${errorMessage(e)}`;
@@ -303,6 +303,7 @@ export class PodSyncer {
               podStatus: ctx.runtimeStatus,
               volumes,
               pullSecrets,
+              podDir,
               fence: guard.fence(),
             },
             o.runtimeSyncTimeoutMs,
