@@ -212,6 +212,7 @@ test('containerd config: everything under the state dir, the settings this machi
     'SystemdCgroup = false',
     'netns_mounts_under_state_dir = true',
     'path = "/srv/st/containerd/opt"',
+    'config_path = "/srv/st/containerd/certs.d"',
   ]) {
     assert.ok(toml.includes(line), `config has ${line}`);
   }

@@ -2,6 +2,7 @@
  * The cri-adapter's environment: the common process contract plus the runtime settings. The only
  * reader of `process.env`.
  */
+import { isAbsolute, resolve } from 'node:path';
 import { loadConfig, type Env } from '@splitlet/service';
 import { z } from 'zod';
 
@@ -31,6 +32,16 @@ export const CriAdapterEnv = z.object({
   CRI_ENDPOINT: z.string().regex(/^unix:\/\/\/.+/, 'must be unix:///<absolute path to the socket>'),
   /** Deadline of each CRI call (the kubelet's runtimeRequestTimeout). */
   RUNTIME_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
+  /**
+   * The kubelet root directory (as volume-manager's `ROOT_DIR`): the first place the node's registry
+   * credentials are looked for (`<ROOT_DIR>/config.json`, then the working dir, `$HOME/.docker`,
+   * `/.docker`; legacy `.dockercfg` after).
+   */
+  ROOT_DIR: z
+    .string()
+    .min(1)
+    .default('/var/lib/kubelet')
+    .transform((p) => (isAbsolute(p) ? p : resolve(p))),
   /** Root of the pod log directories. */
   POD_LOG_DIR: z.string().min(1).default('/var/log/pods'),
   /** The pause image (the kubelet's --pod-infra-container-image): pulled at start when missing. */

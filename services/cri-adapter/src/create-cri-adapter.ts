@@ -3,7 +3,7 @@
  * binds its endpoints. `main` calls it with the real ones, integration tests with a fake clock and
  * the CRI simulator.
  */
-import { availableParallelism, networkInterfaces, totalmem } from 'node:os';
+import { availableParallelism, homedir, networkInterfaces, totalmem } from 'node:os';
 import type { Tracer } from '@opentelemetry/api';
 import { Subjects } from '@splitlet/api';
 import type { NatsBus } from '@splitlet/bus';
@@ -14,7 +14,10 @@ import type { Logger } from '@splitlet/telemetry';
 import { createEventPublisher, type EventPublisher } from './adapters/event-publisher.js';
 import { createNodeFiles } from './adapters/node-files.js';
 import { serveRuntimeRpc } from './adapters/runtime-rpc.js';
+import { createStandalonePullSecretSource } from './adapters/standalone-pull-secrets.js';
 import type { CriAdapterConfig } from './config.js';
+import { createNodeKeyringProvider, type NodeKeyringProvider } from './credentials/node-keyring.js';
+import { createPullSecretResolver } from './credentials/pull-secrets.js';
 import { FenceKeeper } from './guard/fence-keeper.js';
 import { KeyedMutex } from './guard/keyed-mutex.js';
 import { ImageManager } from './images/image-manager.js';
@@ -23,7 +26,7 @@ import type { KubeRuntimeMetrics } from './kuberuntime/metrics.js';
 import { RuntimeUpChecker } from './kuberuntime/runtime-health.js';
 import { KubeGenericRuntimeManager } from './kuberuntime/runtime-manager.js';
 import { RuntimeStatusReader } from './kuberuntime/runtime-status-reader.js';
-import type { NodeFiles, StateStore } from './ports.js';
+import type { NodeFiles, PullSecretSource, StateStore } from './ports.js';
 import { RuntimeOperations, type BackoffTables } from './runtime-operations.js';
 
 /** The configuration fields the assembly reads. */
@@ -38,6 +41,7 @@ export type CriAdapterSettings = Pick<
   | 'CLUSTER_DOMAIN'
   | 'RESOLV_CONF'
   | 'CGROUP_PARENT'
+  | 'ROOT_DIR'
 >;
 
 /** Dependencies of {@link createCriAdapter}. */
@@ -56,6 +60,16 @@ export interface CriAdapterDeps {
   readonly backoffStore?: StateStore<BackoffTables> | undefined;
   /** @default the local filesystem with `RESOLV_CONF` */
   readonly nodeFiles?: NodeFiles;
+  /**
+   * Where pod pull secrets come from (cluster mode: the API server).
+   * @default the standalone source, which finds none
+   */
+  readonly pullSecretSource?: PullSecretSource;
+  /**
+   * The node's registry credentials.
+   * @default the first docker config file in `ROOT_DIR`, the working dir, `$HOME/.docker`, `/.docker` (then `.dockercfg`), re-read every 5 minutes
+   */
+  readonly nodeKeyring?: NodeKeyringProvider;
   readonly signal: AbortSignal;
 }
 
@@ -129,8 +143,11 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
   const events = createEventPublisher({ bus, node, clock, logger });
   const nodeFiles = deps.nodeFiles ?? createNodeFiles(settings.RESOLV_CONF);
   const statusReader = new RuntimeStatusReader(cri, nodeFiles);
+  const nodeKeyring =
+    deps.nodeKeyring ?? createNodeKeyringProvider({ paths: { rootDir: settings.ROOT_DIR, workingDir: process.cwd(), homeDir: homedir() }, clock, logger });
   const imageManager = new ImageManager({
     images: cri,
+    nodeKeyring,
     recorder: events,
     clock,
     backoff: imagePull,
@@ -167,6 +184,7 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
   });
   const operations = new RuntimeOperations({
     manager,
+    pullSecrets: createPullSecretResolver({ source: deps.pullSecretSource ?? createStandalonePullSecretSource(), recorder: events, logger }),
     fences: new FenceKeeper(),
     podLocks: new KeyedMutex(),
     mutations: deps.mutations,

@@ -85,3 +85,27 @@ export interface NodeFiles {
    */
   readLogTail(path: string, lines: number): Promise<Buffer>;
 }
+
+/**
+ * A secret as {@link PullSecretSource} returns it: type and data, each value decoded to text (the
+ * API's base64 already undone). Only ever held in the cri-adapter's memory: never logged, traced,
+ * published or put in an error.
+ */
+export interface PullSecret {
+  readonly namespace: string;
+  readonly name: string;
+  /** e.g. `kubernetes.io/dockerconfigjson`. */
+  readonly type: string;
+  readonly data: Readonly<Record<string, string>>;
+}
+
+/**
+ * Where pod pull secrets come from, by namespace and name (the kubelet's secretManager.GetSecret).
+ * Standalone mode has no API server and finds none; cluster mode plugs in a source backed by the API
+ * server (a watch or cache, as the kubelet's secret manager). Rejects when the secret cannot be had:
+ * a CredentialError `PullSecretNotFound`, or `PullSecretUnavailable` when the source is down; the
+ * message names the secret, never its data.
+ */
+export interface PullSecretSource {
+  getSecret(namespace: string, name: string): Promise<PullSecret>;
+}

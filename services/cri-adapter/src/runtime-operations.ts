@@ -16,6 +16,7 @@ import type {
 import type { Backoff, BackoffState } from '@splitlet/kube';
 import type { Clock } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
+import type { PullSecretResolver } from './credentials/pull-secrets.js';
 import type { FenceKeeper } from './guard/fence-keeper.js';
 import type { KeyedMutex } from './guard/keyed-mutex.js';
 import type { KubeGenericRuntimeManager } from './kuberuntime/runtime-manager.js';
@@ -30,6 +31,8 @@ export interface BackoffTables {
 /** Dependencies of {@link RuntimeOperations}. */
 export interface RuntimeOperationsOptions {
   readonly manager: KubeGenericRuntimeManager;
+  /** Resolves the request's pull secret names on the node (the kubelet's getPullSecretsForPod). */
+  readonly pullSecrets: PullSecretResolver;
   readonly fences: FenceKeeper;
   readonly podLocks: KeyedMutex;
   /** How many mutating CRI calls were made so far (a counter over the shared client). */
@@ -63,14 +66,16 @@ export class RuntimeOperations {
   }
 
   /**
-   * Runtime SyncPod for the request's pod. Refuses a stale fence (FencedOff) before and after
-   * waiting for the pod's lock.
+   * Runtime SyncPod for the request's pod: its pull secrets are resolved here, on the node (only
+   * their names travel on the bus), then kuberuntime SyncPod runs. Refuses a stale fence (FencedOff)
+   * before and after waiting for the pod's lock.
    */
   syncPod(req: RuntimeSyncPodRequest): Promise<RuntimeSyncPodReply> {
     this.#o.fences.check(req.fence);
     return this.#track(this.#guarded(req.pod.metadata.uid, async () => {
       this.#o.fences.check(req.fence);
-      const r = await this.#o.manager.syncPod({ pod: req.pod, volumes: req.volumes, pullSecrets: req.pullSecrets, podDir: req.podDir });
+      const pullSecrets = await this.#o.pullSecrets.getPullSecretsForPod(req.pod, req.pullSecrets);
+      const r = await this.#o.manager.syncPod({ pod: req.pod, volumes: req.volumes, pullSecrets, podDir: req.podDir });
       return { type: 'kubelet.runtime.SyncPodReply.v1', results: r.results, podStatus: r.podStatus };
     }));
   }

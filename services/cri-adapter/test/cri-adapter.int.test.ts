@@ -70,6 +70,7 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
         RUNTIME_REQUEST_TIMEOUT_MS: 30_000,
         POD_LOG_DIR: logs.path,
         SANDBOX_IMAGE: 'registry.k8s.io/pause:3.9',
+        ROOT_DIR: '/nonexistent/kubelet',
         SERIALIZE_IMAGE_PULLS: true,
         CLUSTER_DNS: ['10.96.0.10'],
         CLUSTER_DOMAIN: 'cluster.local',

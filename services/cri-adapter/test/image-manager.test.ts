@@ -70,7 +70,7 @@ describe('ImageManager', () => {
   };
   const request = (image: string) => {
     const pod = aPod({ containers: [{ name: 'c', image, imagePullPolicy: 'IfNotPresent' }] });
-    return { pod, podRef: { name: 'web', namespace: 'default', uid: 'uid-web' }, container: pod.spec.containers[0]!, fieldPath: 'spec.containers{c}', pullSecrets: ['regcred'], sandboxConfig: {} };
+    return { pod, podRef: { name: 'web', namespace: 'default', uid: 'uid-web' }, container: pod.spec.containers[0]!, fieldPath: 'spec.containers{c}', pullSecrets: [], sandboxConfig: {} };
   };
 
   it('serializes pulls by default and reports waiting time', async () => {

@@ -4,7 +4,7 @@
 import * as path from 'node:path';
 import { z } from 'zod';
 import { CriMethods, parseCriErrorCode, type CriMethod } from '@splitlet/cri';
-import type { SimFailures, SimImageConfig, SimLatency, SimRegistry } from '@splitlet/cri/testing';
+import type { SimFailures, SimImageConfig, SimLatency, SimPrivateRegistry, SimRegistry } from '@splitlet/cri/testing';
 
 /** The environment is invalid; the message names the variable and what is wrong. */
 export class ConfigError extends Error {
@@ -23,6 +23,8 @@ export interface SimRuntimeConfig {
   /** Their ENTRYPOINT/CMD/ENV, by normalized reference. */
   imageConfig: (ref: string) => SimImageConfig | undefined;
   registry: SimRegistry;
+  /** Registries that answer 401 without their credentials. */
+  privateRegistries: readonly SimPrivateRegistry[];
   logLevel: LogLevel;
   /** Health HTTP port (0 = any free port). */
   healthPort: number;
@@ -106,6 +108,18 @@ const Images = z
     ]),
   );
 
+const PrivateRegistries = z
+  .string()
+  .transform((s, ctx) => {
+    try {
+      return JSON.parse(s) as unknown;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must be a JSON array of {host, pathPrefix?, username, password}' });
+      return z.NEVER;
+    }
+  })
+  .pipe(z.array(z.object({ host: z.string().min(1), pathPrefix: z.string().optional(), username: z.string(), password: z.string() }).strict()));
+
 const Env = z.object({
   SIM_SOCKET: z
     .string({ error: 'is required: the unix socket path to serve CRI on' })
@@ -117,6 +131,7 @@ const Env = z.object({
   SIM_POD_SUBNET: Cidr.default('10.88.0.0/16'),
   SIM_IMAGES: Images.default('local'),
   SIM_REGISTRY: z.enum(['unreachable', 'open']).default('unreachable'),
+  SIM_PRIVATE_REGISTRIES: PrivateRegistries.optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),
   HEALTH_PORT_FILE: z.string().min(1).optional(),
@@ -133,6 +148,9 @@ const Env = z.object({
  *   reference is present except those named `missing`/`doesnotexist`), or a comma-separated list. @default local
  * - `SIM_REGISTRY`: `unreachable` (every PullImage fails, as on the local containerd without registry
  *   access) or `open` (pulls succeed except for missing images). @default unreachable
+ * - `SIM_PRIVATE_REGISTRIES`: JSON `[{"host":"127.0.0.1:5000","pathPrefix":"private/","username":"u","password":"p"}]`:
+ *   with `SIM_REGISTRY=open`, pulls from these answer containerd's 401 text unless the PullImage auth
+ *   holds the credentials. @default none
  * - `LOG_LEVEL`: debug | info | warn | error. @default info
  *
  * @throws ConfigError listing every invalid variable.
@@ -153,6 +171,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): S
     // busybox's Cmd ["sh"] for any busybox reference (also in `all` mode); the pause image's own.
     imageConfig: (ref) => LOCAL_IMAGES[ref] ?? (/^docker\.io\/library\/busybox[:@]/.test(ref) ? BUSYBOX_CONFIG : undefined),
     registry: e.SIM_REGISTRY,
+    privateRegistries: (e.SIM_PRIVATE_REGISTRIES ?? []).map(({ pathPrefix, ...r }) => ({ ...r, ...(pathPrefix !== undefined ? { pathPrefix } : {}) })),
     logLevel: e.LOG_LEVEL,
     healthPort: e.HEALTH_PORT,
     healthPortFile: e.HEALTH_PORT_FILE,

@@ -37,6 +37,7 @@ await runService({
       images: cfg.images,
       imageConfig: cfg.imageConfig,
       registry: cfg.registry,
+      privateRegistries: cfg.privateRegistries,
     });
     onClose({ name: 'simulator', close: () => sim.close() }); // SIGKILLs simulated containers, clears every timer
     const served = instrument(sim, {

@@ -114,6 +114,7 @@ describe('loadConfig', () => {
       podSubnet: '10.88.0.0/16',
       images: ['docker.io/library/busybox:1.36', 'docker.io/library/busybox:1.37', 'docker.io/library/busybox:latest', 'registry.k8s.io/pause:3.9'],
       registry: 'unreachable',
+      privateRegistries: [],
       logLevel: 'info',
       healthPort: 0,
       healthPortFile: undefined,
@@ -123,6 +124,10 @@ describe('loadConfig', () => {
     assert.equal(imageConfig('docker.io/library/nginx:1.25'), undefined);
     const open = loadConfig({ SIM_SOCKET: '/s', SIM_IMAGES: 'all', SIM_REGISTRY: 'open' });
     assert.deepEqual([open.images, open.registry], ['all', 'open']);
+    const priv = loadConfig({ SIM_SOCKET: '/s', SIM_PRIVATE_REGISTRIES: '[{"host":"127.0.0.1:5000","pathPrefix":"private/","username":"u","password":"p"}]' });
+    assert.deepEqual(priv.privateRegistries, [{ host: '127.0.0.1:5000', pathPrefix: 'private/', username: 'u', password: 'p' }]);
+    assert.throws(() => loadConfig({ SIM_SOCKET: '/s', SIM_PRIVATE_REGISTRIES: '{"host":' }), /SIM_PRIVATE_REGISTRIES must be a JSON array/);
+    assert.throws(() => loadConfig({ SIM_SOCKET: '/s', SIM_PRIVATE_REGISTRIES: '[{"host":"h"}]' }), /SIM_PRIVATE_REGISTRIES/);
     assert.deepEqual(loadConfig({ SIM_SOCKET: '/s', SIM_IMAGES: 'busybox:1.36, nginx:1.25' }).images, ['busybox:1.36', 'nginx:1.25']);
     const c = loadConfig({
       SIM_SOCKET: '/run/sim.sock',

@@ -78,7 +78,7 @@ import {
 } from '../types.js';
 import { ContainerFs } from './container-fs.js';
 import { CriLogWriter, nowNs, type OutputSink } from './cri-log.js';
-import { defaultIsMissingImage, SimImageStore, type ImageReference, type SimRegistry } from './sim-images.js';
+import { defaultIsMissingImage, SimImageStore, type ImageReference, type SimPrivateRegistry, type SimRegistry } from './sim-images.js';
 import { ExecNotFoundError, parseSignal, spawnProcess, type SimProcess, type SimSignal } from './sim-process.js';
 
 /** Added latency per RPC in ms; `default` applies to RPCs without their own entry. */
@@ -124,6 +124,8 @@ export interface SimRuntimeOptions {
   isMissingImage?: (ref: ImageReference) => boolean;
   /** What PullImage reaches: `open` (every image but the missing ones) or `unreachable` (every pull fails). @default 'open' */
   registry?: SimRegistry;
+  /** Registries that answer 401 without the right credentials in `PullImageRequest.auth`. @default none */
+  privateRegistries?: readonly SimPrivateRegistry[];
   /**
    * ENTRYPOINT/CMD/ENV of an image, by normalized reference (`docker.io/library/busybox:latest`).
    * @default no entrypoint and CMD `/pause`: a container with neither command nor args blocks until stopped (exit 0 on SIGTERM)
@@ -348,7 +350,7 @@ class SimRuntimeImpl implements SimRuntime {
     this.#latency = { ...options.latencyMs };
     for (const [m, f] of Object.entries(options.failures ?? {})) if (f !== undefined) this.injectFailure(m as CriMethod, f);
     this.#random = options.random ?? Math.random;
-    this.#images = new SimImageStore({ images: options.images ?? 'all', isMissing: options.isMissingImage ?? defaultIsMissingImage, registry: options.registry ?? 'open' });
+    this.#images = new SimImageStore({ images: options.images ?? 'all', isMissing: options.isMissingImage ?? defaultIsMissingImage, registry: options.registry ?? 'open', privateRegistries: options.privateRegistries ?? [] });
     this.#imageConfig = options.imageConfig ?? (() => undefined);
     this.#ips = new IpPool(options.podSubnet ?? '10.88.0.0/16');
     this.#runtimeName = options.runtimeName ?? 'splitlet-sim';
@@ -1006,7 +1008,7 @@ class SimRuntimeImpl implements SimRuntime {
     await this.#enter('PullImage');
     const ref = str(request.image?.image);
     if (ref === '') throw new CriError('InvalidArgument', 'image spec must not be empty');
-    return { imageRef: this.#images.pull(ref) };
+    return { imageRef: this.#images.pull(ref, request.auth) };
   }
 
   async RemoveImage(request: CriInput<RemoveImageRequest>): Promise<RemoveImageResponse> {

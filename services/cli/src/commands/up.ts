@@ -54,7 +54,7 @@ export function processSpecs(s: StateDir, natsUrl: string, o: UpOptions): Proces
   const criEndpoint = o.criEndpoint ?? `unix://${simSocket}`;
   const specs: ProcessSpec[] = [];
   if (o.runtime === 'sim' && o.criEndpoint === undefined) specs.push(spec('sim-runtime', 'sim-runtime', { SIM_SOCKET: simSocket }));
-  specs.push(spec('cri-adapter', 'cri-adapter', { CRI_ENDPOINT: criEndpoint, POD_LOG_DIR: s.podLogs }));
+  specs.push(spec('cri-adapter', 'cri-adapter', { CRI_ENDPOINT: criEndpoint, POD_LOG_DIR: s.podLogs, ROOT_DIR: s.kubeletRoot }));
   specs.push(spec('volume-manager', 'volume-manager', { ROOT_DIR: s.kubeletRoot }));
   specs.push(spec('status-manager', 'status-manager'));
   specs.push(spec('pleg', 'pleg'));

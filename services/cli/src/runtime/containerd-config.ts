@@ -26,6 +26,14 @@ export interface ContainerdPaths {
   pidFile: string;
   /** Where built image archives are cached. */
   images: string;
+  /**
+   * The CRI registry `config_path`: one folder per registry host (`<host>[:<port>]`, e.g.
+   * `127.0.0.1:5000`) holding a `hosts.toml` (containerd's hosts.toml format: `server`, `[host."…"]`
+   * with `capabilities`, `skip_verify`, `ca`). containerd re-reads it on every pull, so a file added
+   * while it runs takes effect on the next pull. A host without a folder gets containerd's defaults
+   * (https; plain http for localhost and loopback addresses).
+   */
+  registryConfigDir: string;
 }
 
 /** Plugins this setup never uses; disabled so their probes do not fail noisily in the log. */
@@ -105,6 +113,6 @@ disabled_plugins = [${DISABLED_PLUGINS.map(q).join(', ')}]
           SystemdCgroup = false
 
     [${cri}.registry]
-      config_path = ""
+      config_path = ${q(p.registryConfigDir)}
 `;
 }

@@ -14,6 +14,7 @@
  *     cni/net.d/           the CNI conflist;  cni/ipam/  host-local's store
  *     opt/                 the opt plugin's folder (instead of /opt/containerd)
  *     images/              built image archives, cached by content hash
+ *     certs.d/             the CRI registry config_path: <host>/hosts.toml per registry host
  *     start.lock           held while a process starts the daemon (concurrent starts wait)
  *
  * Lifecycle (one state dir):
@@ -69,7 +70,7 @@ export interface StartContainerdOptions {
    * loopback port ({@link DEAD_PROXY}), so a `PullImage` of anything not on loopback fails at once
    * with `proxyconnect tcp: dial tcp 127.0.0.1:1: connect: connection refused` and no packet (not even
    * a DNS query) leaves the machine; registries on localhost/127.0.0.1 are never proxied and still
-   * work. `direct` pulls normally. Only applies when a new daemon is started (a reused one keeps its own).
+   * work ({@link NO_PROXY}). `direct` pulls normally. Only applies when a new daemon is started (a reused one keeps its own).
    * @default 'none'
    */
   registryAccess?: 'none' | 'direct';
@@ -77,6 +78,12 @@ export interface StartContainerdOptions {
 
 /** The proxy a containerd without registry access gets: a loopback port nothing listens on. */
 export const DEAD_PROXY = 'http://127.0.0.1:1';
+
+/**
+ * What the dead proxy never sees: registries on the node itself. Go's proxy selection already skips
+ * `localhost` and loopback IPs; saying so explicitly keeps that true for any resolver.
+ */
+export const NO_PROXY = 'localhost,127.0.0.1,::1';
 
 /** Options of {@link stopContainerd}. */
 export interface StopContainerdOptions {
@@ -152,6 +159,7 @@ export function containerdPaths(stateDir: string): ContainerdPaths {
     log: join(dir, 'containerd.log'),
     pidFile: join(dir, 'containerd.pid'),
     images: join(dir, 'images'),
+    registryConfigDir: join(dir, 'certs.d'),
   };
 }
 
@@ -373,7 +381,7 @@ async function startLocked(stateDir: string, p: ContainerdPaths, options: StartC
     return { ...base, network, snapshotter: readSnapshotter(p), pid: existing, version: probe.version, reused: true };
   }
 
-  for (const d of [p.dir, p.root, p.state, p.runcRoot, p.opt, p.images]) mkdirSync(d, { recursive: true });
+  for (const d of [p.dir, p.root, p.state, p.runcRoot, p.opt, p.images, p.registryConfigDir]) mkdirSync(d, { recursive: true });
   for (const f of [p.socket, `${p.socket}.ttrpc`, p.pidFile]) rmSync(f, { force: true });
   const network = choosePodNetwork(p.dir, { stateDir, subnet: options.subnet, name: options.name });
   writePodNetworkConfig(p.cniConfDir, p.ipamDataDir, network);
@@ -385,7 +393,7 @@ async function startLocked(stateDir: string, p: ContainerdPaths, options: StartC
   const env: Record<string, string> =
     registryAccess === 'direct'
       ? { PATH: RUNTIME_PATH }
-      : { PATH: RUNTIME_PATH, HTTP_PROXY: DEAD_PROXY, HTTPS_PROXY: DEAD_PROXY, http_proxy: DEAD_PROXY, https_proxy: DEAD_PROXY };
+      : { PATH: RUNTIME_PATH, HTTP_PROXY: DEAD_PROXY, HTTPS_PROXY: DEAD_PROXY, http_proxy: DEAD_PROXY, https_proxy: DEAD_PROXY, NO_PROXY: NO_PROXY, no_proxy: NO_PROXY };
   const logFd = openSync(p.log, 'a');
   writeFileSync(
     logFd,

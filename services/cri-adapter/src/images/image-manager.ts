@@ -3,20 +3,27 @@
  * pull policy, pull backoff and (by default) one pull at a time.
  *
  * Models pkg/kubelet/images/image_manager.go (EnsureImageExists, shouldPullImage, evalCRIPullErr),
- * puller.go (serialImagePuller, parallelImagePuller) and types.go (the Err* values).
+ * puller.go (serialImagePuller, parallelImagePuller), types.go (the Err* values) and
+ * kuberuntime/kuberuntime_image.go (PullImage: the pull with each matching credential in turn).
+ *
+ * Credentials (pod pull secrets, then the node's docker config) only ever reach the CRI
+ * PullImageRequest: they are never logged, put on a span or an event, or published.
  */
 import type { Tracer } from '@opentelemetry/api';
 import type { BoundPod, Container } from '@splitlet/api';
-import type { CriInput, PodSandboxConfig } from '@splitlet/cri';
+import type { AuthConfig, CriInput, PodSandboxConfig, PullImageResponse } from '@splitlet/cri';
 import { isCriError } from '@splitlet/cri';
 import { defaultPullPolicy, formatGoDuration, type Backoff } from '@splitlet/kube';
 import type { Clock } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
 import { withSpan } from '@splitlet/telemetry';
-import type { CriImages, EventPodRef, EventRecorder } from '../ports.js';
+import type { DockerKeyring, TrackedAuthConfig } from '../credentials/keyring.js';
+import type { NodeKeyringProvider } from '../credentials/node-keyring.js';
+import { makeDockerKeyring } from '../credentials/pull-secrets.js';
+import type { CriImages, EventPodRef, EventRecorder, PullSecret } from '../ports.js';
 import type { KubeRuntimeMetrics } from '../kuberuntime/metrics.js';
 import { SyncErrors, type StepFailure } from '../kuberuntime/sync-result.js';
-import { applyDefaultImageTag } from './image-reference.js';
+import { applyDefaultImageTag, parseImageName } from './image-reference.js';
 
 /** The outcome of {@link ImageManager.ensureImageExists}: the image ref, or the kubelet error. */
 export type EnsureImageResult = { readonly ok: true; readonly imageRef: string } | ({ readonly ok: false } & StepFailure);
@@ -27,14 +34,16 @@ export interface EnsureImageRequest {
   readonly podRef: EventPodRef;
   readonly container: Container;
   readonly fieldPath: string;
-  /** Pull-secret names. Their values are not available in standalone mode: pulls are anonymous. */
-  readonly pullSecrets: readonly string[];
+  /** The pod's pull secrets that could be retrieved (their credentials come before the node's). */
+  readonly pullSecrets: readonly PullSecret[];
   readonly sandboxConfig: CriInput<PodSandboxConfig>;
 }
 
 /** Dependencies of the {@link ImageManager}. */
 export interface ImageManagerOptions {
   readonly images: CriImages;
+  /** The node's docker config credentials (the default keyring). @default none */
+  readonly nodeKeyring?: NodeKeyringProvider;
   readonly recorder: EventRecorder;
   readonly clock: Clock;
   /** Pull backoff per `<podUID>_<image>`: 10 s doubling to 300 s. */
@@ -62,6 +71,8 @@ export function shouldPullImage(policy: 'Always' | 'IfNotPresent' | 'Never', pre
   if (policy === 'Never') return false;
   return policy === 'Always' || !present;
 }
+
+const NO_CREDENTIALS: DockerKeyring = { lookup: () => [] };
 
 const REGISTRY_UNAVAILABLE = 'RegistryUnavailable';
 const SIGNATURE_VALIDATION_FAILED = 'SignatureValidationFailed';
@@ -176,17 +187,19 @@ export class ImageManager {
     }
 
     event('Normal', 'Pulling', `Pulling image ${JSON.stringify(requested)}`);
-    if (req.pullSecrets.length > 0) {
-      o.logger.debug('pull secrets are not available in standalone mode; pulling anonymously', {
-        pod: `${pod.metadata.namespace}/${pod.metadata.name}`,
-        image: requested,
-        pullSecretNames: [...req.pullSecrets],
-      });
-    }
     const enqueuedAt = performance.now();
     let outcome: PullOutcome;
     try {
-      outcome = await this.#schedule(() => this.#pull(image, requested, req.sandboxConfig));
+      const credentials = await this.#credentialsFor(image, req.pullSecrets);
+      if (o.logger.isEnabled('debug')) {
+        // Where the credentials come from, never what they are.
+        o.logger.debug(credentials.length === 0 ? 'Pulling image without credentials' : 'Pulling image with credentials', {
+          pod: `${pod.metadata.namespace}/${pod.metadata.name}`,
+          image: requested,
+          from: credentials.map((c) => c.source),
+        });
+      }
+      outcome = await this.#schedule(() => this.#pull(image, requested, req.sandboxConfig, credentials));
     } catch (e) {
       event('Warning', 'Failed', `Failed to pull image ${JSON.stringify(requested)}: ${e instanceof Error ? e.message : String(e)}`);
       o.backoff.next(backoffKey, o.clock.now());
@@ -212,9 +225,38 @@ export class ImageManager {
     return run;
   }
 
-  async #pull(image: string, requested: string, sandboxConfig: CriInput<PodSandboxConfig>): Promise<PullOutcome> {
+  /**
+   * The credentials to try for `image`, in order: the pod's pull secrets, then the node's docker
+   * config, each by most specific registry key (keyring Lookup of the image's repository).
+   * Rejects with a CredentialError when a pull secret holds an invalid docker config.
+   */
+  async #credentialsFor(image: string, pullSecrets: readonly PullSecret[]): Promise<TrackedAuthConfig[]> {
+    const keyring = makeDockerKeyring(pullSecrets, (await this.#o.nodeKeyring?.keyring()) ?? NO_CREDENTIALS);
+    return keyring.lookup(parseImageName(image).repository);
+  }
+
+  /**
+   * PullImage, anonymously when there are no credentials, else with each credential in turn until
+   * one works; when all fail, the error of the kubelet's utilerrors.NewAggregate (the one error, or
+   * `[e1, e2]` of the distinct messages).
+   */
+  async #pullWithCredentials(image: string, requested: string, sandboxConfig: CriInput<PodSandboxConfig>, credentials: readonly TrackedAuthConfig[]): Promise<PullImageResponse> {
+    const spec = { image, userSpecifiedImage: requested };
+    if (credentials.length === 0) return this.#o.images.PullImage({ image: spec, sandboxConfig });
+    const errors: unknown[] = [];
+    for (const c of credentials) {
+      try {
+        return await this.#o.images.PullImage({ image: spec, auth: criAuth(c), sandboxConfig });
+      } catch (e) {
+        errors.push(e);
+      }
+    }
+    throw aggregateErrors(errors);
+  }
+
+  async #pull(image: string, requested: string, sandboxConfig: CriInput<PodSandboxConfig>, credentials: readonly TrackedAuthConfig[]): Promise<PullOutcome> {
     const started = performance.now();
-    const resp = await this.#o.images.PullImage({ image: { image, userSpecifiedImage: requested }, sandboxConfig });
+    const resp = await this.#pullWithCredentials(image, requested, sandboxConfig, credentials);
     const pullMs = performance.now() - started;
     let sizeBytes = 0;
     let imageRef = resp.imageRef;
@@ -227,4 +269,23 @@ export class ImageManager {
     }
     return { imageRef, sizeBytes, pullMs };
   }
+}
+
+/** The CRI AuthConfig of one credential (the kubelet's PullImage: every field of the credential). */
+function criAuth(c: TrackedAuthConfig): CriInput<AuthConfig> {
+  return { username: c.username, password: c.password, identityToken: c.identityToken, registryToken: c.registryToken };
+}
+
+/**
+ * One error for several failed attempts, like apimachinery's utilerrors.NewAggregate: the error
+ * itself when there is one distinct message, else an Error `[m1, m2, …]` of the distinct messages.
+ */
+export function aggregateErrors(errors: readonly unknown[]): unknown {
+  const messages: string[] = [];
+  for (const e of errors) {
+    const m = e instanceof Error ? e.message : String(e);
+    if (!messages.includes(m)) messages.push(m);
+  }
+  if (messages.length <= 1) return errors[0];
+  return new Error(`[${messages.join(', ')}]`, { cause: errors });
 }

@@ -43,7 +43,7 @@ import type { Clock } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
 import { withSpan } from '@splitlet/telemetry';
 import type { ImageManager } from '../images/image-manager.js';
-import type { CriImages, CriRuntime, EventPodRef, EventRecorder, NodeFiles } from '../ports.js';
+import type { CriImages, CriRuntime, EventPodRef, EventRecorder, NodeFiles, PullSecret } from '../ports.js';
 import { ContainerConfigError, generateContainerConfig, verifyRunAsNonRoot, type ImageUser } from './container-config.js';
 import { containerFieldPath, podRef, recordContainerEvent } from './container-ref.js';
 import { parseResolvConf } from './dns.js';
@@ -94,8 +94,8 @@ export interface SyncPodInput {
   readonly pod: BoundPod;
   /** Host paths volume-manager mounted, by volume name. */
   readonly volumes: MountedVolumes;
-  /** Pull-secret names (values are not available in standalone mode). */
-  readonly pullSecrets: readonly string[];
+  /** The pod's pull secrets, resolved on the node (see credentials/pull-secrets.ts). */
+  readonly pullSecrets: readonly PullSecret[];
   /**
    * The pod's data directory, for the kubelet-managed `etc-hosts` and termination-message files.
    * Absent: containers get neither.
