@@ -18,12 +18,13 @@ import type { CriAdapterConfig } from './config.js';
 import { FenceKeeper } from './guard/fence-keeper.js';
 import { KeyedMutex } from './guard/keyed-mutex.js';
 import { ImageManager } from './images/image-manager.js';
+import { ContainerGC } from './kuberuntime/container-gc.js';
 import { createLifecycleHandlerRunner } from './kuberuntime/lifecycle-handlers.js';
 import type { KubeRuntimeMetrics } from './kuberuntime/metrics.js';
 import { RuntimeUpChecker } from './kuberuntime/runtime-health.js';
 import { KubeGenericRuntimeManager } from './kuberuntime/runtime-manager.js';
 import { RuntimeStatusReader } from './kuberuntime/runtime-status-reader.js';
-import type { NodeFiles, StateStore } from './ports.js';
+import type { LogFileRemover, NodeFiles, StateStore } from './ports.js';
 import { RuntimeOperations, type BackoffTables } from './runtime-operations.js';
 
 /** The configuration fields the assembly reads. */
@@ -56,6 +57,8 @@ export interface CriAdapterDeps {
   readonly backoffStore?: StateStore<BackoffTables> | undefined;
   /** @default the local filesystem with `RESOLV_CONF` */
   readonly nodeFiles?: NodeFiles;
+  /** What container GC removes log files with. @default the local filesystem */
+  readonly logFiles?: LogFileRemover;
   readonly signal: AbortSignal;
 }
 
@@ -97,9 +100,9 @@ export function nodeAddresses(): string[] {
 }
 
 /**
- * Builds the backoffs (restored from the store when it has them), the runtime manager and its
- * guards, serves the four endpoints, and starts the runtime-up loop. The sandbox image is made
- * present in the background (a failure is logged).
+ * Builds the backoffs (restored from the store when it has them), the runtime manager, its guards
+ * and the container garbage collector, serves the endpoints, and starts the runtime-up loop. The
+ * sandbox image is made present in the background (a failure is logged).
  */
 export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter> {
   const { settings, bus, cri, clock, logger, tracer, metrics } = deps;
@@ -127,7 +130,8 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
   );
 
   const events = createEventPublisher({ bus, node, clock, logger });
-  const nodeFiles = deps.nodeFiles ?? createNodeFiles(settings.RESOLV_CONF);
+  const localFiles = createNodeFiles(settings.RESOLV_CONF);
+  const nodeFiles = deps.nodeFiles ?? localFiles;
   const statusReader = new RuntimeStatusReader(cri);
   const imageManager = new ImageManager({
     images: cri,
@@ -165,8 +169,18 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
       hostIPs: nodeAddresses(),
     },
   });
+  const gc = new ContainerGC({
+    runtime: cri,
+    manager,
+    logFiles: deps.logFiles ?? localFiles,
+    podLogDir: settings.POD_LOG_DIR,
+    clock,
+    logger,
+    tracer,
+  });
   const operations = new RuntimeOperations({
     manager,
+    gc,
     fences: new FenceKeeper(),
     podLocks: new KeyedMutex(),
     mutations: deps.mutations,

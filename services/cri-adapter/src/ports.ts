@@ -11,6 +11,7 @@ export type CriRuntime = Pick<
   | 'Status'
   | 'RunPodSandbox'
   | 'StopPodSandbox'
+  | 'RemovePodSandbox'
   | 'PodSandboxStatus'
   | 'ListPodSandbox'
   | 'CreateContainer'
@@ -64,4 +65,14 @@ export interface NodeFiles {
   ensureDir(path: string): Promise<void>;
   /** The entry names of a directory; rejects when it does not exist. */
   listDir(path: string): Promise<string[]>;
+}
+
+/** The log files container garbage collection removes: dead containers' logs and gone pods' log directories. */
+export interface LogFileRemover {
+  /** The entry names of a directory; rejects when it does not exist (`code` ENOENT). */
+  listDir(path: string): Promise<string[]>;
+  /** Removes one file; a missing file is not an error. */
+  removeFile(path: string): Promise<void>;
+  /** Removes a directory and everything in it; a missing one is not an error. */
+  removeAll(path: string): Promise<void>;
 }
