@@ -333,6 +333,53 @@ export const RuntimeRelistReply = z.object({
 export type RuntimeRelistReply = z.infer<typeof RuntimeRelistReply>;
 
 // ---------------------------------------------------------------------------------------------
+// sync-loop → cri-adapter: container garbage collection (request/reply)
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * kubecontainer.GCPolicy: which dead containers may be removed. The kubelet's defaults are
+ * MinAge 0, MaxPerPodContainer 1, MaxContainers -1.
+ */
+export const ContainerGCPolicy = z.object({
+  /** Minimum age (ms since creation) at which a container can be garbage collected; 0: no limit. */
+  minAgeMs: z.number().int().min(0, 'invalid minimum garbage collection age: must not be negative'),
+  /** Max dead containers per (pod UID, container name); less than zero: no limit. */
+  maxPerPodContainer: z.number().int(),
+  /** Max dead containers on the node; less than zero: no limit. */
+  maxContainers: z.number().int(),
+});
+export type ContainerGCPolicy = z.infer<typeof ContainerGCPolicy>;
+
+/**
+ * containerGC.GarbageCollect as a request: sync-loop (the kubelet's StartGarbageCollection and its
+ * podStateProvider) asks cri-adapter (the runtime) to remove dead containers, dead sandboxes and
+ * the log directories of gone pods. GC never touches running containers or ready sandboxes.
+ */
+export const RuntimeGarbageCollectRequest = z.object({
+  type: z.literal('kubelet.runtime.GarbageCollectRequest.v1'),
+  policy: ContainerGCPolicy,
+  /** sourcesReady.AllReady(): only then are whole pods' containers and log directories removed. */
+  allSourcesReady: z.boolean(),
+  /**
+   * The pods whose content must stay: those the pod workers know, unless evicted or deleted and
+   * terminated. Every other pod's content may be removed once all sources are ready
+   * (podWorkers.ShouldPodContentBeRemoved).
+   */
+  keep: z.array(z.string()),
+});
+export type RuntimeGarbageCollectRequest = z.infer<typeof RuntimeGarbageCollectRequest>;
+
+export const RuntimeGarbageCollectReply = z.object({
+  type: z.literal('kubelet.runtime.GarbageCollectReply.v1'),
+  removedContainers: z.number().int().min(0),
+  removedSandboxes: z.number().int().min(0),
+  removedLogDirs: z.number().int().min(0),
+  /** The steps that failed, aggregated as the kubelet reports them (absent: GC succeeded). */
+  error: z.string().optional(),
+});
+export type RuntimeGarbageCollectReply = z.infer<typeof RuntimeGarbageCollectReply>;
+
+// ---------------------------------------------------------------------------------------------
 // pod-worker / sync-loop → volume-manager (request/reply)
 // ---------------------------------------------------------------------------------------------
 

@@ -105,7 +105,7 @@ export const Subjects = {
   },
 } as const;
 
-export const RuntimeOps = ['syncPod', 'killPod', 'getPodStatus', 'relist'] as const;
+export const RuntimeOps = ['syncPod', 'killPod', 'getPodStatus', 'relist', 'garbageCollect'] as const;
 export type RuntimeOp = (typeof RuntimeOps)[number];
 export const VolumeOps = ['mount', 'unmount', 'cleanup'] as const;
 export type VolumeOp = (typeof VolumeOps)[number];

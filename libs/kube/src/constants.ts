@@ -35,6 +35,8 @@ export const KubeletPeriods = {
   /** Image pull backoff (`imageBackOff`), initial and max. */
   imageBackOffInitialMs: 10_000,
   imageBackOffMaxMs: 300_000,
+  /** `ContainerGCPeriod`: container garbage collection runs at start, then this long after each run. */
+  containerGCPeriodMs: 60_000,
   /** `minimumGracePeriodInSeconds` for killContainer, in seconds. */
   minimumKillGracePeriodSeconds: 2,
 } as const;

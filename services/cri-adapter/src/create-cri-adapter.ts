@@ -21,12 +21,13 @@ import { createPullSecretResolver } from './credentials/pull-secrets.js';
 import { FenceKeeper } from './guard/fence-keeper.js';
 import { KeyedMutex } from './guard/keyed-mutex.js';
 import { ImageManager } from './images/image-manager.js';
+import { ContainerGC } from './kuberuntime/container-gc.js';
 import { createLifecycleHandlerRunner } from './kuberuntime/lifecycle-handlers.js';
 import type { KubeRuntimeMetrics } from './kuberuntime/metrics.js';
 import { RuntimeUpChecker } from './kuberuntime/runtime-health.js';
 import { KubeGenericRuntimeManager } from './kuberuntime/runtime-manager.js';
 import { RuntimeStatusReader } from './kuberuntime/runtime-status-reader.js';
-import type { NodeFiles, PullSecretSource, StateStore } from './ports.js';
+import type { LogFileRemover, NodeFiles, PullSecretSource, StateStore } from './ports.js';
 import { RuntimeOperations, type BackoffTables } from './runtime-operations.js';
 
 /** The configuration fields the assembly reads. */
@@ -70,6 +71,8 @@ export interface CriAdapterDeps {
    * @default the first docker config file in `ROOT_DIR`, the working dir, `$HOME/.docker`, `/.docker` (then `.dockercfg`), re-read every 5 minutes
    */
   readonly nodeKeyring?: NodeKeyringProvider;
+  /** What container GC removes log files with. @default the local filesystem */
+  readonly logFiles?: LogFileRemover;
   readonly signal: AbortSignal;
 }
 
@@ -111,9 +114,9 @@ export function nodeAddresses(): string[] {
 }
 
 /**
- * Builds the backoffs (restored from the store when it has them), the runtime manager and its
- * guards, serves the four endpoints, and starts the runtime-up loop. The sandbox image is made
- * present in the background (a failure is logged).
+ * Builds the backoffs (restored from the store when it has them), the runtime manager, its guards
+ * and the container garbage collector, serves the endpoints, and starts the runtime-up loop. The
+ * sandbox image is made present in the background (a failure is logged).
  */
 export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter> {
   const { settings, bus, cri, clock, logger, tracer, metrics } = deps;
@@ -141,7 +144,8 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
   );
 
   const events = createEventPublisher({ bus, node, clock, logger });
-  const nodeFiles = deps.nodeFiles ?? createNodeFiles(settings.RESOLV_CONF);
+  const localFiles = createNodeFiles(settings.RESOLV_CONF);
+  const nodeFiles = deps.nodeFiles ?? localFiles;
   const statusReader = new RuntimeStatusReader(cri, nodeFiles);
   const nodeKeyring =
     deps.nodeKeyring ?? createNodeKeyringProvider({ paths: { rootDir: settings.ROOT_DIR, workingDir: process.cwd(), homeDir: homedir() }, clock, logger });
@@ -182,9 +186,19 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
       hostIPs: nodeAddresses(),
     },
   });
+  const gc = new ContainerGC({
+    runtime: cri,
+    manager,
+    logFiles: deps.logFiles ?? localFiles,
+    podLogDir: settings.POD_LOG_DIR,
+    clock,
+    logger,
+    tracer,
+  });
   const operations = new RuntimeOperations({
     manager,
     pullSecrets: createPullSecretResolver({ source: deps.pullSecretSource ?? createStandalonePullSecretSource(), recorder: events, logger }),
+    gc,
     fences: new FenceKeeper(),
     podLocks: new KeyedMutex(),
     mutations: deps.mutations,

@@ -11,6 +11,7 @@ export type CriRuntime = Pick<
   | 'Status'
   | 'RunPodSandbox'
   | 'StopPodSandbox'
+  | 'RemovePodSandbox'
   | 'PodSandboxStatus'
   | 'ListPodSandbox'
   | 'CreateContainer'
@@ -108,4 +109,14 @@ export interface PullSecret {
  */
 export interface PullSecretSource {
   getSecret(namespace: string, name: string): Promise<PullSecret>;
+}
+
+/** The log files container garbage collection removes: dead containers' logs and gone pods' log directories. */
+export interface LogFileRemover {
+  /** The entry names of a directory; rejects when it does not exist (`code` ENOENT). */
+  listDir(path: string): Promise<string[]>;
+  /** Removes one file; a missing file is not an error. */
+  removeFile(path: string): Promise<void>;
+  /** Removes a directory and everything in it; a missing one is not an error. */
+  removeAll(path: string): Promise<void>;
 }

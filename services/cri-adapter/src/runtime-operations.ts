@@ -1,9 +1,11 @@
 /**
- * The four runtime operations the cri-adapter serves — syncPod, killPod, getPodStatus, relist —
- * with the guards around them: fencing, one operation per pod UID, a pleg poke after any runtime
- * change, and persisting the backoff tables when they moved.
+ * The runtime operations the cri-adapter serves — syncPod, killPod, getPodStatus, relist and
+ * garbageCollect — with the guards around them: fencing, one operation per pod UID, a pleg poke
+ * after any runtime change, and persisting the backoff tables when they moved.
  */
 import type {
+  RuntimeGarbageCollectReply,
+  RuntimeGarbageCollectRequest,
   RuntimeGetPodStatusReply,
   RuntimeGetPodStatusRequest,
   RuntimeKillPodReply,
@@ -19,6 +21,7 @@ import type { Logger } from '@splitlet/telemetry';
 import type { PullSecretResolver } from './credentials/pull-secrets.js';
 import type { FenceKeeper } from './guard/fence-keeper.js';
 import type { KeyedMutex } from './guard/keyed-mutex.js';
+import type { ContainerGC } from './kuberuntime/container-gc.js';
 import type { KubeGenericRuntimeManager } from './kuberuntime/runtime-manager.js';
 import type { StateStore } from './ports.js';
 
@@ -33,6 +36,8 @@ export interface RuntimeOperationsOptions {
   readonly manager: KubeGenericRuntimeManager;
   /** Resolves the request's pull secret names on the node (the kubelet's getPullSecretsForPod). */
   readonly pullSecrets: PullSecretResolver;
+  /** Container garbage collection (garbageCollect). */
+  readonly gc: ContainerGC;
   readonly fences: FenceKeeper;
   readonly podLocks: KeyedMutex;
   /** How many mutating CRI calls were made so far (a counter over the shared client). */
@@ -55,6 +60,8 @@ export class RuntimeOperations {
   #savedBackoffs = '';
   #saving: Promise<void> = Promise.resolve();
   readonly #inflight = new Set<Promise<unknown>>();
+  /** The last garbage collection run queued (runs go one at a time). */
+  #gcTail: Promise<unknown> = Promise.resolve();
 
   constructor(options: RuntimeOperationsOptions) {
     this.#o = options;
@@ -109,6 +116,34 @@ export class RuntimeOperations {
         const pods = await this.#o.manager.relist();
         return { type: 'kubelet.runtime.RelistReply.v1', pods, timestamp };
       })(),
+    );
+  }
+
+  /**
+   * Container garbage collection (see ContainerGC). Runs go one at a time: a request that arrives
+   * while one runs waits for it. Each pod's part runs under the pod's lock, so it never overlaps a
+   * SyncPod or KillPod of that pod. A pod not in `keep` is one whose content should be removed once
+   * all sources are ready (ShouldPodContentBeRemoved); before that, no pod's is.
+   */
+  garbageCollect(req: RuntimeGarbageCollectRequest): Promise<RuntimeGarbageCollectReply> {
+    const keep = new Set(req.keep);
+    const run = this.#gcTail.then(() =>
+      this.#o.gc.garbageCollect({
+        policy: req.policy,
+        allSourcesReady: req.allSourcesReady,
+        shouldPodContentBeRemoved: (uid) => req.allSourcesReady && !keep.has(uid),
+        withPodLock: (uid, fn) => this.#guarded(uid, fn),
+      }),
+    );
+    this.#gcTail = run.catch(() => undefined);
+    return this.#track(
+      run.then((r) => ({
+        type: 'kubelet.runtime.GarbageCollectReply.v1' as const,
+        removedContainers: r.removedContainers,
+        removedSandboxes: r.removedSandboxes,
+        removedLogDirs: r.removedLogDirs,
+        ...(r.error !== undefined ? { error: r.error } : {}),
+      })),
     );
   }
 

@@ -64,6 +64,14 @@ export const SyncLoopEnv = z.object({
   SYNC_TICK_MS: z.coerce.number().int().positive().default(1000),
   /** housekeepingPeriod. @default 2000 */
   HOUSEKEEPING_MS: z.coerce.number().int().positive().default(2000),
+  /** ContainerGCPeriod: container garbage collection runs at start, then this long after each run. @default 60000 */
+  CONTAINER_GC_PERIOD_MS: z.coerce.number().int().positive().default(60_000),
+  /** --minimum-container-ttl-duration: a dead container is collected only once it is this old. @default 0 */
+  MINIMUM_CONTAINER_TTL_MS: z.coerce.number().int().min(0, 'invalid minimum garbage collection age: must not be negative').default(0),
+  /** --maximum-dead-containers-per-container; less than zero: no limit. @default 1 */
+  MAX_DEAD_CONTAINERS_PER_CONTAINER: z.coerce.number().int().default(1),
+  /** --maximum-dead-containers on the node; less than zero: no limit. @default -1 */
+  MAX_DEAD_CONTAINERS: z.coerce.number().int().default(-1),
 });
 
 /** sync-loop's typed configuration plus the `OTEL_*` variables for `startTelemetry`. */

@@ -1,17 +1,25 @@
 /**
  * What only the leader runs, wired for one leadership term: the views, the sync loop rebuilt from
- * KV, the two consumers, the work-queue tick and housekeeping. Returns once `signal` aborted and
- * everything drained.
+ * KV, the two consumers, the work-queue tick, housekeeping and container garbage collection.
+ * Returns once `signal` aborted and everything drained.
  */
 import type { Tracer } from '@opentelemetry/api';
+import type { ContainerGCPolicy } from '@splitlet/api';
 import type { NatsBus, Consumption } from '@splitlet/bus';
 import type { AdmissionNode } from '@splitlet/kube';
 import { ProgressMonitor, sleep, type Clock, type HealthStatus } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
 import { consumeConfig, consumePleg } from './adapters/consumers.js';
-import { createBusEventRecorder, createBusStatusSink, createBusVolumeCleaner, createBusWorkPoker } from './adapters/bus-publishers.js';
+import {
+  createBusEventRecorder,
+  createBusRuntimeGarbageCollector,
+  createBusStatusSink,
+  createBusVolumeCleaner,
+  createBusWorkPoker,
+} from './adapters/bus-publishers.js';
 import { createKvDesiredStore, createKvKillStore, createKvSourcesStore } from './adapters/kv-stores.js';
 import { startClusterViews } from './adapters/kv-views.js';
+import { ContainerGarbageCollector } from './sync-loop/container-gc.js';
 import type { SyncLoopMetrics } from './sync-loop/metrics.js';
 import { SyncLoop } from './sync-loop/sync-loop.js';
 
@@ -21,6 +29,8 @@ const TICK_STALL_MS = 10_000;
 const CONSUMER_STALL_MS = 30_000;
 /** volume-manager `cleanup` deadline. */
 const VOLUME_CLEANUP_TIMEOUT_MS = 10_000;
+/** cri-adapter `garbageCollect` deadline: a run waits for the pods' operations in progress. */
+const CONTAINER_GC_TIMEOUT_MS = 600_000;
 
 /** Dependencies of a leader session. */
 export interface LeaderSessionDeps {
@@ -30,6 +40,10 @@ export interface LeaderSessionDeps {
   readonly admissionNode: AdmissionNode;
   readonly syncTickMs: number;
   readonly housekeepingMs: number;
+  /** ContainerGCPeriod. */
+  readonly containerGcPeriodMs: number;
+  /** @default the kubelet's (MinAge 0, MaxPerPodContainer 1, MaxContainers -1) */
+  readonly containerGcPolicy?: ContainerGCPolicy;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly tracer: Tracer;
@@ -97,8 +111,18 @@ export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSig
   const housekeeping = (async () => {
     while (await sleep(deps.housekeepingMs, signal, clock)) await loop.housekeeping();
   })();
+  const containerGc = new ContainerGarbageCollector({
+    node,
+    runtime: createBusRuntimeGarbageCollector(bus, node, CONTAINER_GC_TIMEOUT_MS),
+    podState: () => loop.podStateForGC(),
+    events: createBusEventRecorder(bus, node),
+    ...(deps.containerGcPolicy === undefined ? {} : { policy: deps.containerGcPolicy }),
+    clock,
+    logger,
+    tracer: deps.tracer,
+  }).run(deps.containerGcPeriodMs, signal);
   logger.info('sync loop running', { desiredPods: loop.podManager.size, allSourcesReady: loop.sourcesReady.allReady() });
 
-  await Promise.all([ticking, housekeeping, ...consumers.map((c) => c.done), views.done]);
+  await Promise.all([ticking, housekeeping, containerGc, ...consumers.map((c) => c.done), views.done]);
   onHealth(undefined);
 }

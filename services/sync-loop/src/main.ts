@@ -70,6 +70,12 @@ async function main(): Promise<void> {
             admissionNode: node,
             syncTickMs: config.SYNC_TICK_MS,
             housekeepingMs: config.HOUSEKEEPING_MS,
+            containerGcPeriodMs: config.CONTAINER_GC_PERIOD_MS,
+            containerGcPolicy: {
+              minAgeMs: config.MINIMUM_CONTAINER_TTL_MS,
+              maxPerPodContainer: config.MAX_DEAD_CONTAINERS_PER_CONTAINER,
+              maxContainers: config.MAX_DEAD_CONTAINERS,
+            },
             clock: realClock,
             logger,
             tracer: telemetry.tracer,

@@ -9,6 +9,8 @@ import type {
   PodSource,
   PodStatusUpdate,
   RuntimeCacheEntry,
+  RuntimeGarbageCollectReply,
+  RuntimeGarbageCollectRequest,
   SyncPodType,
   WorkerRecord,
 } from '@splitlet/api';
@@ -57,6 +59,12 @@ export interface EventRecorder {
 export interface VolumeCleaner {
   /** Removes the pod directories of every UID not in `keep`; returns the removed UIDs. */
   cleanup(keep: readonly string[]): Promise<readonly string[]>;
+}
+
+/** cri-adapter's container garbage collection (`sl.<node>.rpc.runtime.garbageCollect`). */
+export interface RuntimeGarbageCollector {
+  /** One run; rejects when the request could not be served (no reply, no responder). */
+  garbageCollect(request: RuntimeGarbageCollectRequest): Promise<RuntimeGarbageCollectReply>;
 }
 
 /** Which sources were seen (kubelet sourcesReady), persisted across restarts in `sl_node`. */

@@ -6,6 +6,7 @@
  */
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import type { ContainerStatus } from '@splitlet/api';
 import type { InstanceInfo, StateDir } from '../state-dir.js';
 import { CliError } from '../state-dir.js';
 import { connectCli, findPod, listPods } from '../node-view.js';
@@ -40,6 +41,21 @@ export function parseCriLog(text: string): CriLogLine[] {
   return out;
 }
 
+/**
+ * Which run's log file (`<n>.log`, n the container's restart count) to read: the container the
+ * kubelet would pick (validateContainerLogStatus). Without `previous`, the current container. With
+ * it, the last terminated one: the run before the current one, or — while the next run waits to
+ * start, e.g. in CrashLoopBackOff — the newest container itself (its status moved to `lastState`;
+ * container GC keeps only that one). -1 when there is no such container.
+ */
+export function logAttempt(st: ContainerStatus | undefined, previous: boolean): number {
+  const restarts = st?.restartCount ?? 0;
+  if (!previous) return restarts;
+  if (st?.lastState?.terminated == null) return -1;
+  const current = st.state?.running != null || st.state?.terminated != null;
+  return current ? restarts - 1 : restarts;
+}
+
 function format(l: CriLogLine, timestamps: boolean): string {
   return timestamps && l.time ? `${l.time} ${l.text}\n` : `${l.text}\n`;
 }
@@ -71,8 +87,7 @@ export async function logs(
   }
   const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
   const st = statuses.find((c) => c.name === container);
-  const restarts = st?.restartCount ?? 0;
-  const attempt = opts.previous ? restarts - 1 : restarts;
+  const attempt = logAttempt(st, opts.previous);
   const dir = join(s.podLogs, `${pod.metadata.namespace}_${podName}_${pod.metadata.uid}`, container);
   const file = join(dir, `${attempt}.log`);
   if (attempt < 0 || !existsSync(file)) {

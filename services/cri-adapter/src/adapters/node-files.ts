@@ -2,8 +2,8 @@
  * The node's files as kuberuntime touches them: resolv.conf, /etc/hosts, the pod log directories,
  * the kubelet-managed files in the pod directory, termination-message files and container logs.
  */
-import { chmod, mkdir, open, readdir, readFile, realpath, writeFile, type FileHandle } from 'node:fs/promises';
-import type { NodeFiles } from '../ports.js';
+import { chmod, mkdir, open, readdir, readFile, realpath, rm, writeFile, type FileHandle } from 'node:fs/promises';
+import type { LogFileRemover, NodeFiles } from '../ports.js';
 
 /** The node's hosts file (the kubelet's etcHostsPath). */
 const ETC_HOSTS_PATH = '/etc/hosts';
@@ -82,10 +82,11 @@ async function findTailLineStartIndex(fh: FileHandle, n: number): Promise<number
 }
 
 /**
- * {@link NodeFiles} on the local filesystem. `resolvConf` '' disables the resolver config (the
- * kubelet's `--resolv-conf=""`), and readResolvConf then returns ''.
+ * {@link NodeFiles} (and the {@link LogFileRemover} container GC uses) on the local filesystem.
+ * `resolvConf` '' disables the resolver config (the kubelet's `--resolv-conf=""`), and
+ * readResolvConf then returns ''.
  */
-export function createNodeFiles(resolvConf: string): NodeFiles {
+export function createNodeFiles(resolvConf: string): NodeFiles & LogFileRemover {
   return {
     readResolvConf: async () => (resolvConf === '' ? '' : readFile(resolvConf, 'utf8')),
     readNodeHostsFile: async () => {
@@ -158,6 +159,12 @@ export function createNodeFiles(resolvConf: string): NodeFiles {
       } finally {
         await fh.close();
       }
+    },
+    removeFile: async (path) => {
+      await rm(path, { force: true });
+    },
+    removeAll: async (path) => {
+      await rm(path, { recursive: true, force: true });
     },
   };
 }

@@ -1,9 +1,11 @@
 /**
- * Serves the runtime request/reply endpoints `sl.<node>.rpc.runtime.{syncPod,killPod,getPodStatus,relist}`
+ * Serves the runtime request/reply endpoints `sl.<node>.rpc.runtime.{syncPod,killPod,getPodStatus,relist,garbageCollect}`
  * (queue group `cri-adapter`): the bus validates requests (a malformed one gets a SchemaInvalid reply
  * and a dead letter) and replies; errors go back as WireErrors with their code (FencedOff, Unavailable …).
  */
 import {
+  RuntimeGarbageCollectReply,
+  RuntimeGarbageCollectRequest,
   RuntimeGetPodStatusReply,
   RuntimeGetPodStatusRequest,
   RuntimeKillPodReply,
@@ -21,7 +23,7 @@ import type { RuntimeOperations } from '../runtime-operations.js';
 export const CRI_ADAPTER_QUEUE = 'cri-adapter';
 
 /**
- * Binds the four endpoints until `signal` aborts. `onRequest` is called for every request served
+ * Binds the five endpoints until `signal` aborts. `onRequest` is called for every request served
  * (progress for the health check).
  */
 export function serveRuntimeRpc(
@@ -47,5 +49,9 @@ export function serveRuntimeRpc(
   bus.serve(Subjects.rpc.runtime(node, 'relist'), RuntimeRelistRequest, RuntimeRelistReply, (req) => {
     onRequest();
     return ops.relist(req);
+  }, opts);
+  bus.serve(Subjects.rpc.runtime(node, 'garbageCollect'), RuntimeGarbageCollectRequest, RuntimeGarbageCollectReply, (req) => {
+    onRequest();
+    return ops.garbageCollect(req);
   }, opts);
 }

@@ -620,6 +620,17 @@ export class KubeGenericRuntimeManager {
   }
 
   /**
+   * Kills a container without its pod spec (what its labels and annotations say stands in for it),
+   * with `message` as the Killing event's text and reason Unknown: the garbage collector stops a
+   * container in state UNKNOWN this way before removing it.
+   *
+   * Models the killContainer call of containerGC.removeOldestN.
+   */
+  killContainer(containerId: string, containerName: string, message: string): Promise<void> {
+    return this.#killContainer(undefined, containerId, containerName, message, 'Unknown', undefined);
+  }
+
+  /**
    * Kills one container: Killing event ("Stopping container <c>" or the given message), preStop
    * hook within the grace period (its whole seconds subtracted; a failure records
    * FailedPreStopHook), the 2 s floor, the override, then StopContainer with a deadline of grace +

@@ -1,21 +1,25 @@
 /**
  * What sync-loop publishes and requests on the bus: work pokes (`SL_WORK`), status updates of
- * rejected pods (`SL_STATUS`), events (`SL_EVENTS`), and volume-manager's `cleanup`.
+ * rejected pods (`SL_STATUS`), events (`SL_EVENTS`), volume-manager's `cleanup` and cri-adapter's
+ * `garbageCollect`.
  */
 import { ROOT_CONTEXT, context, type Context } from '@opentelemetry/api';
 import {
   KubeEvent,
   PodStatusUpdate,
+  RuntimeGarbageCollectReply,
+  RuntimeGarbageCollectRequest,
   Subjects,
   VolumeCleanupReply,
   VolumeCleanupRequest,
   WorkPoke,
+  nodeToken,
   partitionOf,
   type SyncPodType,
 } from '@splitlet/api';
 import type { NatsBus } from '@splitlet/bus';
 import { unsampledContext } from '@splitlet/telemetry';
-import type { EventRecorder, StatusSink, VolumeCleaner, WorkPoker } from '../ports.js';
+import type { EventRecorder, RuntimeGarbageCollector, StatusSink, VolumeCleaner, WorkPoker } from '../ports.js';
 
 type Publisher = Pick<NatsBus, 'publish'>;
 
@@ -37,11 +41,15 @@ export function createBusStatusSink(bus: Publisher, node: string): StatusSink {
   };
 }
 
-/** Publishes events on `sl.<node>.events.<uid>`. */
+/**
+ * Publishes events on `sl.<node>.events.<uid>`; a Node event (whose uid is the node name, dots
+ * allowed) on `sl.<node>.events.<node token>`.
+ */
 export function createBusEventRecorder(bus: Publisher, node: string): EventRecorder {
   return {
     async record(event: KubeEvent): Promise<void> {
-      await bus.publish(KubeEvent, Subjects.events(node, event.involvedObject.uid), event);
+      const o = event.involvedObject;
+      await bus.publish(KubeEvent, Subjects.events(node, o.kind === 'Node' ? nodeToken(o.uid) : o.uid), event);
     },
   };
 }
@@ -59,5 +67,17 @@ export function createBusVolumeCleaner(bus: Pick<NatsBus, 'request'>, node: stri
       );
       return reply.removed;
     },
+  };
+}
+
+/**
+ * Requests `sl.<node>.rpc.runtime.garbageCollect` in the active context (the run's span). A run may
+ * wait for pods' operations in progress, so the deadline is long; cri-adapter's progress beats tell
+ * a slow run from a dead responder.
+ */
+export function createBusRuntimeGarbageCollector(bus: Pick<NatsBus, 'request'>, node: string, timeoutMs: number): RuntimeGarbageCollector {
+  const subject = Subjects.rpc.runtime(node, 'garbageCollect');
+  return {
+    garbageCollect: (request) => bus.request(RuntimeGarbageCollectRequest, RuntimeGarbageCollectReply, subject, request, { timeoutMs }),
   };
 }

@@ -19,6 +19,7 @@
  *     tick: WorkerRecord.nextSyncAt due ─▶ poke sync (once per value)
  *     housekeeping (all sources seen): kill undesired workers and orphaned runtime pods,
  *       restart unknown desired pods, volume cleanup, gauges
+ *     container GC (its own period, see container-gc.ts) reads podStateForGC
  */
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import type { BoundPod, DesiredPod, KillRequest, KubeEvent, PodLifecycleEvent, PodStatus, PodUpdate, PodUpdateItem, RunningPodRef } from '@splitlet/api';
@@ -28,6 +29,7 @@ import type { Clock } from '@splitlet/service';
 import { extractContext, injectContext, type Logger } from '@splitlet/telemetry';
 import type { ClusterViews, DesiredStore, EventRecorder, KillStore, SourcesStore, StatusSink, VolumeCleaner, WorkPoker } from '../ports.js';
 import { admissionRejectionLabel, isActivePod, isTerminalPhase } from './admission.js';
+import { podContentToKeep, type PodStateForGC } from './container-gc.js';
 import { planHousekeeping } from './housekeeping.js';
 import { shortenedKill } from './kill-grace.js';
 import type { SyncLoopMetrics } from './metrics.js';
@@ -221,6 +223,18 @@ export class SyncLoop {
       return Promise.resolve(false);
     }
     return this.#lock.run(() => untraced(() => this.#handlePodCleanups()).then(() => true));
+  }
+
+  /**
+   * What container GC reads of the sync loop — the kubelet's sourcesReady and its pod workers as
+   * podStateProvider: whether every source was seen, and the pods whose content must stay. Read
+   * under the loop's lock, between two updates, so a pod being added is never half known.
+   */
+  podStateForGC(): Promise<PodStateForGC> {
+    return this.#lock.run(async () => ({
+      allSourcesReady: this.#sourcesReady.allReady(),
+      keep: podContentToKeep({ desired: this.podManager.values(), workers: this.#o.views.workers.values(), kills: this.#o.views.kills.values() }),
+    }));
   }
 
   // -------------------------------------------------------------------------------------------
