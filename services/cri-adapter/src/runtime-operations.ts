@@ -71,7 +71,13 @@ export class RuntimeOperations {
     return this.#track(this.#guarded(req.pod.metadata.uid, async () => {
       this.#o.fences.check(req.fence);
       const r = await this.#o.manager.syncPod({ pod: req.pod, volumes: req.volumes, pullSecrets: req.pullSecrets });
-      return { type: 'kubelet.runtime.SyncPodReply.v1', results: r.results, podStatus: r.podStatus };
+      return {
+        type: 'kubelet.runtime.SyncPodReply.v1',
+        results: r.results,
+        podStatus: r.podStatus,
+        ...(r.imagePullStartedAt !== undefined ? { imagePullStartedAt: r.imagePullStartedAt } : {}),
+        ...(r.imagePullFinishedAt !== undefined ? { imagePullFinishedAt: r.imagePullFinishedAt } : {}),
+      };
     }));
   }
 

@@ -15,7 +15,7 @@ import type { Logger } from '@splitlet/telemetry';
 import { withSpan } from '@splitlet/telemetry';
 import type { CriImages, EventPodRef, EventRecorder } from '../ports.js';
 import type { KubeRuntimeMetrics } from '../kuberuntime/metrics.js';
-import { SyncErrors, type StepFailure } from '../kuberuntime/sync-result.js';
+import { SyncErrors, type PullWindow, type StepFailure } from '../kuberuntime/sync-result.js';
 import { applyDefaultImageTag } from './image-reference.js';
 
 /** The outcome of {@link ImageManager.ensureImageExists}: the image ref, or the kubelet error. */
@@ -30,6 +30,8 @@ export interface EnsureImageRequest {
   /** Pull-secret names. Their values are not available in standalone mode: pulls are anonymous. */
   readonly pullSecrets: readonly string[];
   readonly sandboxConfig: CriInput<PodSandboxConfig>;
+  /** Where the pull's start and successful end are recorded (the pod start SLI leaves them out). */
+  readonly pulls?: PullWindow;
 }
 
 /** Dependencies of the {@link ImageManager}. */
@@ -176,6 +178,7 @@ export class ImageManager {
     }
 
     event('Normal', 'Pulling', `Pulling image ${JSON.stringify(requested)}`);
+    req.pulls?.started(o.clock.now());
     if (req.pullSecrets.length > 0) {
       o.logger.debug('pull secrets are not available in standalone mode; pulling anonymously', {
         pod: `${pod.metadata.namespace}/${pod.metadata.name}`,
@@ -193,6 +196,7 @@ export class ImageManager {
       const failure = evalPullError(requested, e);
       return { ok: false, ...failure };
     }
+    req.pulls?.finished(o.clock.now());
     const totalMs = Math.trunc(performance.now() - enqueuedAt);
     event(
       'Normal',
