@@ -4,7 +4,9 @@
  * pod-worker, volume-manager, cri-adapter, pleg and status-manager, causally ordered and without
  * orphans; `splitlet trace` shows exactly what the receiver got; a failed step is an error span
  * naming the reason; no secret reaches a span or a log line; every process serves strictly valid
- * Prometheus text with the kubelet's buckets; deleting the pod is a second trace linked to the first.
+ * Prometheus text with the kubelet's buckets; deleting the pod is a second trace linked to the first;
+ * a container restart is a new trace linked to the creation trace, and periodic work records none;
+ * pod_start_sli_duration_seconds leaves out image pulls.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,6 +24,10 @@ const NODE = 'trace-node';
 const SECRET = 'hunter2-7c1f9e';
 const WEB = `web-${NODE}`;
 const BROKEN = `broken-${NODE}`;
+const CRASH = `crash-${NODE}`;
+const PULLED = `pulled-${NODE}`;
+/** The simulator's PullImage latency (ms): the pull the SLI must leave out. */
+const PULL_MS = 1500;
 const MISSING_DIR = `/nonexistent-splitlet-${process.pid}`;
 /** Clock skew allowed between processes when comparing a child's start with its parent's. */
 const SKEW_NS = 5_000_000n;
@@ -59,6 +65,37 @@ function brokenManifest(): string {
       volumes: [{ name: 'data', hostPath: { path: MISSING_DIR, type: 'Directory' } }],
     },
   });
+}
+
+/** A container that exits 1 at once, restarted by restartPolicy Always (a crash loop). */
+function crashManifest(): string {
+  return `apiVersion: v1
+kind: Pod
+metadata:
+  name: crash
+spec:
+  restartPolicy: Always
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: busybox:1.36
+    command: ["sh", "-c", "exit 1"]
+`;
+}
+
+/** A pod whose image is not on the node: the simulator pulls it in {@link PULL_MS}. */
+function pulledManifest(): string {
+  return `apiVersion: v1
+kind: Pod
+metadata:
+  name: pulled
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: busybox:1.35
+    command: ["sleep", "3600"]
+`;
 }
 
 /** The spans of one trace, with lookups. */
@@ -169,7 +206,8 @@ describe('tracing and metrics across every process (issue 4)', () => {
     s = await startSplitlet({
       nodeName: NODE,
       podWorkers: 2,
-      env: { OTEL_EXPORTER_OTLP_ENDPOINT: rx.endpoint, OTEL_BSP_SCHEDULE_DELAY: '200' },
+      // The simulator's registry serves pulls (of images not on the node) in PULL_MS.
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: rx.endpoint, OTEL_BSP_SCHEDULE_DELAY: '200', SIM_REGISTRY: 'open', SIM_LATENCY_MS: JSON.stringify({ PullImage: PULL_MS }) },
     });
     manifests = join(s.stateDir, 'manifests');
   });
@@ -496,5 +534,109 @@ describe('tracing and metrics across every process (issue 4)', () => {
     assert.equal(term.attributes['k8s.pod.update_type'], undefined, 'syncTerminatingPod has no update type');
     assert.ok(t.named('runtime.v1.RuntimeService/StopContainer', 'cri-adapter').some((x) => t.isDescendant(x, term)), 'the container is stopped in the deletion trace');
     assert.ok(!t.spans.some((x) => x.traceId === creationTraceId));
+  });
+  test('6. a container restart is a new trace, rooted where pleg noticed the death and linked to the creation trace', async (tc) => {
+    writeFileSync(join(manifests, 'crash.yaml'), crashManifest());
+    const restarts = async (): Promise<number> => podNamed(await s.pods(), CRASH)?.status?.containerStatuses?.[0]?.restartCount ?? 0;
+    // The first restart is immediate; the second waits out the 10 s crash-loop backoff.
+    await waitFor('crash restarted twice', async () => (await restarts()) >= 2, 40_000, 250);
+    const uid = podNamed(await s.pods(), CRASH)!.metadata.uid;
+    const creationRoot = await waitFor('the crash pod\'s creation root', async () => rx.spans.find((x) => x.name === 'config.add' && x.attributes['k8s.pod.uid'] === uid));
+    const creation = await settledTrace(creationRoot.traceId, (x) => x.named('runtime.v1.RuntimeService/StartContainer').length > 0, 'the crash pod\'s creation trace');
+    assertCausal(creation, 'crash creation trace');
+
+    // Every StartContainer of this pod, in start order, with the syncPod that ran it.
+    const starts = (): { start: ReceivedSpan; sync: ReceivedSpan; t: Trace }[] => {
+      const out: { start: ReceivedSpan; sync: ReceivedSpan; t: Trace }[] = [];
+      for (const traceId of new Set(rx.spans.filter((x) => x.name === 'syncPod' && x.attributes['k8s.pod.uid'] === uid).map((x) => x.traceId))) {
+        const t = traceOf(traceId);
+        for (const start of t.named('runtime.v1.RuntimeService/StartContainer', 'cri-adapter')) {
+          const sync = t.ancestors(start).find((a) => a.name === 'syncPod');
+          if (sync?.attributes['k8s.pod.uid'] === uid) out.push({ start, sync, t });
+        }
+      }
+      return out.sort((a, b) => (a.start.startUnixNano < b.start.startUnixNano ? -1 : 1));
+    };
+    const all = await waitFor('three StartContainer spans of the crash pod', async () => (starts().length >= 3 ? starts() : undefined));
+    const [first, second, third] = all;
+    assert.equal(first!.start.traceId, creationRoot.traceId, 'attempt 0 starts in the creation trace');
+    assert.equal(creation.named('runtime.v1.RuntimeService/StartContainer').length, 1, 'the creation trace holds no restart');
+    assert.equal(creation.named('runtime.v1.RuntimeService/CreateContainer').length, 1);
+    assert.equal(creation.named('ContainerDied').length, 0);
+
+    // Attempt 1: the syncPod that restarted the container is in a trace of its own.
+    const restart = await settledTrace(second!.start.traceId, (x) => x.roots().length === 1, 'the first restart trace');
+    assert.notEqual(restart.spans[0]!.traceId, creationRoot.traceId, 'the restart is not in the creation trace');
+    assertCausal(restart, 'restart trace');
+    const [root] = restart.roots();
+    assert.equal(root!.name, 'ContainerDied');
+    assert.equal(root!.service, 'pleg');
+    assert.equal(root!.attributes['k8s.pod.uid'], uid);
+    assert.equal(root!.attributes['k8s.container.name'], 'app');
+    assert.equal(root!.attributes['splitlet.container.exit_code'], 1);
+    assert.ok(
+      root!.links.some((l) => l.traceId === creationRoot.traceId && l.spanId === creationRoot.spanId && l.attributes['splitlet.link'] === 'creation'),
+      'the restart trace links to the creation trace\'s root',
+    );
+    assert.equal(second!.sync.attributes['k8s.pod.update_type'], 'sync');
+    assert.ok(restart.isDescendant(second!.sync, root!));
+    assert.ok(restart.named('send sl.{node}.pleg.{uid}', 'pleg').some((x) => x.parentSpanId === root!.spanId), 'the ContainerDied event is published in the restart trace');
+
+    // Attempt 2, after the backoff: sync-loop's due poke continues a restart trace (a later death's),
+    // it does not start an unlinked one.
+    const backoffTrace = third!.t;
+    assert.notEqual(third!.start.traceId, creationRoot.traceId);
+    const [root2] = backoffTrace.roots();
+    assert.equal(root2!.name, 'ContainerDied', `the second restart's trace is rooted in a death: ${backoffTrace.summary()}`);
+    assert.ok(root2!.links.some((l) => l.traceId === creationRoot.traceId));
+    const duePoke = backoffTrace.ancestors(third!.sync).find((a) => a.name === 'send sl.{node}.work.{partition}.{uid}' && a.service === 'sync-loop');
+    assert.ok(duePoke, 'the backoff-expiry sync was poked by sync-loop inside the restart trace');
+    assert.equal(backoffTrace.parent(duePoke)?.name, 'syncPod', 'as a child of the sync that set the backoff');
+    tc.diagnostic(
+      `crash pod: creation ${creationRoot.traceId} ${creation.spans.length} spans; restart 1 ${root!.traceId} ${restart.spans.length} spans (${[...restart.services()].sort().join(', ')}); restart 2 ${root2!.traceId} ${backoffTrace.spans.length} spans`,
+    );
+    rmSync(join(manifests, 'crash.yaml'));
+    await waitFor('crash gone', async () => podNamed(await s.pods(), CRASH) === undefined);
+  });
+
+  test('periodic work records no trace: no root span of a runtime health check, a resync poke or a plain relist', () => {
+    const roots = rx.spans.filter((x) => x.parentSpanId === undefined);
+    const noisy = roots.filter(
+      (x) => x.name === 'runtime.v1.RuntimeService/Status' || x.name.startsWith('process ') || (x.name === 'relist' && x.attributes['splitlet.pleg.changed_pods'] === 0),
+    );
+    assert.deepEqual(noisy.map((x) => `${x.service}:${x.name}`), []);
+  });
+
+  test('7. pod_start_sli_duration_seconds leaves out the image pull; pod_start_duration_seconds includes it', async (tc) => {
+    const scrape = async (): Promise<{ count: (n: string) => number; sum: (n: string) => number }> => {
+      const fams: Map<string, PromFamily>[] = [];
+      for (const p of s.info().processes.filter((x) => x.name.startsWith('pod-worker'))) {
+        fams.push(parsePrometheusText(await (await fetch(`http://127.0.0.1:${p.healthPort}/metrics`)).text()));
+      }
+      return {
+        count: (n) => fams.reduce((a, f) => a + sumOf(f, `${n}_count`), 0),
+        sum: (n) => fams.reduce((a, f) => a + sumOf(f, `${n}_sum`), 0),
+      };
+    };
+    const SLI = 'kubelet_pod_start_sli_duration_seconds';
+    const TOTAL = 'kubelet_pod_start_total_duration_seconds';
+    const START = 'kubelet_pod_start_duration_seconds';
+    const before = await scrape();
+    writeFileSync(join(manifests, 'pulled.yaml'), pulledManifest());
+    await waitFor('pulled Running', async () => podNamed(await s.pods(), PULLED)?.status?.containerStatuses?.[0]?.state?.running !== undefined);
+    const after = await waitFor('the SLI observed', async () => {
+      const a = await scrape();
+      return a.count(SLI) === before.count(SLI) + 1 && a.count(START) === before.count(START) + 1 ? a : undefined;
+    });
+    const sli = after.sum(SLI) - before.sum(SLI);
+    const total = after.sum(TOTAL) - before.sum(TOTAL);
+    const start = after.sum(START) - before.sum(START);
+    tc.diagnostic(`pod with a ${PULL_MS} ms pull: pod_start_duration ${start.toFixed(3)} s, total ${total.toFixed(3)} s, SLI ${sli.toFixed(3)} s`);
+    assert.ok(start >= PULL_MS / 1000, `pod_start_duration_seconds includes the pull (${start})`);
+    assert.ok(total >= PULL_MS / 1000, `pod_start_total_duration_seconds includes the pull (${total})`);
+    assert.ok(sli < start, 'the SLI is below the start duration');
+    assert.ok(total - sli >= (PULL_MS - 50) / 1000, `the SLI leaves out the pull: total ${total} − SLI ${sli}`);
+    assert.match(await s.cli(['describe', 'pod', PULLED]), /Successfully pulled image "busybox:1\.35" in 1\.5\d*s/, 'the image was pulled, in PULL_MS');
+    rmSync(join(manifests, 'pulled.yaml'));
   });
 });

@@ -133,16 +133,32 @@ export const WorkerRecord = z.object({
   gracePeriod: z.number().int().optional(),
   /** The runtime cache time the last sync was based on (GetNewerThan). */
   lastSyncTime: z.number().optional(),
+  /** `RuntimeCacheEntry.episode.at` of the runtime status the last sync was based on: a newer episode is new to this worker. */
+  episodeAt: z.number().optional(),
   /** Desired revision the last completed sync saw. */
   syncedRevision: z.number().int().optional(),
   /** The work queue: when sync-loop's 1 s tick should poke this pod again (ms since epoch). */
   nextSyncAt: z.number().optional(),
+  /**
+   * The trace the due sync continues: set when the pod was requeued to retry an unfinished episode
+   * (a sync error, or a container or image in backoff), absent for the periodic resync. sync-loop's
+   * tick pokes with it, else with an unsampled context, so a resync that changes nothing records
+   * no trace.
+   */
+  nextSyncTrace: TraceCarrier.optional(),
   /** reasonCache: container name → last start failure. */
   reasons: z.record(z.string(), ContainerReason),
   /** Set once the pod first reached Running, for pod_start_duration_seconds. */
   runningObserved: z.boolean().optional(),
   /** Set once every regular container was first seen running, for pod_start_sli_duration_seconds. */
   startedObserved: z.boolean().optional(),
+  /**
+   * The pod's image-pull window until `startedObserved` (ms since the epoch): the earliest pull
+   * start and the latest successful pull end the runtime reported (pod_startup_latency_tracker's
+   * firstStartedPulling / lastFinishedPulling), excluded from pod_start_sli_duration_seconds.
+   */
+  imagePullStartedAt: z.number().optional(),
+  imagePullFinishedAt: z.number().optional(),
   epoch: z.number().int().optional(),
 });
 export type WorkerRecord = z.infer<typeof WorkerRecord>;
@@ -220,6 +236,13 @@ export const RuntimeCacheEntry = z.object({
   /** Milliseconds since the epoch at which the status was read from the runtime. */
   timestamp: z.number(),
   status: RuntimePodStatus,
+  /**
+   * The pod's latest runtime episode: set by the relist that found a regular container dead after
+   * its start (a restart, or the pod completing), which pleg traces as a new trace linked to the
+   * pod's creation trace; carried in the pod's later entries. `at` is that relist's time: a sync
+   * based on an entry whose episode is newer than its previous sync joins the episode's trace.
+   */
+  episode: z.object({ trace: TraceCarrier, at: z.number() }).optional(),
 });
 export type RuntimeCacheEntry = z.infer<typeof RuntimeCacheEntry>;
 
@@ -290,6 +313,10 @@ export const RuntimeSyncPodReply = z.object({
   results: z.array(SyncResult),
   /** The runtime status right after the sync, so the worker need not wait for a relist. */
   podStatus: RuntimePodStatus,
+  /** When this sync's first image pull started (ms since the epoch); absent when nothing was pulled. */
+  imagePullStartedAt: z.number().optional(),
+  /** When this sync's last successful image pull finished (ms since the epoch). */
+  imagePullFinishedAt: z.number().optional(),
 });
 export type RuntimeSyncPodReply = z.infer<typeof RuntimeSyncPodReply>;
 

@@ -204,6 +204,8 @@ export class NatsBus {
   readonly #kvs = new Map<string, Promise<TypedKv<unknown>>>();
   readonly #subs = new Set<Subscription>();
   readonly #inflight = new Set<Promise<unknown>>();
+  /** JetStream publishes awaiting their ack (close() lets them finish before it drains). */
+  readonly #publishing = new Set<Promise<unknown>>();
   #deadLettered = 0;
   readonly #beatMs: number;
 
@@ -262,7 +264,11 @@ export class NatsBus {
       const pubOpts: Parameters<JetStreamClient['publish']>[2] = { headers: h };
       if (opts.msgID !== undefined) pubOpts.msgID = opts.msgID;
       if (opts.expectLastSubjectSequence !== undefined) pubOpts.expect = { lastSubjectSequence: opts.expectLastSubjectSequence };
-      const ack = await this.js.publish(subject, data, pubOpts);
+      const sent = this.js.publish(subject, data, pubOpts);
+      this.#publishing.add(sent);
+      const forget = (): void => void this.#publishing.delete(sent);
+      void sent.then(forget, forget);
+      const ack = await sent;
       span.setAttribute('messaging.nats.stream', ack.stream);
       span.setAttribute('messaging.nats.stream_sequence', ack.seq);
       return ack;
@@ -750,11 +756,18 @@ export class NatsBus {
     return { ok: true, value: parsed.data };
   }
 
-  /** Waits for in-flight request handlers, then drains and closes the connection. */
+  /**
+   * Waits for in-flight request handlers, then for the JetStream publishes still awaiting their
+   * ack — among them the span records of spans that ended as the handlers finished, which a
+   * process's span-record processor publishes without waiting — then drains and closes the
+   * connection. Without that wait, the drain closes the connection under publishes in flight
+   * ("connection closed"), and the spans a process records last are lost to `SL_SPANS`.
+   */
   async close(): Promise<void> {
     for (const s of this.#subs) s.unsubscribe();
     this.#subs.clear();
     await Promise.allSettled([...this.#inflight]);
+    while (this.#publishing.size > 0) await Promise.allSettled([...this.#publishing]);
     if (!this.nc.isClosed()) {
       try {
         await this.nc.drain();

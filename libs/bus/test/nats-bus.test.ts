@@ -65,6 +65,35 @@ describe('NatsBus', () => {
     assert.deepEqual(got, [rec]);
   });
 
+  test('close() lets the publishes in flight finish (stored and acknowledged) before it drains', async () => {
+    // A process's span-record processor publishes each span as it ends, without waiting; the last
+    // spans end just before the bus closes. Here the server is paused, so their acks cannot come
+    // before close() begins: a drain at that point would drop them ("connection closed").
+    const closing = await connectBus({ servers: server.url, process: 'test-close', node: NODE, logger: quiet, provision: false });
+    const traceId = 'c'.repeat(32);
+    const failures: string[] = [];
+    const sinks: Promise<void>[] = [];
+    let closed: Promise<void>;
+    process.kill(server.pid, 'SIGSTOP');
+    try {
+      for (let i = 0; i < 200; i++) {
+        const rec: SpanRecord = { type: 'kubelet.trace.Span.v1', traceId, spanId: i.toString(16).padStart(16, '0'), name: `step ${i}`, kind: 0, service: 'test', startUnixNano: '1', endUnixNano: '2', statusCode: 0, attributes: {}, links: [] };
+        sinks.push(closing.publishSpan(rec).catch((e: unknown) => void failures.push(String(e))));
+      }
+      closed = closing.close();
+      // Let close() run as far as it goes without the server (a drain would queue its UNSUB now).
+      for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    } finally {
+      process.kill(server.pid, 'SIGCONT');
+    }
+    await closed;
+    await Promise.all(sinks);
+    assert.deepEqual([...new Set(failures)], [], 'every publish was acknowledged');
+    const got: SpanRecord[] = [];
+    await other.readStream(SpanRecord, Streams.spans, Subjects.spans(NODE, traceId), (r) => got.push(r));
+    assert.equal(got.length, 200);
+  });
+
   test('publish refuses an invalid message; nothing is sent', async () => {
     await assert.rejects(
       bus.publish(Ping, Subjects.pleg(NODE, 'u1'), { type: 'test.Ping.v1', n: 1.5 } as never),

@@ -83,7 +83,13 @@ export class RuntimeOperations {
       this.#o.fences.check(req.fence);
       const pullSecrets = await this.#o.pullSecrets.getPullSecretsForPod(req.pod, req.pullSecrets);
       const r = await this.#o.manager.syncPod({ pod: req.pod, volumes: req.volumes, pullSecrets, podDir: req.podDir });
-      return { type: 'kubelet.runtime.SyncPodReply.v1', results: r.results, podStatus: r.podStatus };
+      return {
+        type: 'kubelet.runtime.SyncPodReply.v1',
+        results: r.results,
+        podStatus: r.podStatus,
+        ...(r.imagePullStartedAt !== undefined ? { imagePullStartedAt: r.imagePullStartedAt } : {}),
+        ...(r.imagePullFinishedAt !== undefined ? { imagePullFinishedAt: r.imagePullFinishedAt } : {}),
+      };
     }));
   }
 

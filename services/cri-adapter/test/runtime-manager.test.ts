@@ -36,6 +36,8 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
   let manager: KubeGenericRuntimeManager;
   let clock: FakeClock;
   let stops: Array<{ containerId?: string; timeout?: string }>;
+  /** How long each PullImage takes on the fake clock. */
+  let pullMs: number;
 
   before(() => {
     tracing = createTestTracing({ register: true });
@@ -50,9 +52,17 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
     events = [];
     clock = new FakeClock(Date.now());
     stops = [];
+    pullMs = 0;
     const recorded = new Proxy(sim, {
       get(target, prop, receiver) {
         const v: unknown = Reflect.get(target, prop, receiver);
+        if (prop === 'PullImage' && typeof v === 'function') {
+          return async (req: unknown, opts?: unknown) => {
+            const r: unknown = await (v as (r: unknown, o?: unknown) => Promise<unknown>).call(target, req, opts);
+            clock.advance(pullMs);
+            return r;
+          };
+        }
         if (prop === 'StopContainer' && typeof v === 'function') {
           return (req: { containerId?: string; timeout?: string }, opts?: unknown) => {
             stops.push({ ...req });
@@ -344,6 +354,23 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
       assert.equal(start?.error, 'CreateContainerConfigError');
       assert.equal(start?.message, `open ${join(logs.path, 'no', 'such', 'pod-dir', 'etc-hosts')}: no such file or directory`);
     });
+  });
+
+  it('reports the sync\'s image-pull window: the first pull\'s start to the last successful pull\'s end', async () => {
+    pullMs = 1500;
+    const t0 = clock.now();
+    const pulled = await sync(aPod({ uid: 'u-pulls', containers: [{ name: 'a', image: 'busybox' }, { name: 'b', image: 'busybox:latest' }] }));
+    assert.ok(pulled.results.every((r) => r.error === undefined));
+    assert.equal(pulled.imagePullStartedAt, t0);
+    assert.equal(pulled.imagePullFinishedAt, t0 + 3000, 'two pulls of 1.5 s, one after the other');
+    const present = await sync(aPod({ uid: 'u-present', containers: [{ name: 'a', image: 'busybox:1.36', imagePullPolicy: 'IfNotPresent' }] }));
+    assert.equal(present.imagePullStartedAt, undefined, 'no pull, no window');
+    assert.equal(present.imagePullFinishedAt, undefined);
+    sim.injectFailure('PullImage', { code: 'Unknown', message: 'pull access denied', times: 1 });
+    const failed = await sync(aPod({ uid: 'u-pull-fails', containers: [{ name: 'a', image: 'busybox' }] }));
+    assert.equal(failed.results.find((r) => r.action === 'StartContainer')?.error, 'ErrImagePull');
+    assert.equal(typeof failed.imagePullStartedAt, 'number', 'a failed pull started the clock');
+    assert.equal(failed.imagePullFinishedAt, undefined, 'and did not stop it');
   });
 
   it('traces SyncPod, EnsureImageExists and the CRI calls under the caller span', async () => {

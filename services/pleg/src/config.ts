@@ -2,6 +2,7 @@
  * The pleg process's configuration, read from the environment (the only reader of `process.env`).
  */
 import { z } from 'zod';
+import { DEFAULT_PARTITIONS } from '@splitlet/api';
 import { loadConfig, type Env } from '@splitlet/service';
 
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
@@ -28,6 +29,8 @@ export const PlegEnv = z.object({
   RELIST_THRESHOLD_MS: z.coerce.number().int().positive().default(180_000),
   /** Deadline of the relist request to cri-adapter. @default 10000 */
   RUNTIME_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+  /** Pod-worker partitions of the node (the key layout of `sl_desired`). @default DEFAULT_PARTITIONS */
+  PARTITIONS: z.coerce.number().int().min(1).max(4096).default(DEFAULT_PARTITIONS),
 });
 
 /** pleg's typed configuration plus the `OTEL_*` variables for `startTelemetry`. */

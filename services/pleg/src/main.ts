@@ -8,6 +8,7 @@ import { isConfigError, realClock, runService } from '@splitlet/service';
 import { createBusMetrics, createLogger, createMetricsRegistry, createSpanRecordProcessor, startTelemetry } from '@splitlet/telemetry';
 import { readConfig, type PlegConfig } from './config.js';
 import { createBusEventSink } from './adapters/bus-event-sink.js';
+import { createKvDesiredReader } from './adapters/kv-desired-reader.js';
 import { createBusRuntimeLister } from './adapters/bus-runtime-lister.js';
 import { createKvRuntimeCache, openRuntimeKv } from './adapters/kv-runtime-cache.js';
 import { subscribeRelistPokes } from './adapters/relist-pokes.js';
@@ -57,6 +58,7 @@ async function main(): Promise<void> {
         metrics: createPlegMetrics(registry),
         relistThresholdMs: config.RELIST_THRESHOLD_MS,
         tracer: telemetry.tracer,
+        desired: await createKvDesiredReader(bus, config.NODE_NAME, config.PARTITIONS),
       });
       await pleg.loadCache();
       health.register('pleg', () => pleg.healthy());

@@ -1,7 +1,7 @@
 /**
  * The narrow interfaces pleg consumes (declared by the consumer, kubelet `volumemanager` style).
  */
-import type { PodLifecycleEvent, RelistMark, RuntimeCacheEntry, RuntimePodStatus } from '@splitlet/api';
+import type { DesiredPod, PodLifecycleEvent, RelistMark, RuntimeCacheEntry, RuntimePodStatus } from '@splitlet/api';
 
 /** The runtime's pods, as cri-adapter's `relist` returns them (kubecontainer.Runtime.GetPods(all=true) + statuses). */
 export interface RuntimeLister {
@@ -30,4 +30,13 @@ export interface RuntimeCacheStore {
 /** Where lifecycle events go (the kubelet's plegCh). */
 export interface LifecycleEventSink {
   publish(event: PodLifecycleEvent): Promise<void>;
+}
+
+/**
+ * The desired pods (`sl_desired`, sync-loop's bucket), read only to trace a container's death:
+ * whether it begins a new episode and which creation trace to link it to.
+ */
+export interface DesiredPodReader {
+  /** The pod's latest desired record; `undefined` when the pod is not desired. Rejects when KV is unavailable. */
+  get(uid: string): Promise<DesiredPod | undefined>;
 }

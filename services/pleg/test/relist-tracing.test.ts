@@ -11,7 +11,10 @@ import { createTestTracing, type TestTracing } from '@splitlet/telemetry/testing
 import { GenericPleg, tracedParent } from '../src/pleg/generic-pleg.js';
 import { RelistLoop } from '../src/pleg/relist-loop.js';
 import { FakeLister, MemoryCache, MemorySink, container, pod, silentLogger, testMetrics } from './fakes.js';
-import type { PodLifecycleEvent } from '@splitlet/api';
+import type { DesiredPod, PodLifecycleEvent } from '@splitlet/api';
+import { aPod } from '@splitlet/kube/testing';
+import { extractContext, injectContext } from '@splitlet/telemetry';
+import type { DesiredPodReader } from '../src/ports.js';
 
 /** A sink that remembers the span context active at each publish. */
 class SpyingSink extends MemorySink {
@@ -169,5 +172,150 @@ describe('RelistLoop triggers', () => {
     assert.deepEqual(got.slice(0, 5), [[], ['a', 'b'], ['c'], ['d'], []]);
     assert.equal(got[5]?.length, 32);
     ac.abort();
+  });
+});
+
+describe('pleg: a container death begins a new episode (restart trace)', () => {
+  let t: TestTracing;
+  before(() => {
+    t = createTestTracing({ register: true, serviceName: 'pleg' });
+  });
+  after(() => t.shutdown());
+
+  class MemoryDesired implements DesiredPodReader {
+    readonly pods = new Map<string, DesiredPod>();
+    fail = false;
+    async get(uid: string): Promise<DesiredPod | undefined> {
+      if (this.fail) throw new Error('kv unavailable');
+      return this.pods.get(uid);
+    }
+  }
+
+  /** A finished span of another process, as a remote context and a carrier. */
+  function remote(name: string) {
+    const span = t.tracer.startSpan(name, {}, ROOT_CONTEXT);
+    span.end();
+    const sc = span.spanContext();
+    return { sc, ctx: trace.setSpanContext(ROOT_CONTEXT, { ...sc, isRemote: true }), carrier: injectContext(trace.setSpan(ROOT_CONTEXT, span)) };
+  }
+
+  function setup() {
+    t.reset();
+    const clock = new FakeClock(Date.UTC(2025, 0, 1));
+    const lister = new FakeLister();
+    const sink = new SpyingSink();
+    const cache = new MemoryCache();
+    const desired = new MemoryDesired();
+    const pleg = new GenericPleg({ lister, cache, events: sink, clock, logger: silentLogger(), metrics: testMetrics().metrics, relistThresholdMs: 180_000, tracer: t.tracer, desired });
+    const creation = remote('config.add');
+    const want = (extra: Partial<DesiredPod> = {}, podOverrides: Parameters<typeof aPod>[0] = {}): void => {
+      desired.pods.set('p', {
+        type: 'kubelet.podworker.DesiredPod.v1',
+        pod: aPod({ metadata: { name: 'pod-p', namespace: 'default', uid: 'p' }, ...podOverrides }),
+        updateType: 'create',
+        startTime: new Date(clock.now()).toISOString(),
+        creationTrace: creation.carrier,
+        trace: creation.carrier,
+        ...extra,
+      });
+    };
+    return { clock, lister, sink, cache, desired, pleg, creation, want };
+  }
+
+  it('the death is a root ContainerDied span linked to the creation trace and to the relist that saw it; later entries carry the episode', async () => {
+    const s = setup();
+    s.want();
+    const start = remote('StartContainer (creation trace)');
+    s.lister.pods = [pod('p', [container('c0', 'CONTAINER_RUNNING', 'app')])];
+    await s.pleg.relist([start.ctx]);
+    assert.equal(t.spansNamed('ContainerDied').length, 0);
+    assert.equal(s.cache.entries.get('p')?.episode, undefined);
+
+    // The relist that serves the creation's poke finds the container exited.
+    t.reset();
+    s.sink.activeAtPublish.length = 0;
+    s.clock.advance(300);
+    s.lister.pods = [pod('p', [{ ...container('c0', 'CONTAINER_EXITED', 'app'), exitCode: 1, reason: 'Error', restartCount: 0 }])];
+    await s.pleg.relist([start.ctx]);
+    const [died, ...more] = t.spansNamed('ContainerDied');
+    const [relist] = t.spansNamed('relist');
+    assert.ok(died && relist);
+    assert.equal(more.length, 0);
+    assert.equal(died.parentSpanContext, undefined, 'a new trace');
+    assert.notEqual(died.spanContext().traceId, s.creation.sc.traceId);
+    assert.equal(relist.spanContext().traceId, start.sc.traceId, 'the relist stays in the creation trace');
+    assert.deepEqual(
+      died.links.map((l) => [l.context.spanId, l.attributes?.['splitlet.link']]),
+      [
+        [s.creation.sc.spanId, 'creation'],
+        [relist.spanContext().spanId, 'observed by'],
+      ],
+    );
+    assert.equal(died.attributes['k8s.pod.uid'], 'p');
+    assert.equal(died.attributes['k8s.container.name'], 'app');
+    assert.equal(died.attributes['splitlet.container.exit_code'], 1);
+    assert.deepEqual(s.sink.activeAtPublish, [died.spanContext().spanId], 'ContainerDied is published in the new trace');
+    const entry = s.cache.entries.get('p');
+    assert.equal(trace.getSpanContext(extractContext(entry?.episode?.trace))?.spanId, died.spanContext().spanId);
+    assert.equal(entry?.episode?.at, s.clock.now());
+
+    // The restarted container: a later entry keeps the episode; no new one begins.
+    const at = entry?.episode?.at;
+    t.reset();
+    s.clock.advance(1000);
+    s.lister.pods = [pod('p', [container('c0', 'CONTAINER_EXITED', 'app'), { ...container('c1', 'CONTAINER_RUNNING', 'app'), restartCount: 1 }])];
+    await s.pleg.relist();
+    assert.equal(t.spansNamed('ContainerDied').length, 0);
+    assert.equal(s.cache.entries.get('p')?.episode?.at, at);
+    assert.equal(s.cache.entries.get('p')?.timestamp, s.clock.now());
+  });
+
+  it('no new trace for an init container, a pod not desired, being deleted or rejected, a death the pod\'s update caused, or an unreadable desired pod', async () => {
+    const cases: Array<[string, (s: ReturnType<typeof setup>) => Context[]]> = [
+      ['init container', (s) => {
+        s.want();
+        s.lister.pods = [pod('p', [{ ...container('i0', 'CONTAINER_RUNNING', 'init'), init: true }])];
+        return [];
+      }],
+      ['not desired', () => []],
+      ['deleting', (s) => {
+        s.want({}, { metadata: { name: 'pod-p', namespace: 'default', uid: 'p', deletionTimestamp: '2025-01-01T00:00:00Z' } });
+        return [];
+      }],
+      ['rejected', (s) => {
+        s.want({ rejected: { reason: 'OutOfcpu', message: 'no' } });
+        return [];
+      }],
+      ['caused by the update', (s) => {
+        const update = remote('config.update');
+        s.want({ updateType: 'update', trace: update.carrier });
+        return [update.ctx];
+      }],
+      ['desired pod unreadable', (s) => {
+        s.want();
+        s.desired.fail = true;
+        return [];
+      }],
+    ];
+    for (const [what, arrange] of cases) {
+      const s = setup();
+      s.lister.pods = [pod('p', [container('c0', 'CONTAINER_RUNNING', 'app')])];
+      const triggers = arrange(s);
+      await s.pleg.relist(triggers);
+      const running = s.lister.pods[0]!.containers[0]!;
+      s.lister.pods = [pod('p', [{ ...running, state: 'CONTAINER_EXITED' }])];
+      await s.pleg.relist(triggers);
+      assert.equal(t.spansNamed('ContainerDied').length, 0, what);
+      assert.equal(s.sink.events.filter((e) => e.event === 'ContainerDied').length, 1, `${what}: the event is published all the same`);
+      assert.equal(s.cache.entries.get('p')?.episode, undefined, what);
+    }
+    // The update's trace is the creation's (no update since): a death is a new episode.
+    const s = setup();
+    s.want();
+    s.lister.pods = [pod('p', [container('c0', 'CONTAINER_RUNNING', 'app')])];
+    await s.pleg.relist([]);
+    s.lister.pods = [pod('p', [container('c0', 'CONTAINER_EXITED', 'app')])];
+    await s.pleg.relist([trace.setSpanContext(ROOT_CONTEXT, { ...s.creation.sc, isRemote: true })]);
+    assert.equal(t.spansNamed('ContainerDied').length, 1);
   });
 });

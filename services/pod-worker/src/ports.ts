@@ -10,6 +10,7 @@ import type {
   PartitionLease,
   PodStatusRecord,
   PodStatusUpdate,
+  RuntimeCacheEntry,
   RuntimeKillPodReply,
   RuntimeKillPodRequest,
   RuntimePodStatus,
@@ -77,6 +78,8 @@ export interface CachedRuntimeStatus {
   readonly timestamp: number;
   /** True when the bounded wait expired before the cache got newer than asked. */
   readonly stale: boolean;
+  /** The pod's latest runtime episode (a container death pleg traced as a new trace), if any. */
+  readonly episode?: RuntimeCacheEntry['episode'];
 }
 
 /** The pleg cache as the pod workers read it (podCache.GetNewerThan). */

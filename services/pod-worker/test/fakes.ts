@@ -2,6 +2,7 @@
  * Test fakes for the pod-worker's ports: deliveries, an in-memory KV, runtime and volume services,
  * status and event sinks, and a controllable sync function.
  */
+import type { Context } from '@opentelemetry/api';
 import type {
   DesiredPod,
   KillRequest,
@@ -65,8 +66,10 @@ export class FakeDelivery implements PokeDelivery {
   naked = 0;
   workingCalls = 0;
   readonly name: string;
-  constructor(name = 'd') {
+  readonly context?: Context;
+  constructor(name = 'd', context?: Context) {
     this.name = name;
+    if (context !== undefined) this.context = context;
   }
   ack(): void {
     this.acked++;
@@ -210,10 +213,18 @@ export class FakePodStateStore implements PodStateStore {
 /** A runtime status source that always has fresh data. */
 export class FakeRuntimeCache implements RuntimeStatusSource {
   readonly statuses = new Map<string, RuntimePodStatus>();
+  /** The pods' runtime episodes (RuntimeCacheEntry.episode). */
+  readonly episodes = new Map<string, NonNullable<CachedRuntimeStatus['episode']>>();
   calls: { uid: string; after: number }[] = [];
   async getNewerThan(uid: string, after: number): Promise<CachedRuntimeStatus> {
     this.calls.push({ uid, after });
-    return { status: this.statuses.get(uid) ?? { uid, name: '', namespace: '', ips: [], sandboxes: [], containers: [] }, timestamp: after + 1, stale: false };
+    const episode = this.episodes.get(uid);
+    return {
+      status: this.statuses.get(uid) ?? { uid, name: '', namespace: '', ips: [], sandboxes: [], containers: [] },
+      timestamp: after + 1,
+      stale: false,
+      ...(episode !== undefined ? { episode } : {}),
+    };
   }
 }
 
@@ -233,9 +244,16 @@ export class FakeRuntime implements RuntimeClient {
   /** Containers exit with this code instead of running. */
   exitCode: number | undefined;
   leaveRunningAfterKill = false;
+  /** The image-pull window the next syncPod replies report (then cleared). */
+  nextPulls: { imagePullStartedAt?: number; imagePullFinishedAt?: number } | undefined;
+  /** Runs while a syncPod is in progress (e.g. to let time pass). */
+  during: (() => void) | undefined;
   async syncPod(req: RuntimeSyncPodRequest): Promise<RuntimeSyncPodReply> {
     this.syncCalls.push(req);
     if (this.syncError) throw this.syncError;
+    this.during?.();
+    const pulls = this.nextPulls ?? {};
+    this.nextPulls = undefined;
     const uid = req.pod.metadata.uid;
     const failed = new Set((this.nextResults ?? []).filter((r) => r.error !== undefined).map((r) => r.target));
     const containers = req.pod.spec.containers
@@ -247,6 +265,7 @@ export class FakeRuntime implements RuntimeClient {
       );
     return {
       type: 'kubelet.runtime.SyncPodReply.v1',
+      ...pulls,
       results: this.nextResults ?? req.pod.spec.containers.map((c) => ({ action: 'StartContainer' as const, target: c.name })),
       podStatus: {
         uid,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import { aContainer, aPod } from '@splitlet/kube/testing';
-import { injectContext } from '@splitlet/telemetry';
+import { extractContext, injectContext } from '@splitlet/telemetry';
 import { createTestTracing } from '@splitlet/telemetry/testing';
 import type { TestTracing } from '@splitlet/telemetry/testing';
 import { isSyncAborted } from '../src/pod-workers/pod-workers.js';
@@ -336,3 +336,113 @@ describe('PodSyncer: aborts and fencing', () => {
   });
 });
 
+
+describe('PodSyncer: pod start SLI without image pulls', () => {
+  it('pod_start_sli_duration_seconds leaves out the pull window cri-adapter reported across syncs; pod_start_duration_seconds keeps it', async () => {
+    const h = harness(tracing);
+    const created = new Date(T0 - 1000).toISOString();
+    h.desire(aPod({ metadata: { creationTimestamp: created, annotations: { 'kubernetes.io/config.seen': created } } }));
+    // First sync: the pull starts at T0 and fails 2 s later.
+    h.runtime.nextResults = [{ action: 'StartContainer', target: 'foo1', error: 'ErrImagePull', message: 'pull access denied' }];
+    h.runtime.nextPulls = { imagePullStartedAt: T0 };
+    h.runtime.during = () => h.clock.advance(2000);
+    await h.sync(UID);
+    assert.equal(h.rec(UID)!.imagePullStartedAt, T0);
+    assert.equal(h.rec(UID)!.imagePullFinishedAt, undefined);
+    assert.deepEqual(h.metrics.podStartSli, []);
+    // Ten seconds later the pull is retried, succeeds in 3 s, and the container runs.
+    h.clock.advance(10_000);
+    h.guard.renewed(h.clock.now());
+    h.runtime.nextResults = undefined;
+    const retry = h.clock.now();
+    h.runtime.nextPulls = { imagePullStartedAt: retry, imagePullFinishedAt: retry + 3000 };
+    h.runtime.during = () => h.clock.advance(3500);
+    await h.sync(UID);
+    // Running at T0 + 15.5 s, created at T0 − 1 s: 16.5 s in all, of which T0 … T0 + 15 s pulling.
+    assert.deepEqual(h.metrics.podStartSli, [[1.5, 16.5]]);
+    assert.deepEqual(h.metrics.podStart, [16.5], 'pod_start_duration_seconds includes the pulls');
+    const rec = h.rec(UID)!;
+    assert.equal(rec.startedObserved, true);
+    assert.equal(rec.imagePullStartedAt, undefined, 'the window is forgotten once observed');
+    assert.equal(rec.imagePullFinishedAt, undefined);
+  });
+});
+
+describe('PodSyncer: trace of a runtime episode', () => {
+  /** A finished root span (another process's), and its context as a remote parent. */
+  function remote(name: string, parent = ROOT_CONTEXT) {
+    const span = tracing.tracer.startSpan(name, {}, parent);
+    span.end();
+    const sc = span.spanContext();
+    return { sc, ctx: trace.setSpanContext(ROOT_CONTEXT, { ...sc, isRemote: true }), carrier: injectContext(trace.setSpan(ROOT_CONTEXT, span)) };
+  }
+
+  it('the first sync on a container death pleg traced joins that trace (the poke linked); later syncs follow their pokes', async () => {
+    const h = harness(tracing);
+    h.desire(aPod());
+    await h.sync(UID);
+    const died = remote('ContainerDied');
+    h.cache.episodes.set(UID, { trace: died.carrier, at: T0 + 500 });
+    const creationPoke = remote('process sl.{node}.work.{partition}.{uid} (creation trace)');
+    tracing.reset();
+    h.clock.advance(1000);
+    h.guard.renewed(h.clock.now());
+    await h.sync(UID, control(creationPoke.ctx));
+    let [s] = tracing.spansNamed('syncPod');
+    assert.equal(s?.spanContext().traceId, died.sc.traceId, 'the restart sync is in the episode\'s trace');
+    assert.equal(s?.parentSpanContext?.spanId, died.sc.spanId);
+    assert.deepEqual(s?.links.map((l) => l.context.spanId), [creationPoke.sc.spanId], 'the poke that ran it is linked');
+    assert.equal(h.rec(UID)!.episodeAt, T0 + 500, 'the worker remembers the episode it synced on');
+
+    // The same episode again: the sync follows its poke.
+    tracing.reset();
+    const later = remote('process sl.{node}.work.{partition}.{uid} (later)');
+    await h.sync(UID, control(later.ctx));
+    [s] = tracing.spansNamed('syncPod');
+    assert.equal(s?.parentSpanContext?.spanId, later.sc.spanId);
+
+    // A newer episode whose own poke runs the sync: the poke is the parent (the hop stays visible).
+    const died2 = remote('ContainerDied');
+    h.cache.episodes.set(UID, { trace: died2.carrier, at: T0 + 5000 });
+    const inEpisode = remote('process sl.{node}.work.{partition}.{uid} (episode 2)', trace.setSpanContext(ROOT_CONTEXT, died2.sc));
+    tracing.reset();
+    await h.sync(UID, control(inEpisode.ctx));
+    [s] = tracing.spansNamed('syncPod');
+    assert.equal(s?.spanContext().traceId, died2.sc.traceId);
+    assert.equal(s?.parentSpanContext?.spanId, inEpisode.sc.spanId);
+    assert.deepEqual(s?.links, []);
+    assert.equal(h.rec(UID)!.episodeAt, T0 + 5000);
+  });
+
+  it('a backoff requeue carries the sync\'s trace for the due poke; a plain resync carries none', async () => {
+    const h = harness(tracing);
+    h.desire(aPod());
+    await h.sync(UID);
+    assert.equal(h.rec(UID)!.nextSyncTrace, undefined, 'running: the 60–90 s resync starts no trace');
+    tracing.reset();
+    h.runtime.nextResults = [{ action: 'StartContainer', target: 'foo1', error: 'CrashLoopBackOff', message: 'back-off 10s restarting failed container=foo1', retryAt: T0 + 10_000 }];
+    await h.sync(UID);
+    const [s] = tracing.spansNamed('syncPod');
+    const rec = h.rec(UID)!;
+    assert.equal(rec.nextSyncAt, T0 + 10_000);
+    const due = trace.getSpanContext(extractContext(rec.nextSyncTrace));
+    assert.equal(due?.spanId, s?.spanContext().spanId, 'the due sync continues the backoff\'s trace');
+    h.runtime.nextResults = undefined;
+    await h.sync(UID);
+    assert.equal(h.rec(UID)!.nextSyncTrace, undefined);
+  });
+
+  it('the sync after a state transition continues the trace of the sync that made it', async () => {
+    const h = harness(tracing);
+    h.desire(aPod({ spec: { restartPolicy: 'Never' } }));
+    h.runtime.exitCode = 0;
+    await h.sync(UID);
+    await h.sync(UID);
+    await h.sync(UID);
+    const [syncPod] = tracing.spansNamed('syncPod');
+    const [terminating] = tracing.spansNamed('syncTerminatingPod');
+    const [terminated] = tracing.spansNamed('syncTerminatedPod');
+    assert.equal(terminating?.parentSpanContext?.spanId, syncPod?.spanContext().spanId);
+    assert.equal(terminated?.parentSpanContext?.spanId, terminating?.spanContext().spanId);
+  });
+});

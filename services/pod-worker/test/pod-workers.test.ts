@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { ROOT_CONTEXT, TraceFlags, trace } from '@opentelemetry/api';
 import { FakeClock } from '@splitlet/service/testing';
 import { PodWorkers, isSyncAborted } from '../src/pod-workers/pod-workers.js';
 import type { SyncFunction } from '../src/pod-workers/pod-workers.js';
@@ -48,6 +49,27 @@ describe('PodWorkers', () => {
     assert.equal(s.calls.length, 2, 'and no third');
     assert.deepEqual(s.overlaps, []);
     assert.equal(w.busy, 0);
+  });
+
+  it('a sync\'s trigger is the newest sampled poke it covers (an unsampled resync poke does not hide it), else the newest', async () => {
+    const s = controllableSync();
+    const { w } = workers(s.sync);
+    const ctx = (id: string, flags: number) => trace.setSpanContext(ROOT_CONTEXT, { traceId: id.repeat(32), spanId: id.repeat(16), traceFlags: flags });
+    const block = new FakeDelivery('block');
+    w.poke('a', 'sync', block);
+    await settle();
+    w.poke('a', 'sync', new FakeDelivery('traced', ctx('1', TraceFlags.SAMPLED)));
+    w.poke('a', 'sync', new FakeDelivery('resync', ctx('2', TraceFlags.NONE)));
+    s.calls[0]!.resolve();
+    await settle();
+    assert.equal(trace.getSpanContext(s.calls[1]!.ctl.trigger!)?.spanId, '1'.repeat(16));
+    w.poke('a', 'sync', new FakeDelivery('resync', ctx('3', TraceFlags.NONE)));
+    w.poke('a', 'sync', new FakeDelivery('resync', ctx('4', TraceFlags.NONE)));
+    s.calls[1]!.resolve();
+    await settle();
+    assert.equal(trace.getSpanContext(s.calls[2]!.ctl.trigger!)?.spanId, '4'.repeat(16), 'none sampled: the newest');
+    s.calls[2]!.resolve();
+    await settle();
   });
 
   it('a kill poke aborts a running non-kill sync; the kill sync runs next and acks what the aborted one covered', async () => {

@@ -28,6 +28,21 @@ describe('RuntimeStatusCache.getNewerThan', () => {
     assert.equal(absent.status.uid, 'zz');
   });
 
+  it('hands out the entry\'s runtime episode with the status, fresh or after the bounded wait', async () => {
+    const clock = new FakeClock(0);
+    const c = new RuntimeStatusCache({ clock, logger: recordingLog(), maxWaitMs: 100 });
+    const episode = { trace: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }, at: 90 };
+    c.applyEntry('a', { ...entry('a', 100), episode });
+    c.applyRelistMark(100);
+    c.markCaughtUp();
+    const ac = new AbortController();
+    assert.deepEqual((await c.getNewerThan('a', 99, ac.signal)).episode, episode);
+    const stale = c.getNewerThan('a', 500, ac.signal);
+    await clock.advanceAsync(100);
+    assert.deepEqual((await stale).episode, episode);
+    assert.equal((await c.getNewerThan('zz', 0, ac.signal)).episode, undefined);
+  });
+
   it('waits for a newer entry or mark', async () => {
     const c = new RuntimeStatusCache({ clock: new FakeClock(0), logger: recordingLog() });
     c.markCaughtUp();

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { TraceFlags, trace } from '@opentelemetry/api';
 import { hasErrorCode } from '@splitlet/api';
 import { aNode } from '@splitlet/kube/testing';
 import { harness, item, metric, pod, runtimeEntry, START, update, worker } from './fakes.js';
@@ -270,6 +271,21 @@ describe('tick (the work queue)', () => {
     h.clock.advance(6000);
     await h.loop.tick();
     assert.deepEqual(h.poker.take().sort(), ['sync:due', 'sync:later']);
+  });
+
+  it('a retry continues the worker\'s nextSyncTrace; a plain resync pokes unsampled', async () => {
+    const h = await harness();
+    h.workers.map.set('retry', worker('retry', { nextSyncAt: START - 1, nextSyncTrace: TRACE }));
+    h.workers.map.set('resync', worker('resync', { nextSyncAt: START - 1 }));
+    await h.loop.tick();
+    const ctxOf = (uid: string) => trace.getSpanContext(h.poker.pokes.find((p) => p.uid === uid)!.ctx!);
+    const retry = ctxOf('retry');
+    assert.equal(retry?.traceId, '0af7651916cd43dd8448eb211c80319c');
+    assert.equal(retry?.spanId, 'b7ad6b7169203331', 'the poke is sent as a child of the sync that requeued');
+    assert.equal(retry?.traceFlags, TraceFlags.SAMPLED);
+    const resync = ctxOf('resync');
+    assert.ok(resync !== undefined && trace.isSpanContextValid(resync), 'the resync poke carries a span context…');
+    assert.equal(resync.traceFlags, TraceFlags.NONE, '…that is not sampled, so no process records a span for it');
   });
 
   it('retries a failed poke on the next tick', async () => {

@@ -22,7 +22,7 @@ import type { NodeKeyringProvider } from '../credentials/node-keyring.js';
 import { makeDockerKeyring } from '../credentials/pull-secrets.js';
 import type { CriImages, EventPodRef, EventRecorder, PullSecret } from '../ports.js';
 import type { KubeRuntimeMetrics } from '../kuberuntime/metrics.js';
-import { SyncErrors, type StepFailure } from '../kuberuntime/sync-result.js';
+import { SyncErrors, type PullWindow, type StepFailure } from '../kuberuntime/sync-result.js';
 import { applyDefaultImageTag, parseImageName } from './image-reference.js';
 
 /** The outcome of {@link ImageManager.ensureImageExists}: the image ref, or the kubelet error. */
@@ -37,6 +37,8 @@ export interface EnsureImageRequest {
   /** The pod's pull secrets that could be retrieved (their credentials come before the node's). */
   readonly pullSecrets: readonly PullSecret[];
   readonly sandboxConfig: CriInput<PodSandboxConfig>;
+  /** Where the pull's start and successful end are recorded (the pod start SLI leaves them out). */
+  readonly pulls?: PullWindow;
 }
 
 /** Dependencies of the {@link ImageManager}. */
@@ -187,6 +189,7 @@ export class ImageManager {
     }
 
     event('Normal', 'Pulling', `Pulling image ${JSON.stringify(requested)}`);
+    req.pulls?.started(o.clock.now());
     const enqueuedAt = performance.now();
     let outcome: PullOutcome;
     try {
@@ -206,6 +209,7 @@ export class ImageManager {
       const failure = evalPullError(requested, e);
       return { ok: false, ...failure };
     }
+    req.pulls?.finished(o.clock.now());
     const totalMs = Math.trunc(performance.now() - enqueuedAt);
     event(
       'Normal',

@@ -1,6 +1,7 @@
 /**
  * Whether the container runtime is up: the CRI Status call succeeds and reports RuntimeReady,
- * checked every 5 s; healthy while the last good check is at most 30 s old.
+ * checked every 5 s (unsampled: no trace per check); healthy while the last good check is at most
+ * 30 s old.
  *
  * Models pkg/kubelet/kubelet.go (updateRuntimeUp every 5 s, maxWaitForContainerRuntime 30 s) and
  * runtimeState.runtimeErrors.
@@ -8,7 +9,7 @@
 import type { Clock } from '@splitlet/service';
 import { sleep } from '@splitlet/service';
 import type { HealthStatus } from '@splitlet/service';
-import type { Logger } from '@splitlet/telemetry';
+import { runUnsampled, type Logger } from '@splitlet/telemetry';
 import type { CriRuntime } from '../ports.js';
 
 /** Options of {@link RuntimeUpChecker}. */
@@ -45,7 +46,8 @@ export class RuntimeUpChecker {
   async check(): Promise<boolean> {
     let up = false;
     try {
-      const resp = await this.#o.runtime.Status({}, { deadlineMs: this.#o.callTimeoutMs ?? 5000 });
+      // Periodic chatter: unsampled, so a check every 5 s starts no trace.
+      const resp = await runUnsampled(() => this.#o.runtime.Status({}, { deadlineMs: this.#o.callTimeoutMs ?? 5000 }));
       const ready = resp.status?.conditions.find((c) => c.type === 'RuntimeReady');
       if (ready === undefined || !ready.status) {
         this.#lastError = `container runtime status check may not have completed yet: runtime not ready: RuntimeReady=false reason:${ready?.reason ?? ''} message:${ready?.message ?? ''}`;

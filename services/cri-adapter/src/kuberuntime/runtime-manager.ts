@@ -55,7 +55,7 @@ import type { LifecycleHandlerRunner } from './lifecycle-handlers.js';
 import type { ContainerType, KubeRuntimeMetrics } from './metrics.js';
 import type { RuntimeStatusReader } from './runtime-status-reader.js';
 import { buildContainerLogsDirectory, buildPodLogsDirectory, generatePodSandboxConfig, podHostnameAndDomain, type SandboxSettings } from './sandbox-config.js';
-import { PodSyncResult, SyncErrors, type StepFailure } from './sync-result.js';
+import { PodSyncResult, SyncErrors, type PullWindow, type StepFailure } from './sync-result.js';
 import { makeTerminationMessageMount } from './termination-message.js';
 
 /** Node facts and knobs the manager needs. */
@@ -116,6 +116,9 @@ export interface KillPodInput {
 export interface RuntimeOpResult {
   readonly results: SyncResult[];
   readonly podStatus: RuntimePodStatus;
+  /** SyncPod: when its first image pull started and its last successful one finished (ms since the epoch). */
+  readonly imagePullStartedAt?: number;
+  readonly imagePullFinishedAt?: number;
 }
 
 /** A running container to kill. */
@@ -186,7 +189,13 @@ export class KubeGenericRuntimeManager {
       await this.#syncPod(input, result);
       const podStatus = await this.getPodStatus(refOf(pod));
       if (result.failed) span.setAttribute('splitlet.sync.errors', result.results.filter((r) => r.error !== undefined).map((r) => `${r.target}:${r.error}`).join(','));
-      return { results: result.results, podStatus };
+      const { startedAt, finishedAt } = result.pulls;
+      return {
+        results: result.results,
+        podStatus,
+        ...(startedAt !== undefined ? { imagePullStartedAt: startedAt } : {}),
+        ...(finishedAt !== undefined ? { imagePullFinishedAt: finishedAt } : {}),
+      };
     });
   }
 
@@ -289,7 +298,7 @@ export class KubeGenericRuntimeManager {
         return false;
       }
       o.metrics.startedContainer(CONTAINER_TYPE[type]);
-      const failure = await this.#startContainer({ pod, container, isInit: type === 'init', sandboxId, sandboxConfig, podStatus, input, env });
+      const failure = await this.#startContainer({ pod, container, isInit: type === 'init', sandboxId, sandboxConfig, podStatus, input, env, pulls: result.pulls });
       if (failure !== undefined) {
         o.metrics.startedContainerError(CONTAINER_TYPE[type], failure.error);
         PodSyncResult.fail(r, failure.error, failure.message, failure.retryAt);
@@ -408,6 +417,7 @@ export class KubeGenericRuntimeManager {
     podStatus: RuntimePodStatus;
     input: SyncPodInput;
     env: EnvContext;
+    pulls: PullWindow;
   }): Promise<StepFailure | undefined> {
     const o = this.#o;
     const { pod, container, isInit } = args;
@@ -417,7 +427,7 @@ export class KubeGenericRuntimeManager {
       recordContainerEvent(o.recorder, ref, fieldPath, container.name, id, type, reason, message);
 
     // Step 1: the image.
-    const image = await o.imageManager.ensureImageExists({ pod, podRef: ref, container, fieldPath, pullSecrets: args.input.pullSecrets, sandboxConfig: args.sandboxConfig });
+    const image = await o.imageManager.ensureImageExists({ pod, podRef: ref, container, fieldPath, pullSecrets: args.input.pullSecrets, sandboxConfig: args.sandboxConfig, pulls: args.pulls });
     if (!image.ok) {
       event('', 'Warning', 'Failed', `Error: ${image.error}`);
       return { error: image.error, message: image.message, ...(image.retryAt !== undefined ? { retryAt: image.retryAt } : {}) };

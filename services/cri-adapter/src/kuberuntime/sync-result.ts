@@ -38,9 +38,30 @@ export interface StepFailure {
   readonly retryAt?: number;
 }
 
-/** Collects SyncResults in order (kubecontainer.PodSyncResult). */
+/**
+ * The image pulls of one SyncPod: when the first started and the last successful one finished (ms
+ * since the epoch), for the pod start SLI (pod_startup_latency_tracker's firstStartedPulling /
+ * lastFinishedPulling).
+ */
+export class PullWindow {
+  startedAt: number | undefined;
+  finishedAt: number | undefined;
+
+  /** A pull starts (RecordImageStartedPulling: the first one counts). */
+  started(at: number): void {
+    this.startedAt ??= at;
+  }
+
+  /** A pull succeeded (RecordImageFinishedPulling: the last one counts). */
+  finished(at: number): void {
+    this.finishedAt = this.finishedAt === undefined ? at : Math.max(this.finishedAt, at);
+  }
+}
+
+/** Collects SyncResults in order (kubecontainer.PodSyncResult), and the sync's image pulls. */
 export class PodSyncResult {
   readonly results: SyncResult[] = [];
+  readonly pulls = new PullWindow();
 
   /** Adds a successful (so far) result and returns it for a later `fail`. */
   add(action: SyncResult['action'], target: string): SyncResult {

@@ -13,15 +13,19 @@
  *              then publish its events (ContainerChanged is filtered, as the kubelet does)
  *          put RelistMark{timestamp: t0}  (after every pod entry: GetNewerThan relies on it)
  */
-import { ROOT_CONTEXT, SpanStatusCode, TraceFlags, context, trace, type Context, type Link, type Tracer } from '@opentelemetry/api';
-import type { PodLifecycleEvent, RuntimePodStatus } from '@splitlet/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, context, trace, type Attributes, type Context, type Link, type Span, type Tracer } from '@opentelemetry/api';
+import type { PodLifecycleEvent, RuntimeCacheEntry, RuntimePodStatus } from '@splitlet/api';
 import { errorMessage } from '@splitlet/api';
 import { formatGoDuration, jsonEqual } from '@splitlet/kube';
 import type { Clock, HealthStatus } from '@splitlet/service';
-import { unsampledContext, type Logger } from '@splitlet/telemetry';
-import type { LifecycleEventSink, RuntimeCacheStore, RuntimeLister } from '../ports.js';
+import { injectContext, unsampledContext, type Logger } from '@splitlet/telemetry';
+import type { DesiredPodReader, LifecycleEventSink, RuntimeCacheStore, RuntimeLister } from '../ports.js';
 import { computePodEvents, type PlegEvent } from './generate-events.js';
 import type { PlegMetrics } from './metrics.js';
+import { diedRegularContainers, restartEpisode } from './restart-episodes.js';
+
+/** A pod's runtime episode as kept in its cache entries (RuntimeCacheEntry.episode). */
+type Episode = NonNullable<RuntimeCacheEntry['episode']>;
 
 /** Dependencies and settings of {@link GenericPleg}. */
 export interface GenericPlegOptions {
@@ -35,6 +39,12 @@ export interface GenericPlegOptions {
   readonly relistThresholdMs: number;
   /** Spans a relist that changed something. @default no spans */
   readonly tracer?: Tracer;
+  /**
+   * The desired pods, to start a new trace (a `ContainerDied` root span linked to the pod's
+   * creation trace) when a regular container of a desired pod died after its start. Needs `tracer`.
+   * @default deaths are traced in the relist's trace
+   */
+  readonly desired?: DesiredPodReader;
 }
 
 /** The outcome of one relist. */
@@ -53,6 +63,8 @@ export class GenericPleg {
   readonly #o: GenericPlegOptions;
   /** podRecords: the pods as of the last relist (and as last written to the cache). */
   readonly #records = new Map<string, RuntimePodStatus>();
+  /** Each pod's latest runtime episode, carried into its later cache entries. */
+  readonly #episodes = new Map<string, Episode>();
   #relistTime: number | undefined;
 
   constructor(options: GenericPlegOptions) {
@@ -66,7 +78,11 @@ export class GenericPleg {
   async loadCache(): Promise<void> {
     const snapshot = await this.#o.cache.load();
     this.#records.clear();
-    for (const [uid, entry] of snapshot.entries) this.#records.set(uid, entry.status);
+    this.#episodes.clear();
+    for (const [uid, entry] of snapshot.entries) {
+      this.#records.set(uid, entry.status);
+      if (entry.episode !== undefined) this.#episodes.set(uid, entry.episode);
+    }
     this.#o.logger.info('loaded the runtime cache', { pods: this.#records.size, relistMark: snapshot.mark?.timestamp });
   }
 
@@ -89,6 +105,10 @@ export class GenericPleg {
    * pods it found changed are part of the trace that changed the runtime. A periodic relist makes
    * its runtime request unsampled (no trace here or in cri-adapter) and gets a root `relist` span
    * only when it found a change.
+   *
+   * Except a pod whose regular container died after its start ({@link restartEpisode}): its cache
+   * write and events go into a new trace, a root `ContainerDied` span linked to the pod's creation
+   * trace and to the relist that saw it; its cache entries carry that trace as the pod's episode.
    */
   async relist(triggers: readonly Context[] = []): Promise<RelistResult> {
     const { clock, metrics } = this.#o;
@@ -96,7 +116,12 @@ export class GenericPleg {
     const timestamp = clock.now();
     try {
       const traced = this.#o.tracer === undefined ? undefined : tracedParent(triggers);
-      if (traced === undefined || this.#o.tracer === undefined) return await this.#relist(timestamp, false);
+      const triggerTraceIds = new Set<string>();
+      for (const t of triggers) {
+        const sc = trace.getSpanContext(t);
+        if (sc !== undefined && trace.isSpanContextValid(sc) && (sc.traceFlags & TraceFlags.SAMPLED) !== 0) triggerTraceIds.add(sc.traceId);
+      }
+      if (traced === undefined || this.#o.tracer === undefined) return await this.#relist(timestamp, false, triggerTraceIds);
       const span = this.#o.tracer.startSpan(
         'relist',
         {
@@ -107,7 +132,7 @@ export class GenericPleg {
         traced.parent,
       );
       try {
-        const r = await context.with(trace.setSpan(traced.parent, span), () => this.#relist(timestamp, true));
+        const r = await context.with(trace.setSpan(traced.parent, span), () => this.#relist(timestamp, true, triggerTraceIds));
         span.setAttributes({ 'splitlet.pleg.changed_pods': r.changedPods, 'splitlet.pleg.events': r.events });
         if (!r.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: 'GenericPLEG: Unable to retrieve pods' });
         return r;
@@ -119,8 +144,8 @@ export class GenericPleg {
     }
   }
 
-  /** The relist proper; `inSpan` when a poke's `relist` span is active. */
-  async #relist(timestamp: number, inSpan: boolean): Promise<RelistResult> {
+  /** The relist proper; `inSpan` when a poke's `relist` span is active; the trace ids of the sampled pokes it serves. */
+  async #relist(timestamp: number, inSpan: boolean, triggerTraceIds: ReadonlySet<string>): Promise<RelistResult> {
     const { metrics, logger } = this.#o;
     let pods: readonly RuntimePodStatus[];
     try {
@@ -150,7 +175,7 @@ export class GenericPleg {
       return { ok: true, events: 0, changedPods: 0 };
     }
     const apply = async (): Promise<RelistResult> => {
-      const published = await Promise.all(work.map((w) => this.#applyPod(w.uid, w.next, w.events, timestamp)));
+      const published = await Promise.all(work.map((w) => this.#applyPod(w.uid, w.next, w.events, timestamp, triggerTraceIds)));
       await this.#putMark(timestamp);
       return { ok: true, events: published.reduce((a, b) => a + b, 0), changedPods: work.length };
     };
@@ -174,19 +199,90 @@ export class GenericPleg {
     return { ok: true };
   }
 
-  /** Writes one pod's cache entry, then publishes its events. Returns how many were published. */
-  async #applyPod(uid: string, next: RuntimePodStatus | undefined, events: readonly PlegEvent[], timestamp: number): Promise<number> {
+  /**
+   * Writes one pod's cache entry, then publishes its events — in a new `ContainerDied` trace when
+   * the change begins an episode. Returns how many events were published.
+   */
+  async #applyPod(uid: string, next: RuntimePodStatus | undefined, events: readonly PlegEvent[], timestamp: number, triggerTraceIds: ReadonlySet<string>): Promise<number> {
+    const begun = await this.#beginEpisode(uid, next, events, timestamp, triggerTraceIds);
+    if (begun === undefined) return this.#writeAndPublish(uid, next, events, timestamp, this.#episodes.get(uid));
+    try {
+      return await context.with(trace.setSpan(ROOT_CONTEXT, begun.span), () => this.#writeAndPublish(uid, next, events, timestamp, begun.episode));
+    } finally {
+      begun.span.end();
+    }
+  }
+
+  /**
+   * The root span of a new episode when `events` report a regular container of a desired pod dead
+   * after its start (see {@link restartEpisode}); `undefined` otherwise, or when the desired pod
+   * cannot be read (the death is then traced in the relist's trace, with a warning).
+   */
+  async #beginEpisode(
+    uid: string,
+    next: RuntimePodStatus | undefined,
+    events: readonly PlegEvent[],
+    timestamp: number,
+    triggerTraceIds: ReadonlySet<string>,
+  ): Promise<{ span: Span; episode: Episode } | undefined> {
+    const { tracer, desired, logger } = this.#o;
+    if (tracer === undefined || desired === undefined) return undefined;
+    const before = this.#records.get(uid);
+    const died = diedRegularContainers(before, next, events);
+    const first = died[0];
+    if (first === undefined) return undefined;
+    let decision;
+    try {
+      decision = restartEpisode(await desired.get(uid), triggerTraceIds);
+    } catch (e) {
+      logger.warn('could not read the desired pod; tracing its container\'s death in the relist\'s trace', { podUID: uid, err: errorMessage(e) });
+      return undefined;
+    }
+    if (!decision.begins) {
+      logger.debug('a container died; no new episode', { podUID: uid, containers: died.map((c) => c.name), why: decision.why });
+      return undefined;
+    }
+    const links: Link[] = [];
+    if (decision.creation !== undefined) links.push({ context: decision.creation, attributes: { 'splitlet.link': 'creation' } });
+    const observer = trace.getSpanContext(context.active());
+    if (observer !== undefined && trace.isSpanContextValid(observer) && (observer.traceFlags & TraceFlags.SAMPLED) !== 0) {
+      links.push({ context: observer, attributes: { 'splitlet.link': 'observed by' } });
+    }
+    const pod = next ?? before;
+    const attributes: Attributes = {
+      'k8s.pod.uid': uid,
+      'k8s.pod.name': pod?.name ?? '',
+      'k8s.namespace.name': pod?.namespace ?? '',
+      'k8s.container.name': first.name,
+      'k8s.container.restart_count': first.restartCount,
+      'container.id': first.id,
+      'splitlet.pleg.died_containers': died.map((c) => c.name),
+    };
+    if (first.exitCode !== undefined) attributes['splitlet.container.exit_code'] = first.exitCode;
+    if (first.reason !== undefined) attributes['splitlet.container.reason'] = first.reason;
+    const span = tracer.startSpan('ContainerDied', { kind: SpanKind.INTERNAL, root: true, startTime: timestamp, links, attributes }, ROOT_CONTEXT);
+    return { span, episode: { trace: injectContext(trace.setSpan(ROOT_CONTEXT, span)), at: timestamp } };
+  }
+
+  /** Writes one pod's cache entry (with its episode), then publishes its events. */
+  async #writeAndPublish(uid: string, next: RuntimePodStatus | undefined, events: readonly PlegEvent[], timestamp: number, episode: Episode | undefined): Promise<number> {
     const { cache, logger, metrics } = this.#o;
     try {
       if (next === undefined) await cache.delete(uid);
-      else await cache.put({ type: 'kubelet.pleg.RuntimeCacheEntry.v1', uid, timestamp, status: next });
+      else await cache.put({ type: 'kubelet.pleg.RuntimeCacheEntry.v1', uid, timestamp, status: next, ...(episode !== undefined ? { episode } : {}) });
     } catch (e) {
       // Keep the old record so the next relist sees the change (and its events) again.
       logger.error('PLEG: Ignoring events for pod: could not update the runtime cache', { podUID: uid, err: errorMessage(e) });
+      trace.getActiveSpan()?.recordException(e instanceof Error ? e : errorMessage(e));
       return 0;
     }
-    if (next === undefined) this.#records.delete(uid);
-    else this.#records.set(uid, next);
+    if (next === undefined) {
+      this.#records.delete(uid);
+      this.#episodes.delete(uid);
+    } else {
+      this.#records.set(uid, next);
+      if (episode !== undefined) this.#episodes.set(uid, episode);
+    }
     let published = 0;
     const at = new Date(timestamp).toISOString();
     // Filter out events that are not reliable and no other components use yet (generic.go).

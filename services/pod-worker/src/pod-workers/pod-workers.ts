@@ -26,7 +26,7 @@
  * only the partition's lease owner runs syncs, and a lost lease aborts every sync before the lease
  * can expire and be acquired by another instance (bucket TTL 10 s > renew period 3 s).
  */
-import type { Context } from '@opentelemetry/api';
+import { TraceFlags, trace, type Context } from '@opentelemetry/api';
 import type { SyncPodType } from '@splitlet/api';
 import { errorMessage, hasErrorCode } from '@splitlet/api';
 import type { Clock, Log, PokeDelivery, TimerHandle } from '../ports.js';
@@ -54,7 +54,11 @@ export interface SyncControl {
   readonly signal: AbortSignal;
   /** Aborts only when the partition stops (lease lost, release, shutdown): stop awaiting anything. */
   readonly stopSignal: AbortSignal;
-  /** The context of the newest poke this sync covers (parent for its span when no record names one). */
+  /**
+   * The context of the newest sampled poke this sync covers, else of the newest poke (parent for
+   * its span when no record names one): an unsampled periodic poke coalesced with a traced one does
+   * not hide the traced one.
+   */
   readonly trigger: Context | undefined;
   /** The kind of the newest poke this sync covers. */
   readonly triggerKind: SyncPodType | undefined;
@@ -229,8 +233,7 @@ export class PodWorkers {
     this.#stopAc.signal.addEventListener('abort', onStop, { once: true });
     const inFlight = { abort: ac, isKill: false };
     st.inFlight = inFlight;
-    let trigger: Context | undefined;
-    for (let i = st.ackable.length - 1; i >= 0 && trigger === undefined; i--) trigger = st.ackable[i]?.context;
+    const trigger = newestTrigger(st.ackable);
     const ctl: SyncControl = {
       signal: ac.signal,
       stopSignal: this.#stopAc.signal,
@@ -348,4 +351,17 @@ export class PodWorkers {
     })();
     return this.#stopPromise;
   }
+}
+
+/** The newest delivery's context that names a sampled span, else the newest context. */
+function newestTrigger(ds: readonly PokeDelivery[]): Context | undefined {
+  let newest: Context | undefined;
+  for (let i = ds.length - 1; i >= 0; i--) {
+    const ctx = ds[i]?.context;
+    if (ctx === undefined) continue;
+    newest ??= ctx;
+    const sc = trace.getSpanContext(ctx);
+    if (sc !== undefined && trace.isSpanContextValid(sc) && (sc.traceFlags & TraceFlags.SAMPLED) !== 0) return ctx;
+  }
+  return newest;
 }

@@ -93,14 +93,19 @@ export class RuntimeStatusCache implements RuntimeStatusSource {
   peek(uid: string): CachedRuntimeStatus {
     const e = this.#entries.get(uid);
     const timestamp = Math.max(e?.timestamp ?? 0, this.#relistMark);
-    return { status: e?.status ?? emptyRuntimeStatus(uid), timestamp, stale: false };
+    return { status: e?.status ?? emptyRuntimeStatus(uid), timestamp, stale: false, ...(e?.episode !== undefined ? { episode: e.episode } : {}) };
   }
 
   #satisfied(uid: string, after: number): CachedRuntimeStatus | undefined {
     if (!this.#caughtUp) return undefined;
     const e = this.#entries.get(uid);
     if ((e !== undefined && e.timestamp > after) || this.#relistMark > after) {
-      return { status: e?.status ?? emptyRuntimeStatus(uid), timestamp: Math.max(e?.timestamp ?? 0, this.#relistMark), stale: false };
+      return {
+        status: e?.status ?? emptyRuntimeStatus(uid),
+        timestamp: Math.max(e?.timestamp ?? 0, this.#relistMark),
+        stale: false,
+        ...(e?.episode !== undefined ? { episode: e.episode } : {}),
+      };
     }
     return undefined;
   }

@@ -15,7 +15,7 @@
  *   next sync uses the runtime status the cri-adapter just returned instead of waiting for a relist.
  * - Requeue = `WorkerRecord.nextSyncAt`; sync-loop's 1 s tick pokes the pod when it is due.
  */
-import { ROOT_CONTEXT, SpanStatusCode, trace } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanStatusCode, TraceFlags, context, trace } from '@opentelemetry/api';
 import type { Attributes, Context, Link, Span, Tracer } from '@opentelemetry/api';
 import type {
   BoundPod,
@@ -28,6 +28,7 @@ import type {
   PodStatusUpdate,
   RuntimePodStatus,
   SyncPodType,
+  TraceCarrier,
   WorkerRecord,
 } from '@splitlet/api';
 import { errorMessage, hasErrorCode } from '@splitlet/api';
@@ -49,6 +50,7 @@ import type { PartitionGuard } from '../partitions/partition-guard.js';
 import type { SyncControl, SyncFunction, SyncReturn } from '../pod-workers/pod-workers.js';
 import { emptyRuntimeStatus } from '../runtime-cache/runtime-status-cache.js';
 import { canRunPod } from './can-run-pod.js';
+import { mergePullWindow, podStartDurations } from './pod-startup-latency.js';
 import { earliestBackoffExpiry, runtimeSyncError, updateReasons } from './sync-results.js';
 import { classify, isTerminalPhase, nextWorkerState, toTerminated, toTerminating } from './worker-decisions.js';
 import type { WorkerStateDecision } from './worker-decisions.js';
@@ -95,6 +97,20 @@ interface SyncCtx {
   readonly oldStatus: PodStatus | undefined;
   readonly runtimeStatus: RuntimePodStatus;
   readonly decision: WorkerStateDecision;
+  /** The span of this pod's previous sync, when this sync continues it (a worker state transition). */
+  readonly continues: Context | undefined;
+  /** A runtime episode (a container death pleg began a trace for) this worker has not synced on yet. */
+  readonly newEpisode: Context | undefined;
+  /** `episode.at` of the runtime status this sync is based on (persisted as `WorkerRecord.episodeAt`). */
+  readonly episodeAt: number | undefined;
+}
+
+/** The runtime status a sync is based on, and what it says about the sync's trace. */
+interface RuntimeView {
+  readonly status: RuntimePodStatus;
+  readonly continues: Context | undefined;
+  readonly newEpisode: Context | undefined;
+  readonly episodeAt: number | undefined;
 }
 
 /** A handled SyncPod outcome. */
@@ -111,8 +127,11 @@ interface StateSyncOutcome {
 export class PodSyncer {
   readonly #o: PodSyncerOptions;
   readonly #random: () => number;
-  /** Runtime status from cri-adapter's last reply, used by the immediately following sync of the pod. */
-  readonly #handoff = new Map<string, { status: RuntimePodStatus; epoch: number }>();
+  /**
+   * Runtime status from cri-adapter's last reply, used by the immediately following sync of the
+   * pod, and the span of the sync that handed it over (the next sync continues its trace).
+   */
+  readonly #handoff = new Map<string, { status: RuntimePodStatus; epoch: number; parent: Context | undefined }>();
 
   constructor(options: PodSyncerOptions) {
     this.#o = options;
@@ -154,7 +173,8 @@ export class PodSyncer {
         break;
     }
     const pod = c.pod;
-    const runtimeStatus = await this.#runtimeStatus(guard, uid, record?.lastSyncTime ?? 0, ctl, pod);
+    const view = await this.#runtimeStatus(guard, uid, record, ctl, pod);
+    const runtimeStatus = view.status;
     const decision = nextWorkerState({
       uid,
       pod,
@@ -167,7 +187,20 @@ export class PodSyncer {
       epoch: guard.epoch,
     });
     if (decision.record.state !== 'sync') ctl.markTerminating();
-    const ctx: SyncCtx = { guard, ctl, uid, pod, desired, kill, oldStatus: apiRecord?.status, runtimeStatus, decision };
+    const ctx: SyncCtx = {
+      guard,
+      ctl,
+      uid,
+      pod,
+      desired,
+      kill,
+      oldStatus: apiRecord?.status,
+      runtimeStatus,
+      decision,
+      continues: view.continues,
+      newEpisode: view.newEpisode,
+      episodeAt: view.episodeAt,
+    };
     switch (decision.record.state) {
       case 'sync':
         return this.#runSyncPod(ctx, decision.record);
@@ -178,16 +211,28 @@ export class PodSyncer {
     }
   }
 
-  async #runtimeStatus(guard: PartitionGuard, uid: string, after: number, ctl: SyncControl, pod: BoundPod): Promise<RuntimePodStatus> {
+  /**
+   * The runtime status to sync against: the one the previous sync handed over, else the cache's
+   * (GetNewerThan the last sync), with its episode — new when newer than the one the worker record
+   * last saw.
+   */
+  async #runtimeStatus(guard: PartitionGuard, uid: string, record: WorkerRecord | undefined, ctl: SyncControl, pod: BoundPod): Promise<RuntimeView> {
     const h = this.#handoff.get(uid);
     this.#handoff.delete(uid);
-    let status: RuntimePodStatus;
-    if (h !== undefined && h.epoch === guard.epoch) status = h.status;
-    else status = (await this.#o.runtimeCache.getNewerThan(uid, after, ctl.signal)).status;
-    if (status.name === '' && status.containers.length === 0 && status.sandboxes.length === 0) {
-      return emptyRuntimeStatus(uid, pod.metadata.name, pod.metadata.namespace);
+    let view: RuntimeView;
+    if (h !== undefined && h.epoch === guard.epoch) {
+      view = { status: h.status, continues: h.parent, newEpisode: undefined, episodeAt: undefined };
+    } else {
+      const cached = await this.#o.runtimeCache.getNewerThan(uid, record?.lastSyncTime ?? 0, ctl.signal);
+      const ep = cached.episode;
+      const isNew = ep !== undefined && (record?.episodeAt === undefined || ep.at > record.episodeAt);
+      view = { status: cached.status, continues: undefined, newEpisode: isNew ? extractContext(ep.trace) : undefined, episodeAt: ep?.at };
     }
-    return status;
+    const status = view.status;
+    if (status.name === '' && status.containers.length === 0 && status.sandboxes.length === 0) {
+      return { ...view, status: emptyRuntimeStatus(uid, pod.metadata.name, pod.metadata.namespace) };
+    }
+    return view;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -207,7 +252,9 @@ export class PodSyncer {
       }
     }
     const { parent, links } = this.#parentOf(ctx);
+    let spanCtx: Context = ROOT_CONTEXT;
     const outcome = await withSpan(o.tracer, 'syncPod', { parent, links, attributes: podAttributes(ctx.pod, updateType) }, async (span) => {
+      spanCtx = context.active();
       const r = await this.#syncPod(ctx, rec, (next) => {
         rec = next;
       });
@@ -217,8 +264,9 @@ export class PodSyncer {
     o.metrics.observeWorkerDuration(updateType, (o.clock.now() - start) / 1000);
     if (outcome.terminal) {
       rec = toTerminating(rec, ctx.pod, ctx.kill?.value, o.clock.now());
+      delete rec.nextSyncTrace;
       await this.#persist(ctx, rec);
-      this.#handOver(ctx, outcome.runtimeStatus);
+      this.#handOver(ctx, outcome.runtimeStatus, spanCtx);
       return { again: true };
     }
     let delay = requeueDelay(outcome.error === undefined ? {} : { error: outcome.error }, this.#random);
@@ -227,7 +275,9 @@ export class PodSyncer {
       // resync (kubernetes PR 133066), never later than the resync.
       delay = Math.min(delay, Math.max(0, outcome.backoffUntil - o.clock.now()));
     }
-    rec = { ...rec, nextSyncAt: o.clock.now() + Math.round(delay) };
+    // A retry (an error, a backoff) continues this sync's trace; the periodic resync starts none.
+    const unfinished = outcome.error !== undefined || outcome.backoffUntil !== undefined;
+    rec = requeued(rec, o.clock.now() + Math.round(delay), unfinished ? spanCtx : undefined);
     if (outcome.error !== undefined) o.logger.warn('syncPod failed, requeued', { uid: ctx.uid, err: outcome.error, retryInMs: Math.round(delay) });
     await this.#persist(ctx, rec);
     return {};
@@ -316,6 +366,7 @@ export class PodSyncer {
       return { terminal: false, error: `runtime SyncPod failed: ${errorMessage(e)}` };
     }
     rec = { ...rec, reasons: updateReasons(rec.reasons, reply.results) };
+    if (rec.startedObserved !== true) rec = mergePullWindow(rec, reply);
     setRecord(rec);
     const after = this.#generate(pod, reply.podStatus, rec, status, false);
     rec = this.#observeRunning(ctx, rec, after);
@@ -340,7 +391,9 @@ export class PodSyncer {
     const o = this.#o;
     const start = o.clock.now();
     const { parent, links } = this.#parentOf(ctx);
+    let spanCtx: Context = ROOT_CONTEXT;
     const outcome = await withSpan(o.tracer, 'syncTerminatingPod', { parent, links, attributes: podAttributes(ctx.pod) }, async (span) => {
+      spanCtx = context.active();
       span.setAttribute('k8s.pod.termination_grace_period_seconds', record.gracePeriod ?? 0);
       const r = await this.#syncTerminatingPod(ctx, record);
       if (r.error !== undefined) failSpan(span, r.error);
@@ -350,13 +403,11 @@ export class PodSyncer {
     if (outcome.error !== undefined) {
       const delay = requeueDelay({ error: outcome.error }, this.#random);
       o.logger.warn('syncTerminatingPod failed, requeued', { uid: ctx.uid, err: outcome.error, retryInMs: Math.round(delay) });
-      await this.#persist(ctx, { ...record, nextSyncAt: o.clock.now() + Math.round(delay) });
+      await this.#persist(ctx, requeued(record, o.clock.now() + Math.round(delay), spanCtx));
       return {};
     }
-    const next = toTerminated(record, o.clock.now());
-    delete next.nextSyncAt;
-    await this.#persist(ctx, next);
-    this.#handOver(ctx, outcome.runtimeStatus);
+    await this.#persist(ctx, withoutRequeue(toTerminated(record, o.clock.now())));
+    this.#handOver(ctx, outcome.runtimeStatus, spanCtx);
     return { again: true };
   }
 
@@ -412,7 +463,9 @@ export class PodSyncer {
     const o = this.#o;
     const start = o.clock.now();
     const { parent, links } = this.#parentOf(ctx);
+    let spanCtx: Context = ROOT_CONTEXT;
     const error = await withSpan(o.tracer, 'syncTerminatedPod', { parent, links, attributes: podAttributes(ctx.pod) }, async (span) => {
+      spanCtx = context.active();
       const e = await this.#syncTerminatedPod(ctx, record);
       if (e !== undefined) failSpan(span, e);
       return e;
@@ -421,11 +474,10 @@ export class PodSyncer {
     if (error !== undefined) {
       const delay = requeueDelay({ error }, this.#random);
       o.logger.warn('syncTerminatedPod failed, requeued', { uid: ctx.uid, err: error, retryInMs: Math.round(delay) });
-      await this.#persist(ctx, { ...record, nextSyncAt: o.clock.now() + Math.round(delay) });
+      await this.#persist(ctx, requeued(record, o.clock.now() + Math.round(delay), spanCtx));
       return {};
     }
-    const finished: WorkerRecord = { ...record, finished: true };
-    delete finished.nextSyncAt;
+    const finished: WorkerRecord = withoutRequeue({ ...record, finished: true });
     if (ctx.desired === null) {
       await this.#forget(ctx.guard, ctx.uid, finished, ctx.kill, ctx.pod);
       return {};
@@ -485,11 +537,13 @@ export class PodSyncer {
     const running = kill.value.runningPod!;
     const start = o.clock.now();
     const parent = kill.value.trace !== undefined ? extractContext(kill.value.trace) : (ctl.trigger ?? ROOT_CONTEXT);
+    let spanCtx: Context = ROOT_CONTEXT;
     const error = await withSpan(
       o.tracer,
       'syncTerminatingRuntimePod',
       { parent, attributes: { 'k8s.pod.uid': uid, 'k8s.pod.name': running.name, 'k8s.namespace.name': running.namespace } },
       async (span) => {
+        spanCtx = context.active();
         try {
           guard.assertHeld();
           await abortable(
@@ -509,13 +563,16 @@ export class PodSyncer {
     if (error !== undefined) {
       const delay = requeueDelay({ error }, this.#random);
       o.logger.warn('killing orphaned runtime pod failed, requeued', { uid, err: error, retryInMs: Math.round(delay) });
-      const rec: WorkerRecord = {
-        ...(record ?? { type: 'kubelet.podworker.WorkerRecord.v1', uid, name: running.name, namespace: running.namespace, state: 'terminating', finished: false, reasons: {} }),
-        state: 'terminating',
-        gracePeriod: 1,
-        epoch: guard.epoch,
-        nextSyncAt: o.clock.now() + Math.round(delay),
-      };
+      const rec: WorkerRecord = requeued(
+        {
+          ...(record ?? { type: 'kubelet.podworker.WorkerRecord.v1', uid, name: running.name, namespace: running.namespace, state: 'terminating', finished: false, reasons: {} }),
+          state: 'terminating',
+          gracePeriod: 1,
+          epoch: guard.epoch,
+        },
+        o.clock.now() + Math.round(delay),
+        spanCtx,
+      );
       guard.assertHeld();
       await o.store.putWorker(guard.partition, { ...rec, lastSyncTime: o.clock.now(), syncedAt: new Date(o.clock.now()).toISOString() });
       return {};
@@ -580,11 +637,11 @@ export class PodSyncer {
   }
 
   /**
-   * Observes, once per pod, its first Running (pod_start_duration_seconds, from config.seen) and
-   * the first status with every regular container running (pod_start_sli_duration_seconds and
-   * pod_start_total_duration_seconds, from the creation timestamp, else config.seen). Models
-   * pod_startup_latency_tracker.go; the image-pull window is not reported by cri-adapter yet, so
-   * the SLI equals the total for now.
+   * Observes, once per pod, its first Running (pod_start_duration_seconds, from config.seen, image
+   * pulls included) and the first status with every regular container running
+   * (pod_start_total_duration_seconds from the creation timestamp, else config.seen, and
+   * pod_start_sli_duration_seconds: the same less the record's image-pull window), then forgets
+   * the window. Models pod_startup_latency_tracker.go.
    */
   #observeRunning(ctx: SyncCtx, rec: WorkerRecord, status: PodStatus): WorkerRecord {
     const { metrics, clock } = this.#o;
@@ -597,10 +654,12 @@ export class PodSyncer {
     if (out.startedObserved !== true && allContainersStarted(ctx.pod, status)) {
       const created = parseTime(ctx.pod.metadata.creationTimestamp) ?? firstSeen(ctx.pod, ctx.desired?.value);
       if (created !== undefined) {
-        const total = Math.max(0, clock.now() - created) / 1000;
-        metrics.observePodStartSli?.(total, total);
+        const d = podStartDurations(created, clock.now(), out);
+        metrics.observePodStartSli?.(d.sliSeconds, d.totalSeconds);
       }
       out = { ...out, startedObserved: true };
+      delete out.imagePullStartedAt;
+      delete out.imagePullFinishedAt;
     }
     return out;
   }
@@ -651,17 +710,24 @@ export class PodSyncer {
       syncedAt: new Date(now).toISOString(),
       epoch: ctx.guard.epoch,
     };
+    if (ctx.episodeAt !== undefined) out.episodeAt = ctx.episodeAt;
     const rev = ctx.desired?.revision ?? rec.syncedRevision;
     if (rev !== undefined) out.syncedRevision = rev;
     ctx.guard.assertHeld();
     await this.#o.store.putWorker(ctx.guard.partition, out);
   }
 
-  #handOver(ctx: SyncCtx, status: RuntimePodStatus | undefined): void {
-    if (status !== undefined) this.#handoff.set(ctx.uid, { status, epoch: ctx.guard.epoch });
+  #handOver(ctx: SyncCtx, status: RuntimePodStatus | undefined, parent: Context): void {
+    if (status !== undefined) this.#handoff.set(ctx.uid, { status, epoch: ctx.guard.epoch, parent });
   }
 
-  /** The span parent: the desired record's trace for a new create/update, the kill's trace when termination starts, else the poke. */
+  /**
+   * The span parent, by what the sync carries out: a new create/update → the desired record's
+   * trace; termination starting on a kill → the kill's trace; the next step of a state transition
+   * → the previous sync's span; a runtime episode new to this worker (a container died after its
+   * start) → the episode's `ContainerDied` span, unless the poke already is in that trace; else the
+   * poke. The poke is linked whenever it is not the parent.
+   */
   #parentOf(ctx: SyncCtx): { parent: Context; links: Link[] } {
     const { decision, desired, kill, ctl } = ctx;
     let parent: Context | undefined;
@@ -669,6 +735,10 @@ export class PodSyncer {
       parent = extractContext(desired.value.trace);
     } else if (decision.enteredTerminating && kill?.value.trace !== undefined) {
       parent = extractContext(kill.value.trace);
+    } else if (ctx.continues !== undefined) {
+      parent = ctx.continues;
+    } else if (ctx.newEpisode !== undefined && !sameTrace(ctx.newEpisode, ctl.trigger)) {
+      parent = ctx.newEpisode;
     }
     const links: Link[] = [];
     if (parent === undefined) parent = ctl.trigger ?? ROOT_CONTEXT;
@@ -683,6 +753,40 @@ export class PodSyncer {
   #step<T>(name: string, ctx: SyncCtx, fn: () => Promise<T> | T): Promise<T> {
     return withSpan(this.#o.tracer, name, { attributes: { 'k8s.pod.uid': ctx.uid } }, () => fn());
   }
+}
+
+/** True when both contexts name valid spans of the same trace. */
+function sameTrace(a: Context, b: Context | undefined): boolean {
+  const x = trace.getSpanContext(a);
+  const y = b === undefined ? undefined : trace.getSpanContext(b);
+  return x !== undefined && y !== undefined && trace.isSpanContextValid(x) && trace.isSpanContextValid(y) && x.traceId === y.traceId;
+}
+
+/**
+ * `rec` due again at `at`; the due sync continues the span of `retryOf` (the sync of an unfinished
+ * episode) when it is sampled, else sync-loop pokes it unsampled.
+ */
+function requeued(rec: WorkerRecord, at: number, retryOf: Context | undefined): WorkerRecord {
+  const out: WorkerRecord = { ...rec, nextSyncAt: at };
+  const carrier: TraceCarrier | undefined = retryOf === undefined ? undefined : sampledCarrier(retryOf);
+  if (carrier !== undefined) out.nextSyncTrace = carrier;
+  else delete out.nextSyncTrace;
+  return out;
+}
+
+/** `rec` with no requeue pending. */
+function withoutRequeue(rec: WorkerRecord): WorkerRecord {
+  const out = { ...rec };
+  delete out.nextSyncAt;
+  delete out.nextSyncTrace;
+  return out;
+}
+
+/** The carrier of a context's span when it is sampled (an unsampled one would only say "do not trace"). */
+function sampledCarrier(ctx: Context): TraceCarrier | undefined {
+  const sc = trace.getSpanContext(ctx);
+  if (sc === undefined || !trace.isSpanContextValid(sc) || (sc.traceFlags & TraceFlags.SAMPLED) === 0) return undefined;
+  return injectContext(ctx);
 }
 
 /** config.seen (or, failing that, when the update entered sync-loop), ms since the epoch. */

@@ -22,11 +22,11 @@
  *     container GC (its own period, see container-gc.ts) reads podStateForGC
  */
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
-import type { BoundPod, DesiredPod, KillRequest, KubeEvent, PodLifecycleEvent, PodStatus, PodUpdate, PodUpdateItem, RunningPodRef } from '@splitlet/api';
+import type { BoundPod, DesiredPod, KillRequest, KubeEvent, PodLifecycleEvent, PodStatus, PodUpdate, PodUpdateItem, RunningPodRef, TraceCarrier } from '@splitlet/api';
 import { KubeletError, errorMessage } from '@splitlet/api';
 import { ConfigAnnotations, canAdmitPod, formatGoDuration, isMirrorPod, isStaticPod, parseTime, rejectedPodStatus, type AdmissionNode } from '@splitlet/kube';
 import type { Clock } from '@splitlet/service';
-import { extractContext, injectContext, type Logger } from '@splitlet/telemetry';
+import { extractContext, injectContext, unsampledContext, type Logger } from '@splitlet/telemetry';
 import type { ClusterViews, DesiredStore, EventRecorder, KillStore, SourcesStore, StatusSink, VolumeCleaner, WorkPoker } from '../ports.js';
 import { admissionRejectionLabel, isActivePod, isTerminalPhase } from './admission.js';
 import { podContentToKeep, type PodStateForGC } from './container-gc.js';
@@ -182,33 +182,34 @@ export class SyncLoop {
 
   /**
    * syncLoopIteration's syncCh case: pokes every worker whose `nextSyncAt` is due, once per value.
+   * A poke continues the worker's `nextSyncTrace` (a retry of an unfinished episode); otherwise it
+   * carries an unsampled context, so the periodic resync records no span here or downstream.
    * Never throws (a failed poke is retried on the next tick).
    */
   async tick(): Promise<number> {
     const now = this.#o.clock.now();
-    const due: Array<{ uid: string; at: number }> = [];
+    const due: Array<{ uid: string; at: number; trace: TraceCarrier | undefined }> = [];
     const known = new Set<string>();
     for (const w of this.#o.views.workers.values()) {
       known.add(w.uid);
       if (w.nextSyncAt === undefined || w.nextSyncAt > now || w.finished) continue;
       if (this.#poked.get(w.uid) === w.nextSyncAt) continue;
       if (this.podManager.get(w.uid)?.rejected !== undefined) continue;
-      due.push({ uid: w.uid, at: w.nextSyncAt });
+      due.push({ uid: w.uid, at: w.nextSyncAt, trace: w.nextSyncTrace });
     }
     for (const uid of this.#poked.keys()) if (!known.has(uid)) this.#poked.delete(uid);
     if (due.length === 0) return 0;
-    await untraced(() =>
-      Promise.all(
-        due.map(async ({ uid, at }) => {
-          this.#poked.set(uid, at);
-          try {
-            await this.#o.work.poke(uid, 'sync');
-          } catch (e) {
-            this.#poked.delete(uid);
-            this.#o.logger.warn('could not poke a due pod; retrying on the next tick', { podUID: uid, err: errorMessage(e) });
-          }
-        }),
-      ),
+    await Promise.all(
+      due.map(async ({ uid, at, trace: carrier }) => {
+        this.#poked.set(uid, at);
+        const ctx = carrier === undefined ? unsampledContext(ROOT_CONTEXT) : extractContext(carrier, unsampledContext(ROOT_CONTEXT));
+        try {
+          await this.#o.work.poke(uid, 'sync', ctx);
+        } catch (e) {
+          this.#poked.delete(uid);
+          this.#o.logger.warn('could not poke a due pod; retrying on the next tick', { podUID: uid, err: errorMessage(e) });
+        }
+      }),
     );
     return due.length;
   }
