@@ -28,3 +28,7 @@ export { ProgressMonitor } from './progress-monitor.js';
 export type { ProgressMonitorOptions } from './progress-monitor.js';
 export { realClock, sleep } from './clock.js';
 export type { Clock, TimerHandle } from './clock.js';
+export { LOG_LEVELS, NodeNameSchema, NodeProcessEnv, natsServers, otelEnv } from './node-process-env.js';
+export type { NodeProcessSettings } from './node-process-env.js';
+export { connectNodeBus } from './connect-node-bus.js';
+export type { ConnectNodeBusOptions } from './connect-node-bus.js';

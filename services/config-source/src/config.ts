@@ -4,7 +4,7 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
-import { loadConfig } from '@splitlet/service';
+import { loadConfig, NodeProcessEnv } from '@splitlet/service';
 import type { Env } from '@splitlet/service';
 
 /** `Key: Value` → the header; the value is a secret for logging purposes. */
@@ -21,12 +21,7 @@ const period = z.coerce.number().int().min(100);
 /** The env schema. */
 export const ConfigSchema = z
   .object({
-    NATS_URL: z.string().min(1),
-    NODE_NAME: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase DNS-1123 subdomain').max(253),
-    HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),
-    HEALTH_PORT_FILE: z.string().min(1).optional(),
-    HEALTH_HOST: z.string().min(1).default('127.0.0.1'),
-    LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+    ...NodeProcessEnv,
     /** The file source: a directory of static pod manifests (or one manifest file). */
     MANIFEST_DIR: z.string().min(1).optional(),
     /** The http source. */
@@ -46,6 +41,7 @@ export const ConfigSchema = z
     healthHost: e.HEALTH_HOST,
     healthPortFile: e.HEALTH_PORT_FILE,
     logLevel: e.LOG_LEVEL,
+    publishSpans: e.PUBLISH_SPANS,
     manifestDir: e.MANIFEST_DIR === undefined ? undefined : isAbsolute(e.MANIFEST_DIR) ? e.MANIFEST_DIR.replace(/\/+$/, '') || '/' : resolve(e.MANIFEST_DIR),
     manifestUrl: e.MANIFEST_URL,
     manifestUrlHeader: e.MANIFEST_URL_HEADER,

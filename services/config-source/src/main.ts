@@ -4,9 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { PodSource } from '@splitlet/api';
-import { connectBus } from '@splitlet/bus';
-import { ProgressMonitor, realClock, runService } from '@splitlet/service';
-import { createBusMetrics, createLogger, createMetricsRegistry, createSpanRecordProcessor, startTelemetry } from '@splitlet/telemetry';
+import { connectNodeBus, ProgressMonitor, realClock, runService } from '@splitlet/service';
+import { createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
 import { processEnv, readConfig } from './config.js';
 import { promConfigMetrics } from './adapters/metrics.js';
 import { busEventRecorder, busUpdatePublisher } from './adapters/nats-publisher.js';
@@ -34,12 +33,7 @@ await runService({
   registry,
   ...(config.healthPortFile !== undefined ? { portFile: config.healthPortFile } : {}),
   start: async ({ signal, health, onClose }) => {
-    onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
-    const bus = await connectBus({ servers: config.natsUrl, process: NAME, node: config.nodeName, logger, metrics: createBusMetrics(registry), signal });
-    onClose({ name: 'bus', close: () => bus.close() });
-    telemetry.addSpanProcessor(
-      createSpanRecordProcessor({ service: NAME, sink: (r) => bus.publishSpan(r), onError: (e) => logger.debug('could not publish span', { err: e }) }),
-    );
+    const bus = await connectNodeBus({ service: NAME, settings: { NATS_URL: config.natsUrl, NODE_NAME: config.nodeName, PUBLISH_SPANS: config.publishSpans }, logger, registry, telemetry, signal, onClose });
 
     const sources: PodSource[] = [];
     if (config.manifestDir !== undefined) sources.push('file');

@@ -3,13 +3,8 @@
  * reader of `process.env`.
  */
 import { isAbsolute, resolve } from 'node:path';
-import { loadConfig, type Env } from '@splitlet/service';
+import { loadConfig, type Env, NodeProcessEnv } from '@splitlet/service';
 import { z } from 'zod';
-
-const nodeName = z
-  .string()
-  .max(253)
-  .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase DNS-1123 subdomain');
 
 const ipList = z
   .string()
@@ -23,11 +18,7 @@ const ipList = z
 
 /** The variables, with their defaults. */
 export const CriAdapterEnv = z.object({
-  NATS_URL: z.string().min(1),
-  NODE_NAME: nodeName,
-  HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),
-  HEALTH_PORT_FILE: z.string().min(1).optional(),
-  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  ...NodeProcessEnv,
   /** The runtime's CRI socket, `unix:///path.sock`. */
   CRI_ENDPOINT: z.string().regex(/^unix:\/\/\/.+/, 'must be unix:///<absolute path to the socket>'),
   /** Deadline of each CRI call (the kubelet's runtimeRequestTimeout). */

@@ -3,10 +3,9 @@
  * domain → endpoints → runService.
  */
 import { Subjects } from '@splitlet/api';
-import { connectBus } from '@splitlet/bus';
 import { GrpcRuntimeService, instrument } from '@splitlet/cri';
-import { realClock, runService, sleep } from '@splitlet/service';
-import { createBusMetrics, createLogger, createMetricsRegistry, createSpanRecordProcessor, startTelemetry } from '@splitlet/telemetry';
+import { connectNodeBus, realClock, runService, sleep } from '@splitlet/service';
+import { createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
 import { createKvBackoffStore } from './adapters/kv-state-store.js';
 import { loadCriAdapterConfig, processEnv } from './config.js';
 import { createCriAdapter, isMutatingCriMethod } from './create-cri-adapter.js';
@@ -29,18 +28,11 @@ await runService({
   name: SERVICE,
   logger,
   port: config.HEALTH_PORT,
+  host: config.HEALTH_HOST,
   ...(config.HEALTH_PORT_FILE !== undefined ? { portFile: config.HEALTH_PORT_FILE } : {}),
   registry,
   start: async ({ signal, health, onClose }) => {
-    onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
-    const bus = await connectBus({ servers: config.NATS_URL, process: SERVICE, node: config.NODE_NAME, logger, metrics: createBusMetrics(registry), signal });
-    onClose({ name: 'bus', close: () => bus.close() });
-    telemetry.addSpanProcessor(
-      createSpanRecordProcessor({
-        service: SERVICE,
-        sink: (rec) => bus.publishSpan(rec),
-      }),
-    );
+    const bus = await connectNodeBus({ service: SERVICE, settings: config, logger, registry, telemetry, signal, onClose });
 
     // The runtime may come up after us: keep dialling until it answers or we are stopped.
     let client: GrpcRuntimeService | undefined;

@@ -3,9 +3,8 @@
  * publishes PodLifecycleEvents and keeps the runtime pod cache in `sl_runtime`.
  */
 import type { Context } from '@opentelemetry/api';
-import { connectBus } from '@splitlet/bus';
-import { isConfigError, realClock, runService } from '@splitlet/service';
-import { createBusMetrics, createLogger, createMetricsRegistry, createSpanRecordProcessor, startTelemetry } from '@splitlet/telemetry';
+import { connectNodeBus, isConfigError, realClock, runService } from '@splitlet/service';
+import { createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
 import { readConfig, type PlegConfig } from './config.js';
 import { createBusEventSink } from './adapters/bus-event-sink.js';
 import { createKvDesiredReader } from './adapters/kv-desired-reader.js';
@@ -44,10 +43,7 @@ async function main(): Promise<void> {
     registry,
     ...(config.HEALTH_PORT_FILE === undefined ? {} : { portFile: config.HEALTH_PORT_FILE }),
     start: async ({ signal, health, onClose }) => {
-      onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
-      const bus = await connectBus({ servers: config.NATS_URL.split(','), process: SERVICE, node: config.NODE_NAME, logger, metrics: createBusMetrics(registry), signal });
-      onClose({ name: 'bus', close: () => bus.close() });
-      if (config.PUBLISH_SPANS) telemetry.addSpanProcessor(createSpanRecordProcessor({ service: SERVICE, sink: (r) => bus.publishSpan(r) }));
+      const bus = await connectNodeBus({ service: SERVICE, settings: config, logger, registry, telemetry, signal, onClose });
 
       const pleg = new GenericPleg({
         lister: createBusRuntimeLister(bus, config.NODE_NAME, config.RUNTIME_REQUEST_TIMEOUT_MS),

@@ -4,7 +4,7 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { DEFAULT_PARTITIONS } from '@splitlet/api';
-import { loadConfig } from '@splitlet/service';
+import { loadConfig, NodeProcessEnv } from '@splitlet/service';
 import type { Env } from '@splitlet/service';
 
 const ms = (def: number) => z.coerce.number().int().positive().default(def);
@@ -16,12 +16,7 @@ export function defaultInstanceId(host: string = hostname(), pid: number = proce
 
 /** The environment variables of the pod-worker process. */
 export const PodWorkerEnv = z.object({
-  NATS_URL: z.string().min(1),
-  NODE_NAME: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase DNS-1123 subdomain').max(253),
-  HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),
-  HEALTH_PORT_FILE: z.string().optional(),
-  HEALTH_HOST: z.string().default('127.0.0.1'),
-  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  ...NodeProcessEnv,
   /** This replica's id in `sl_members` and in lease values. @default `<hostname>-<pid>` */
   INSTANCE_ID: z
     .string()
@@ -44,8 +39,6 @@ export const PodWorkerEnv = z.object({
   MAX_CONCURRENT_SYNCS: z.coerce.number().int().min(1).max(10_000).default(64),
   /** canRunPod: allow privileged containers and host namespaces. */
   ALLOW_PRIVILEGED: z.stringbool().default(false),
-  /** Publish finished spans to SL_SPANS so `splitlet trace` works without a collector. */
-  PUBLISH_SPANS: z.stringbool().default(true),
   /** Comma-separated node IPs for status.hostIP(s) (optional). */
   HOST_IPS: z
     .string()

@@ -3,9 +3,8 @@
  * SyncTerminatedPod), scaled out over N replicas that share the node's partitions by lease.
  * Composition root only.
  */
-import { connectBus } from '@splitlet/bus';
-import { realClock, runService } from '@splitlet/service';
-import { createBusMetrics, createLogger, createMetricsRegistry, createSpanRecordProcessor, startTelemetry } from '@splitlet/telemetry';
+import { connectNodeBus, realClock, runService } from '@splitlet/service';
+import { createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
 import { readConfig } from './config.js';
 import { startPodWorkerInstance } from './instance.js';
 import { KUBELET_TRACER } from './sync/pod-syncer.js';
@@ -33,18 +32,7 @@ async function main(): Promise<void> {
     ...(config.HEALTH_PORT_FILE !== undefined ? { portFile: config.HEALTH_PORT_FILE } : {}),
     shutdownTimeoutMs: config.DRAIN_TIMEOUT_MS + 10_000,
     start: async ({ signal, health, onClose }) => {
-      onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
-      const bus = await connectBus({ servers: config.NATS_URL, process: SERVICE, node: config.NODE_NAME, logger, metrics: createBusMetrics(registry), signal });
-      onClose({ name: 'bus', close: () => bus.close() });
-      if (config.PUBLISH_SPANS) {
-        telemetry.addSpanProcessor(
-          createSpanRecordProcessor({
-            service: SERVICE,
-            sink: (rec) => bus.publishSpan(rec),
-            onError: (e) => logger.debug('span publish failed', { err: e }),
-          }),
-        );
-      }
+      const bus = await connectNodeBus({ service: SERVICE, settings: config, logger, registry, telemetry, signal, onClose });
       const instance = await startPodWorkerInstance(
         {
           node: config.NODE_NAME,

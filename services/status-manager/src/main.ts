@@ -2,9 +2,8 @@
  * status-manager: the composition root. Consumes `SL_STATUS` into the versioned pod status cache
  * (`sl_status`), standalone mode (no API server).
  */
-import { connectBus } from '@splitlet/bus';
-import { isConfigError, realClock, runService } from '@splitlet/service';
-import { createBusMetrics, createLogger, createMetricsRegistry, createSpanRecordProcessor, startTelemetry } from '@splitlet/telemetry';
+import { connectNodeBus, isConfigError, realClock, runService } from '@splitlet/service';
+import { createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
 import { readConfig, type StatusManagerConfig } from './config.js';
 import { createKvStatusStore } from './adapters/kv-status-store.js';
 import { consumeStatusUpdates } from './adapters/status-consumer.js';
@@ -41,10 +40,7 @@ async function main(): Promise<void> {
     registry,
     ...(config.HEALTH_PORT_FILE === undefined ? {} : { portFile: config.HEALTH_PORT_FILE }),
     start: async ({ signal, health, onClose }) => {
-      onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
-      const bus = await connectBus({ servers: config.NATS_URL.split(','), process: SERVICE, node: config.NODE_NAME, logger, metrics: createBusMetrics(registry), signal });
-      onClose({ name: 'bus', close: () => bus.close() });
-      if (config.PUBLISH_SPANS) telemetry.addSpanProcessor(createSpanRecordProcessor({ service: SERVICE, sink: (r) => bus.publishSpan(r) }));
+      const bus = await connectNodeBus({ service: SERVICE, settings: config, logger, registry, telemetry, signal, onClose });
 
       const manager = new StatusManager({
         store: await createKvStatusStore(bus, config.NODE_NAME),

@@ -5,9 +5,8 @@ import { statfsSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { z } from 'zod';
 import { DEFAULT_PARTITIONS } from '@splitlet/api';
-import { loadConfig, type Env } from '@splitlet/service';
+import { loadConfig, type Env, NodeProcessEnv, otelEnv } from '@splitlet/service';
 
-const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$/, 'must be a resource quantity, e.g. 4, 3500m, 8Gi');
 
 /** Size of the root filesystem, the default allocatable ephemeral storage. */
@@ -23,20 +22,7 @@ function rootFsBytes(): string {
 
 /** The environment variables sync-loop reads. */
 export const SyncLoopEnv = z.object({
-  /** NATS server URL(s), comma separated. */
-  NATS_URL: z.string().min(1),
-  /** The node this sync-loop serves (a DNS-1123 subdomain). */
-  NODE_NAME: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase DNS-1123 subdomain').max(253),
-  /** Port of /healthz, /readyz, /metrics; 0 picks a free one. @default 0 */
-  HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),
-  /** File the bound health port is written to. */
-  HEALTH_PORT_FILE: z.string().min(1).optional(),
-  /** Address the health server binds. @default 127.0.0.1 */
-  HEALTH_HOST: z.string().min(1).default('127.0.0.1'),
-  /** @default info */
-  LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
-  /** Publish finished spans to `SL_SPANS` so the CLI can show traces. @default true */
-  PUBLISH_SPANS: z.stringbool().default(true),
+  ...NodeProcessEnv,
   /** Allocatable CPU. @default the number of CPUs */
   NODE_CPU: quantity.default(() => String(cpus().length)),
   /** Allocatable memory (bytes or a quantity). @default the total memory */
@@ -86,8 +72,6 @@ export type SyncLoopConfig = Omit<z.output<typeof SyncLoopEnv>, 'NODE_LABELS'> &
  */
 export function readConfig(env: Env = process.env): SyncLoopConfig {
   const config = loadConfig(SyncLoopEnv, env);
-  const otelEnv: Record<string, string | undefined> = {};
-  for (const [k, v] of Object.entries(env)) if (k.startsWith('OTEL_')) otelEnv[k] = v;
   const labels = config.NODE_LABELS ?? { 'kubernetes.io/os': 'linux', 'kubernetes.io/hostname': config.NODE_NAME };
-  return { ...config, NODE_LABELS: labels, otelEnv };
+  return { ...config, NODE_LABELS: labels, otelEnv: otelEnv(env) };
 }

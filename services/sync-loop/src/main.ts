@@ -4,9 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { connectBus } from '@splitlet/bus';
-import { isConfigError, realClock, runService } from '@splitlet/service';
-import { createBusMetrics, createLogger, createMetricsRegistry, createSpanRecordProcessor, startTelemetry } from '@splitlet/telemetry';
+import { connectNodeBus, isConfigError, realClock, runService } from '@splitlet/service';
+import { createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
 import { readConfig, type SyncLoopConfig } from './config.js';
 import { createKvLeaderLease } from './adapters/kv-leader-lease.js';
 import { runLeaderSession, type SessionHealth } from './leader-session.js';
@@ -53,10 +52,7 @@ async function main(): Promise<void> {
     registry,
     ...(config.HEALTH_PORT_FILE === undefined ? {} : { portFile: config.HEALTH_PORT_FILE }),
     start: async ({ signal, health, onClose }) => {
-      onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
-      const bus = await connectBus({ servers: config.NATS_URL.split(','), process: SERVICE, node: config.NODE_NAME, logger, metrics: createBusMetrics(registry), signal });
-      onClose({ name: 'bus', close: () => bus.close() });
-      if (config.PUBLISH_SPANS) telemetry.addSpanProcessor(createSpanRecordProcessor({ service: SERVICE, sink: (r) => bus.publishSpan(r) }));
+      const bus = await connectNodeBus({ service: SERVICE, settings: config, logger, registry, telemetry, signal, onClose });
 
       const elector = new LeaderElector({ store: await createKvLeaderLease(bus, config.NODE_NAME, instance), clock: realClock, logger, signal });
       let session: SessionHealth | undefined;

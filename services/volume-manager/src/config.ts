@@ -4,7 +4,7 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
-import { loadConfig } from '@splitlet/service';
+import { loadConfig, NodeProcessEnv } from '@splitlet/service';
 import type { Env } from '@splitlet/service';
 
 const boolFromEnv = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
@@ -13,12 +13,7 @@ const boolFromEnv = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((
 export function configSchema(runningAsRoot: boolean) {
   return z
     .object({
-      NATS_URL: z.string().min(1),
-      NODE_NAME: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase DNS-1123 subdomain').max(253),
-      HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),
-      HEALTH_PORT_FILE: z.string().min(1).optional(),
-      HEALTH_HOST: z.string().min(1).default('127.0.0.1'),
-      LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+      ...NodeProcessEnv,
       /** The kubelet root directory; pods live in `<ROOT_DIR>/pods/<uid>/…`. */
       ROOT_DIR: z.string().min(1).transform((p) => (isAbsolute(p) ? p : resolve(p))),
       /** May `emptyDir.medium: Memory` mount a tmpfs? @default true when running as root */
@@ -31,6 +26,7 @@ export function configSchema(runningAsRoot: boolean) {
       healthHost: e.HEALTH_HOST,
       healthPortFile: e.HEALTH_PORT_FILE,
       logLevel: e.LOG_LEVEL,
+      publishSpans: e.PUBLISH_SPANS,
       rootDir: e.ROOT_DIR,
       allowTmpfs: e.ALLOW_TMPFS,
     }));

@@ -2,9 +2,8 @@
  * volume-manager's composition root: config → telemetry → logger → bus → domain → adapters →
  * runService. No logic lives here.
  */
-import { connectBus } from '@splitlet/bus';
-import { realClock, runService } from '@splitlet/service';
-import { createBusMetrics, createLogger, createMetricsRegistry, createSpanRecordProcessor, startTelemetry } from '@splitlet/telemetry';
+import { connectNodeBus, realClock, runService } from '@splitlet/service';
+import { createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
 import { processEnv, readConfig } from './config.js';
 import { busEventRecorder } from './adapters/event-publisher.js';
 import { execMounter } from './adapters/exec-mounter.js';
@@ -36,12 +35,7 @@ await runService({
   registry,
   ...(config.healthPortFile !== undefined ? { portFile: config.healthPortFile } : {}),
   start: async ({ signal, health, onClose }) => {
-    onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
-    const bus = await connectBus({ servers: config.natsUrl, process: NAME, node: config.nodeName, logger, metrics: createBusMetrics(registry), signal });
-    onClose({ name: 'bus', close: () => bus.close() });
-    telemetry.addSpanProcessor(
-      createSpanRecordProcessor({ service: NAME, sink: (r) => bus.publishSpan(r), onError: (e) => logger.debug('could not publish span', { err: e }) }),
-    );
+    const bus = await connectNodeBus({ service: NAME, settings: { NATS_URL: config.natsUrl, NODE_NAME: config.nodeName, PUBLISH_SPANS: config.publishSpans }, logger, registry, telemetry, signal, onClose });
 
     const vm = new VolumeManager({
       nodeName: config.nodeName,

@@ -1,0 +1,50 @@
+/**
+ * The variables every splitlet node process reads (docs/architecture.md, "the process contract"):
+ * one definition, spread into each service's schema, so the processes cannot drift apart in names,
+ * defaults or validation.
+ */
+import { z } from 'zod';
+import type { Env } from './load-config.js';
+
+/** A node name: a lowercase DNS-1123 subdomain, as the kubelet's `--hostname-override`. */
+export const NodeNameSchema = z
+  .string()
+  .max(253)
+  .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase DNS-1123 subdomain');
+
+/** The log levels a process accepts in `LOG_LEVEL`. */
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+
+/**
+ * The common variables as a zod shape, to spread into a service's `z.object({...})`:
+ * `NATS_URL` (one or more URLs, comma-separated), `NODE_NAME`, `HEALTH_PORT` (0: a free port),
+ * `HEALTH_PORT_FILE`, `HEALTH_HOST` (127.0.0.1), `LOG_LEVEL` (info) and `PUBLISH_SPANS` (true:
+ * finished spans also go to `SL_SPANS` so `splitlet trace` works without a collector).
+ */
+export const NodeProcessEnv = {
+  NATS_URL: z.string().min(1),
+  NODE_NAME: NodeNameSchema,
+  HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  HEALTH_PORT_FILE: z.string().min(1).optional(),
+  HEALTH_HOST: z.string().min(1).default('127.0.0.1'),
+  LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  PUBLISH_SPANS: z.stringbool().default(true),
+} as const;
+
+/** The parsed common variables. */
+export type NodeProcessSettings = z.output<z.ZodObject<typeof NodeProcessEnv>>;
+
+/** The `OTEL_*` variables of `env`, for `startTelemetry` (the SDK's own configuration). */
+export function otelEnv(env: Env): Env {
+  const out: Record<string, string | undefined> = {};
+  for (const [k, v] of Object.entries(env)) if (k.startsWith('OTEL_')) out[k] = v;
+  return out;
+}
+
+/** `NATS_URL` as the server list the NATS client takes. */
+export function natsServers(natsUrl: string): string[] {
+  return natsUrl
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
