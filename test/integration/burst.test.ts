@@ -49,6 +49,27 @@ function syncLines(stateDir: string): SyncLine[] {
   return out;
 }
 
+/** Partitions each pod-worker log says its replica holds now (acquired − released − lost). */
+function ownedPartitions(stateDir: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const f of readdirSync(join(stateDir, 'logs')).filter((n) => n.startsWith('pod-worker-'))) {
+    const held = new Set<number>();
+    for (const line of readFileSync(join(stateDir, 'logs', f), 'utf8').split('\n')) {
+      if (!line.includes('partition')) continue;
+      try {
+        const j = JSON.parse(line) as { msg: string; partition?: number };
+        if (j.partition === undefined) continue;
+        if (j.msg === 'partition acquired') held.add(j.partition);
+        else if (j.msg === 'releasing partition' || j.msg === 'partition lease lost') held.delete(j.partition);
+      } catch {
+        // a line cut by kill -9
+      }
+    }
+    out.set(f, held.size);
+  }
+  return out;
+}
+
 /**
  * Checks invariant 1 from the logs: per pod, the intervals [start, end] of different instances never
  * overlap. An interval cut short by a kill -9 ends at the kill.
@@ -157,6 +178,17 @@ describe('burst of 200 pods over 3 pod-worker replicas', { timeout: 900_000 }, (
   before(async () => {
     // maxPods defaults to 110 (the kubelet's): raise it so all 200 pods are admitted.
     s = await startSplitlet({ nodeName: NODE, podWorkers: 3, env: { NODE_MAX_PODS: '500' } });
+    // The first replica up takes every partition; the others get theirs on the next balance rounds.
+    // The burst starts once the 32 partitions are spread, so all three replicas take part.
+    await waitFor(
+      'the partitions spread over the three replicas',
+      async () => {
+        const owned = [...ownedPartitions(s.stateDir).values()];
+        return owned.length === 3 && owned.every((n) => n >= 8);
+      },
+      60_000,
+      250,
+    );
   });
 
   after(async () => {

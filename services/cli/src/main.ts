@@ -31,7 +31,7 @@ Usage:
   splitlet describe pod NAME [-n NAMESPACE]
   splitlet logs POD [-c CONTAINER] [-p|--previous] [-f] [--timestamps]
   splitlet runtime up|down|status [--purge] [-o json]
-  splitlet trace [pod] NAME [-o json] [--jaeger URL] [--trace-id ID]
+  splitlet trace [pod] NAME [-o json] [--jaeger URL] [--trace-id ID] [--episodes | --latest]
   splitlet events [-w] [-o json]
 
 Global flags:
@@ -71,6 +71,8 @@ async function main(rawArgv: string[]): Promise<number> {
       help: { type: 'boolean', short: 'h' },
       jaeger: { type: 'string' },
       'trace-id': { type: 'string' },
+      episodes: { type: 'boolean' },
+      latest: { type: 'boolean' },
       watch: { type: 'boolean', short: 'w' },
       purge: { type: 'boolean' },
       container: { type: 'string', short: 'c' },
@@ -174,7 +176,14 @@ async function main(rawArgv: string[]): Promise<number> {
         inst,
         name ?? '',
         values.namespace ?? 'default',
-        { output: values.output, jaeger: values.jaeger ?? process.env['JAEGER_QUERY_URL'], traceId: values['trace-id'], partitions: inst.partitions ?? DEFAULT_PARTITIONS },
+        {
+          output: values.output,
+          jaeger: values.jaeger ?? process.env['JAEGER_QUERY_URL'],
+          traceId: values['trace-id'],
+          partitions: inst.partitions ?? DEFAULT_PARTITIONS,
+          episodes: values.episodes ?? false,
+          latest: values.latest ?? false,
+        },
         process.stdout,
       );
       return 0;

@@ -10,6 +10,7 @@ import { aContainer, aPod, aRunningStatus, aTerminatedStatus, aWaitingStatus } f
 import { humanDuration, podRow, podTable, formatTable } from '../src/printers/pod-table.js';
 import { describePod, kubectlTime } from '../src/printers/describe.js';
 import { orderSpans, renderWaterfall } from '../src/printers/waterfall.js';
+import { episodesTable, podEpisodes } from '../src/printers/episodes.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -236,5 +237,55 @@ describe('waterfall', () => {
     assert.match(lines[2]!, /^ {2}✗ runtime\.v1\.RuntimeService\/StartContainer +cri-adapter +500ms +500ms + {5}✗{5} {2}exec: "nope": not found$/);
     assert.equal(lines[3], `2 spans from 2 processes (cri-adapter, pod-worker), 1 with errors, trace ${'a'.repeat(32)}`);
     assert.equal(renderWaterfall([]), 'no spans\n');
+  });
+});
+
+describe('episodes', () => {
+  const T0 = NOW - 10 * MINUTE;
+  const span = (traceId: string, spanId: string, parentSpanId: string | undefined, name: string, startMs: number, endMs: number, extra: Partial<SpanRecord> = {}): SpanRecord => ({
+    type: 'kubelet.trace.Span.v1',
+    traceId,
+    spanId,
+    ...(parentSpanId === undefined ? {} : { parentSpanId }),
+    name,
+    kind: 1,
+    service: 'pleg',
+    startUnixNano: String(BigInt(startMs) * 1_000_000n),
+    endUnixNano: String(BigInt(endMs) * 1_000_000n),
+    statusCode: 0,
+    attributes: {},
+    links: [],
+    ...extra,
+  });
+  const CREATION = 'c'.repeat(32);
+  const RESTART = 'r'.repeat(32);
+  const OTHER = 'o'.repeat(32);
+  const spans = [
+    span(RESTART, 'r1', undefined, 'ContainerDied', T0 + 5 * MINUTE, T0 + 5 * MINUTE + 300, { attributes: { 'k8s.pod.uid': 'u1' }, links: [{ traceId: CREATION, spanId: 'c1' }] }),
+    span(RESTART, 'r2', 'r1', 'syncPod', T0 + 5 * MINUTE + 10, T0 + 5 * MINUTE + 1500, { service: 'pod-worker', statusCode: 2, attributes: { 'k8s.pod.uid': 'u1' } }),
+    span(CREATION, 'c2', 'c1', 'syncPod', T0 + 20, T0 + 400, { service: 'pod-worker', attributes: { 'k8s.pod.uid': 'u1' } }),
+    span(CREATION, 'c1', undefined, 'config.add', T0, T0 + 30, { service: 'config-source', attributes: { 'k8s.pod.uid': 'u1' } }),
+    // A trace that never names the pod: another pod's, or periodic work.
+    span(OTHER, 'o1', undefined, 'config.add', T0 + MINUTE, T0 + MINUTE + 5, { attributes: { 'k8s.pod.uid': 'u2' } }),
+  ];
+
+  it('groups the spans that touched the pod by trace, roots first by start, with counts and the creation link', () => {
+    const eps = podEpisodes(spans, 'u1', CREATION);
+    assert.deepEqual(
+      eps.map((e) => [e.traceId, e.root.name, e.spans, e.processes, e.errors, e.durationMs, e.linkedToCreation]),
+      [
+        [CREATION, 'config.add', 2, 2, 0, 400, false],
+        [RESTART, 'ContainerDied', 2, 2, 1, 1500, true],
+      ],
+    );
+    assert.deepEqual(podEpisodes(spans, 'nobody', CREATION), []);
+  });
+
+  it('prints one row per episode, marking the creation and the traces linked to it', () => {
+    const lines = episodesTable(podEpisodes(spans, 'u1', CREATION), CREATION, NOW).trimEnd().split('\n');
+    assert.match(lines[0]!, /^TRACE ID {27}EPISODE {17}PROCESS {9}AGE {3}DURATION {3}SPANS {3}ERRORS {3}LINKED$/);
+    assert.match(lines[1]!, new RegExp(`^${CREATION} {3}config\\.add \\(creation\\) {3}config-source {3}10m {3}400ms {6}2 {7}0 {8}-$`));
+    assert.match(lines[2]!, new RegExp(`^${RESTART} {3}ContainerDied {11}pleg {12}5m {4}1\\.50s {6}2 {7}1 {8}creation$`));
+    assert.equal(episodesTable([], CREATION, NOW), 'No traces of this pod on the bus (spans are kept for an hour).\n');
   });
 });

@@ -1,12 +1,15 @@
 /**
  * `splitlet trace POD`: the pod's creation trace as a waterfall (or `-o json`), read from Jaeger's
  * query API when one is configured, else from the spans every process keeps on the bus (SL_SPANS).
+ * `--episodes` lists every trace of the pod (creation, restarts, updates, deletion) from the bus;
+ * `--latest` shows the newest of them.
  */
 import { Buckets, DesiredPod, Keys, SpanRecord, Streams, Subjects, partitionOf } from '@splitlet/api';
 import type { NatsBus } from '@splitlet/bus';
 import type { InstanceInfo } from '../state-dir.js';
 import { CliError } from '../state-dir.js';
 import { connectCli, findPod, listPods } from '../node-view.js';
+import { episodesTable, podEpisodes } from '../printers/episodes.js';
 import { renderWaterfall } from '../printers/waterfall.js';
 
 /** The trace id in a W3C traceparent. */
@@ -63,6 +66,13 @@ export async function spansFromBus(bus: NatsBus, node: string, traceId: string):
   return out;
 }
 
+/** Every span on the node's part of SL_SPANS (the last hour, at most 128 MiB). */
+export async function allSpansFromBus(bus: NatsBus, node: string): Promise<SpanRecord[]> {
+  const out: SpanRecord[] = [];
+  await bus.readStream(SpanRecord, Streams.spans, Subjects.spansAll(node), (s) => out.push(s));
+  return out;
+}
+
 /** The creation trace id of a pod, from its desired record. */
 export async function creationTraceId(bus: NatsBus, node: string, uid: string, partitions: number): Promise<string | undefined> {
   const desired = await bus.kv(Buckets.desired, DesiredPod);
@@ -74,7 +84,7 @@ export async function trace(
   inst: InstanceInfo,
   name: string,
   namespace: string,
-  opts: { output: string | undefined; jaeger: string | undefined; traceId: string | undefined; partitions: number },
+  opts: { output: string | undefined; jaeger: string | undefined; traceId: string | undefined; partitions: number; episodes?: boolean; latest?: boolean },
   out: NodeJS.WritableStream,
 ): Promise<void> {
   const bus = await connectCli(inst);
@@ -82,9 +92,22 @@ export async function trace(
     let traceId = opts.traceId;
     if (!traceId) {
       const pod = findPod(await listPods(bus, inst.nodeName), name, namespace, inst.nodeName);
-      if (!pod?.pod.metadata.uid) throw new CliError(`Error from server (NotFound): pods "${name}" not found`);
-      traceId = await creationTraceId(bus, inst.nodeName, pod.pod.metadata.uid, opts.partitions);
-      if (!traceId) throw new CliError(`pod "${name}" has no recorded creation trace (was it created before tracing, or already deleted?)`);
+      const uid = pod?.pod.metadata.uid;
+      if (!uid) throw new CliError(`Error from server (NotFound): pods "${name}" not found`);
+      const creation = await creationTraceId(bus, inst.nodeName, uid, opts.partitions);
+      if (opts.episodes === true || opts.latest === true) {
+        const episodes = podEpisodes(await allSpansFromBus(bus, inst.nodeName), uid, creation);
+        if (opts.episodes === true) {
+          if (opts.output === 'json') out.write(`${JSON.stringify(episodes.map((e) => ({ traceId: e.traceId, root: e.root.name, service: e.root.service, startUnixNano: e.root.startUnixNano, spans: e.spans, errors: e.errors, creation: e.traceId === creation, linkedToCreation: e.linkedToCreation })), null, 2)}\n`);
+          else out.write(episodesTable(episodes, creation, Date.now()));
+          return;
+        }
+        traceId = episodes.at(-1)?.traceId;
+        if (!traceId) throw new CliError(`pod "${name}" has no trace on the bus (spans are kept for an hour)`);
+      } else {
+        traceId = creation;
+        if (!traceId) throw new CliError(`pod "${name}" has no recorded creation trace (was it created before tracing, or already deleted?)`);
+      }
     }
     const spans = opts.jaeger ? await spansFromJaeger(opts.jaeger, traceId) : await spansFromBus(bus, inst.nodeName, traceId);
     if (opts.output === 'json') out.write(`${JSON.stringify(spans, null, 2)}\n`);
