@@ -146,4 +146,38 @@ describe('FileSource loop', () => {
     ac.abort();
     await done;
   });
+
+  it('a directory that keeps changing cannot hold relists off, and a burst of writes costs few relists', async () => {
+    const listings: SourceListing[] = [];
+    const src = new FileSource({ path: tmp.path, nodeName: NODE, periodMs: 600_000, debounceMs: 20, clock: realClock, logger: memoryLogger().logger, onListing: async (l) => void listings.push(l) });
+    const ac = new AbortController();
+    const done = src.run(ac.signal);
+    let writing = true;
+    let writer: Promise<void> = Promise.resolve();
+    try {
+      await eventually(() => listings.length === 1);
+      // A writer touching a file every 5 ms for 1.5 s: the watch never goes quiet.
+      writer = (async () => {
+        for (let i = 0; writing; i++) {
+          await writeFile(join(tmp.path, 'busy.yaml'), manifest('busy', `busybox:1.${i}`));
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      })();
+      await new Promise((r) => setTimeout(r, 1500));
+      const seenWhileWriting = listings.length - 1;
+      writing = false;
+      await writer;
+      assert.ok(seenWhileWriting >= 1, 'relists happened while the directory kept changing');
+      // 200 manifests written back to back.
+      const before = listings.length;
+      for (let i = 0; i < 200; i++) await writeFile(join(tmp.path, `p${i}.yaml`), manifest(`p${i}`));
+      await eventually(() => (listings.at(-1)?.pods?.length ?? 0) === 201, { timeoutMs: 10_000 });
+      assert.ok(listings.length - before < 100, `${listings.length - before} relists for 200 files`);
+    } finally {
+      writing = false;
+      await writer;
+      ac.abort();
+      await done;
+    }
+  });
 });

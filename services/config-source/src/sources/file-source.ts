@@ -5,10 +5,12 @@
  * Models pkg/kubelet/config/file.go (sourceFile, resetStoreFromPath, extractFromDir,
  * extractFromFile) and file_linux.go (the inotify watch). Every look sends the full list (the
  * kubelet's UndeltaStore sends a SET on every change), so a watch event simply triggers a relist
- * (debounced).
+ * `debounceMs` after it. Events in that window ride along, and events during a relist cause one more
+ * right after it, so a burst of writes costs a few relists, not one per file; the window does not
+ * stretch with more events, so a directory that keeps changing cannot hold relists off.
  *
  * ```
- * start ─► relist ─► wait(period | watch event +50 ms | abort) ─► relist ─► …
+ * start ─► relist ─► wait(period | first watch event + 5 ms | abort) ─► relist ─► …
  * ```
  */
 import { watch } from 'node:fs';
@@ -115,7 +117,7 @@ export interface FileSourceOptions {
   readonly nodeName: string;
   /** `fileCheckFrequency`. @default 20000 */
   readonly periodMs?: number;
-  /** Quiet time after a watch event before relisting. @default 50 */
+  /** How long after the first watch event the relist starts (the events within ride along). @default 5 */
   readonly debounceMs?: number;
   /** Watch with inotify between relists. @default true */
   readonly watch?: boolean;
@@ -202,15 +204,14 @@ export class FileSource {
     });
   }
 
-  /** A watch event: relist once things are quiet for `debounceMs`. */
+  /** A watch event: relist `debounceMs` after the first event of a window (later ones ride along). */
   #onWatchEvent(): void {
-    const { clock } = this.#o;
-    if (this.#debounce !== undefined) clock.clearTimeout(this.#debounce);
-    this.#debounce = clock.setTimeout(() => {
+    if (this.#debounce !== undefined) return;
+    this.#debounce = this.#o.clock.setTimeout(() => {
       this.#debounce = undefined;
       if (this.#wake !== undefined) this.#wake();
       else this.#dirty = true;
-    }, this.#o.debounceMs ?? 50);
+    }, this.#o.debounceMs ?? 5);
   }
 
   /** (Re)creates the inotify watch when missing or when the directory was replaced. */
