@@ -18,6 +18,25 @@ const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 const NOW = Date.parse('2026-11-29T12:00:00Z');
 
+/** A finished span record of trace `traceId`, from `startMs` to `endMs`, in pleg unless `extra` says otherwise. */
+function aSpan(traceId: string, spanId: string, parentSpanId: string | undefined, name: string, startMs: number, endMs: number, extra: Partial<SpanRecord> = {}): SpanRecord {
+  return {
+    type: 'kubelet.trace.Span.v1',
+    traceId,
+    spanId,
+    ...(parentSpanId === undefined ? {} : { parentSpanId }),
+    name,
+    kind: 1,
+    service: 'pleg',
+    startUnixNano: String(BigInt(startMs) * 1_000_000n),
+    endUnixNano: String(BigInt(endMs) * 1_000_000n),
+    statusCode: 0,
+    attributes: {},
+    links: [],
+    ...extra,
+  };
+}
+
 describe('humanDuration (apimachinery duration.HumanDuration)', () => {
   const cases: [number, string][] = [
     [-2 * SECOND, '<invalid>'],
@@ -202,21 +221,8 @@ describe('describePod', () => {
 });
 
 describe('waterfall', () => {
-  const span = (spanId: string, parentSpanId: string | undefined, name: string, startMs: number, endMs: number, extra: Partial<SpanRecord> = {}): SpanRecord => ({
-    type: 'kubelet.trace.Span.v1',
-    traceId: 'a'.repeat(32),
-    spanId,
-    ...(parentSpanId === undefined ? {} : { parentSpanId }),
-    name,
-    kind: 1,
-    service: 'pod-worker',
-    startUnixNano: String(BigInt(startMs) * 1_000_000n),
-    endUnixNano: String(BigInt(endMs) * 1_000_000n),
-    statusCode: 0,
-    attributes: {},
-    links: [],
-    ...extra,
-  });
+  const span = (spanId: string, parentSpanId: string | undefined, name: string, startMs: number, endMs: number, extra: Partial<SpanRecord> = {}): SpanRecord =>
+    aSpan('a'.repeat(32), spanId, parentSpanId, name, startMs, endMs, { service: 'pod-worker', ...extra });
 
   it('orders depth-first with children by start time; a span whose parent is missing is a root', () => {
     const spans = [span('c2', 'r', 'second', 20, 30), span('r', undefined, 'root', 0, 100), span('c1', 'r', 'first', 10, 40), span('g', 'c1', 'grandchild', 11, 12), span('o', 'gone', 'orphan', 50, 60)];
@@ -242,21 +248,7 @@ describe('waterfall', () => {
 
 describe('episodes', () => {
   const T0 = NOW - 10 * MINUTE;
-  const span = (traceId: string, spanId: string, parentSpanId: string | undefined, name: string, startMs: number, endMs: number, extra: Partial<SpanRecord> = {}): SpanRecord => ({
-    type: 'kubelet.trace.Span.v1',
-    traceId,
-    spanId,
-    ...(parentSpanId === undefined ? {} : { parentSpanId }),
-    name,
-    kind: 1,
-    service: 'pleg',
-    startUnixNano: String(BigInt(startMs) * 1_000_000n),
-    endUnixNano: String(BigInt(endMs) * 1_000_000n),
-    statusCode: 0,
-    attributes: {},
-    links: [],
-    ...extra,
-  });
+  const span = aSpan;
   const CREATION = 'c'.repeat(32);
   const RESTART = 'r'.repeat(32);
   const OTHER = 'o'.repeat(32);
