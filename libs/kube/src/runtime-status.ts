@@ -52,3 +52,17 @@ export function sandboxesNewestFirst(runtimeStatus: Pick<RuntimePodStatus, 'sand
     .sort((a, b) => (b.s.createdAt === a.s.createdAt ? a.i - b.i : b.s.createdAt - a.s.createdAt))
     .map((e) => e.s);
 }
+
+/**
+ * The pod IPs a new runtime status should carry: its own, unless it has none and no sandbox is
+ * ready (the pod was torn down) — then the IPs `before` had, because the API expects a completed
+ * pod's IP to stay in its status after the pod is dead.
+ *
+ * Models GenericPLEG.getPodIPs (pkg/kubelet/pleg/generic.go).
+ */
+export function podIPsAfterTeardown(before: Pick<RuntimePodStatus, 'ips'> | undefined, now: Pick<RuntimePodStatus, 'ips' | 'sandboxes'>): string[] {
+  if (now.ips.length > 0) return now.ips;
+  if (before === undefined || before.ips.length === 0) return now.ips;
+  if (now.sandboxes.some((s) => s.state === 'SANDBOX_READY')) return now.ips;
+  return before.ips;
+}

@@ -171,6 +171,9 @@ describe('PodSyncer: SyncPod', () => {
     assert.equal(h.cache.calls.length, cacheReads, 'the runtime status from the reply is handed over: no relist wait');
     assert.equal(h.runtime.killCalls.length, 1);
     assert.equal(h.rec(UID)!.state, 'terminated');
+    const last = h.status.of(UID).filter((u) => u.status !== undefined).at(-1)!.status!;
+    assert.equal(last.podIP, '10.0.0.2', 'the completed pod keeps its IP after KillPod tore the sandbox down (GenericPLEG.getPodIPs)');
+    assert.deepEqual(last.podIPs, [{ ip: '10.0.0.2' }]);
     await h.sync(UID);
     const rec = h.rec(UID)!;
     assert.equal(rec.finished, true);

@@ -2,7 +2,7 @@
 // and the container hash.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { containerStatusFor, containersNewestFirst, findRuntimeContainer, hashContainer, podSandboxChanged, sandboxesNewestFirst } from '../../src/index.js';
+import { containerStatusFor, containersNewestFirst, findRuntimeContainer, hashContainer, podIPsAfterTeardown, podSandboxChanged, sandboxesNewestFirst } from '../../src/index.js';
 import { aContainer, aPod, aRunningContainer, aRuntimeStatus, aSandbox, anExitedContainer } from '../../src/testing/index.js';
 
 describe('podSandboxChanged', () => {
@@ -49,6 +49,22 @@ describe('runtime lookups', () => {
     assert.deepEqual(containersNewestFirst(rs).map((x) => x.id), ['b', 'x', 'a']);
     assert.deepEqual(sandboxesNewestFirst(rs).map((x) => x.id), ['s2', 's1']);
   });
+});
+
+describe('podIPsAfterTeardown (GenericPLEG.getPodIPs)', () => {
+  const ready = [aSandbox()];
+  const notReady = [aSandbox({ state: 'SANDBOX_NOTREADY', ip: '' })];
+  const rows: Array<[string, string[] | undefined, string[], typeof ready, string[]]> = [
+    ['new IPs win', ['10.0.0.1'], ['10.0.0.9'], ready, ['10.0.0.9']],
+    ['no IPs, sandbox gone: the old ones stay', ['10.0.0.1', 'fd00::1'], [], notReady, ['10.0.0.1', 'fd00::1']],
+    ['no IPs, no sandbox at all: the old ones stay', ['10.0.0.1'], [], [], ['10.0.0.1']],
+    ['no IPs but a ready sandbox: none (the runtime says so)', ['10.0.0.1'], [], ready, []],
+    ['nothing before', undefined, [], notReady, []],
+    ['no IPs before either', [], [], notReady, []],
+  ];
+  for (const [name, before, ips, sandboxes, want] of rows) {
+    it(name, () => assert.deepEqual(podIPsAfterTeardown(before === undefined ? undefined : { ips: before }, { ips, sandboxes }), want));
+  }
 });
 
 describe('hashContainer', () => {

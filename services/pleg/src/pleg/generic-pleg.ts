@@ -16,7 +16,7 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, context, trace, type Attributes, type Context, type Link, type Span, type Tracer } from '@opentelemetry/api';
 import type { PodLifecycleEvent, RuntimeCacheEntry, RuntimePodStatus } from '@splitlet/api';
 import { errorMessage } from '@splitlet/api';
-import { formatGoDuration, jsonEqual } from '@splitlet/kube';
+import { formatGoDuration, jsonEqual, podIPsAfterTeardown } from '@splitlet/kube';
 import type { Clock, HealthStatus } from '@splitlet/service';
 import { injectContext, unsampledContext, type Logger } from '@splitlet/telemetry';
 import type { DesiredPodReader, LifecycleEventSink, RuntimeCacheStore, RuntimeLister } from '../ports.js';
@@ -165,7 +165,7 @@ export class GenericPleg {
     for (const uid of new Set([...this.#records.keys(), ...current.keys()])) {
       const before = this.#records.get(uid);
       const seen = current.get(uid);
-      const next = seen === undefined ? undefined : { ...seen, ips: this.#podIps(before, seen) };
+      const next = seen === undefined ? undefined : { ...seen, ips: podIPsAfterTeardown(before, seen) };
       const events = computePodEvents(before, next);
       if (events.length === 0 && jsonEqual(before, next)) continue;
       work.push({ uid, next, events });
@@ -307,17 +307,6 @@ export class GenericPleg {
     } catch (e) {
       this.#o.logger.error('could not update the runtime cache time', { err: errorMessage(e) });
     }
-  }
-
-  /**
-   * The pod IPs to cache: a status with no IPs and no ready sandbox keeps the previously cached IPs
-   * (a torn-down pod still reports its IP). Models GenericPLEG.getPodIPs.
-   */
-  #podIps(before: RuntimePodStatus | undefined, now: RuntimePodStatus): string[] {
-    if (now.ips.length > 0) return now.ips;
-    if (before === undefined || before.ips.length === 0) return now.ips;
-    if (now.sandboxes.some((s) => s.state === 'SANDBOX_READY')) return now.ips;
-    return before.ips;
   }
 
   async #inSpan<T>(startTime: number, pods: number, fn: () => Promise<T>): Promise<T> {

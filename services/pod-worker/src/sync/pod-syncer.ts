@@ -32,7 +32,7 @@ import type {
   WorkerRecord,
 } from '@splitlet/api';
 import { errorMessage, hasErrorCode } from '@splitlet/api';
-import { ConfigAnnotations, generateAPIPodStatus, isStaticPod, parseTime, requeueDelay } from '@splitlet/kube';
+import { ConfigAnnotations, generateAPIPodStatus, isStaticPod, parseTime, podIPsAfterTeardown, requeueDelay } from '@splitlet/kube';
 import { extractContext, injectContext, withSpan } from '@splitlet/telemetry';
 import type {
   Clock,
@@ -417,7 +417,9 @@ export class PodSyncer {
     await this.#sendStatus(ctx, status, true);
     let stopped: RuntimePodStatus;
     try {
-      stopped = (await this.#killPod(ctx, rec.gracePeriod)).podStatus;
+      const killed = (await this.#killPod(ctx, rec.gracePeriod)).podStatus;
+      // The torn-down sandbox reports no IPs; the completed pod keeps the ones it had (GenericPLEG.getPodIPs).
+      stopped = { ...killed, ips: podIPsAfterTeardown(ctx.runtimeStatus, killed) };
     } catch (e) {
       if (isAbort(e) || hasErrorCode(e, 'LeaseLost')) throw e;
       const msg = `error killing pod: ${errorMessage(e)}`;
@@ -718,7 +720,9 @@ export class PodSyncer {
   }
 
   #handOver(ctx: SyncCtx, status: RuntimePodStatus | undefined, parent: Context): void {
-    if (status !== undefined) this.#handoff.set(ctx.uid, { status, epoch: ctx.guard.epoch, parent });
+    // A reply after a teardown has no IPs: keep the ones the sync started with, as the pleg cache
+    // would (GenericPLEG.getPodIPs), so a completed pod still shows its IP.
+    if (status !== undefined) this.#handoff.set(ctx.uid, { status: { ...status, ips: podIPsAfterTeardown(ctx.runtimeStatus, status) }, epoch: ctx.guard.epoch, parent });
   }
 
   /**
