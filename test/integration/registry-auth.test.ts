@@ -27,7 +27,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
-import { SpanRecord, Streams, Subjects } from '@splitlet/api';
+import { Subjects, type SpanRecord } from '@splitlet/api';
 import type { KubeEvent } from '@splitlet/api';
 import { containerdPaths, missingPrerequisites } from '../../services/cli/src/runtime/index.ts';
 import { busyboxLayer, MediaTypes, ociImage } from '../../services/cli/src/runtime/oci-image.ts';
@@ -234,7 +234,7 @@ describe('image pull credentials on containerd', { skip: skip ?? false, timeout:
     const bus = await connectCli(s.info() as unknown as InstanceInfo);
     const spans: SpanRecord[] = [];
     try {
-      await bus.readStream(SpanRecord, Streams.spans, Subjects.spansAll(NODE), (r) => spans.push(r));
+      await bus.readSpans(Subjects.spansAll(NODE), (r) => spans.push(r));
     } finally {
       await bus.close();
     }

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { headers } from '@nats-io/transport-node';
-import { RuntimeRelistReply, RuntimeRelistRequest, SpanRecord, Streams, Subjects } from '@splitlet/api';
+import { RuntimeRelistReply, RuntimeRelistRequest, Subjects, type SpanRecord } from '@splitlet/api';
 import type { RuntimePodStatus } from '@splitlet/api';
 import { connectBus, type NatsBus } from '@splitlet/bus';
 import { createLogger } from '@splitlet/telemetry';
@@ -142,7 +142,7 @@ describe('span flush on SIGTERM', { skip: existsSync(MAIN) ? false : `${MAIN} mi
 
     // SL_SPANS: the same spans, published while pleg's bus was still connected.
     const records: SpanRecord[] = [];
-    await bus.readStream(SpanRecord, Streams.spans, Subjects.spans(NODE, TRACE_ID), (r) => records.push(r));
+    await bus.readSpans(Subjects.spans(NODE, TRACE_ID), (r) => records.push(r));
     assert.deepEqual(records.map((r) => r.spanId).sort(), ours.map((s) => s.spanId).sort(), 'SL_SPANS holds every span the OTLP receiver got');
     const errors = proc.lines.slice(shutdownLine).filter((l) => /telemetry error|closer failed|deadline/.test(l));
     assert.deepEqual(errors, [], 'no span-sink or export error while shutting down');

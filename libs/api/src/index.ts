@@ -89,5 +89,6 @@ export {
   KubeEvent,
   DeadLetter,
   SpanRecord,
+  SpanBatch,
 } from './messages.js';
 export { KubeletError, hasErrorCode, errorMessage } from './errors.js';

@@ -548,7 +548,7 @@ export const DeadLetter = z.object({
 });
 export type DeadLetter = z.infer<typeof DeadLetter>;
 
-/** Stream `SL_SPANS`: a finished span, so `splitlet trace` works without a collector. */
+/** A finished span, so `splitlet trace` works without a collector (on `SL_SPANS` inside a {@link SpanBatch}). */
 export const SpanRecord = z.object({
   type: z.literal('kubelet.trace.Span.v1'),
   traceId: z.string(),
@@ -566,3 +566,16 @@ export const SpanRecord = z.object({
   events: z.array(z.object({ name: z.string(), timeUnixNano: z.string() })).optional(),
 });
 export type SpanRecord = z.infer<typeof SpanRecord>;
+
+/**
+ * Stream `SL_SPANS`, subject `sl.<node>.spans.<traceId>`: the finished spans of one trace that one
+ * process recorded within a short window (one message for many spans: a pod's creation ends ~100
+ * spans). Every record's `traceId` is the subject's.
+ */
+export const SpanBatch = z
+  .object({
+    type: z.literal('kubelet.trace.SpanBatch.v1'),
+    spans: z.array(SpanRecord).min(1),
+  })
+  .refine((b) => b.spans.every((s) => s.traceId === b.spans[0]!.traceId), { message: 'every span of a batch belongs to one trace' });
+export type SpanBatch = z.infer<typeof SpanBatch>;

@@ -17,7 +17,7 @@ import { Kvm } from '@nats-io/kv';
 import { context, SpanKind, trace } from '@opentelemetry/api';
 import type { Context, Link } from '@opentelemetry/api';
 import type { z } from 'zod';
-import { DeadLetter, SpanRecord, Subjects, WireError, errorMessage } from '@splitlet/api';
+import { DeadLetter, SpanBatch, Streams, Subjects, WireError, errorMessage, type SpanRecord } from '@splitlet/api';
 import { BusError, isBusError } from './errors.js';
 import { busTracer, contextFromHeaders, failSpan, headersWithContext, linkFromContext, subjectTemplate } from './trace.js';
 import type { BusMetrics } from './metrics.js';
@@ -281,11 +281,28 @@ export class NatsBus {
   }
 
   /**
-   * Keeps a finished span on the node's `SL_SPANS` subject for its trace, so `splitlet trace` works
-   * without a collector. The sink of every process's span-record processor.
+   * Keeps finished spans on the node's `SL_SPANS`, one {@link SpanBatch} per trace on that trace's
+   * subject, so `splitlet trace` works without a collector. The sink of every process's
+   * span-record processor.
    */
-  async publishSpan(record: SpanRecord): Promise<void> {
-    await this.publish(SpanRecord, Subjects.spans(this.node, record.traceId), record);
+  async publishSpans(records: readonly SpanRecord[]): Promise<void> {
+    const byTrace = new Map<string, SpanRecord[]>();
+    for (const r of records) {
+      const list = byTrace.get(r.traceId);
+      if (list === undefined) byTrace.set(r.traceId, [r]);
+      else list.push(r);
+    }
+    await Promise.all(
+      [...byTrace].map(([traceId, spans]) => this.publish(SpanBatch, Subjects.spans(this.node, traceId), { type: 'kubelet.trace.SpanBatch.v1', spans })),
+    );
+  }
+
+  /**
+   * The span records on `SL_SPANS` under `filterSubject` (`Subjects.spans(node, traceId)` for one
+   * trace, `Subjects.spansAll(node)` for all), in stream order.
+   */
+  async readSpans(filterSubject: string, onSpan: (record: SpanRecord) => void, opts: { onInvalid?: (reason: string) => void } = {}): Promise<void> {
+    await this.readStream(SpanBatch, Streams.spans, filterSubject, (batch) => batch.spans.forEach((r) => onSpan(r)), opts);
   }
 
   /** Publishes on core NATS (no persistence): for pokes whose loss is harmless. */

@@ -10,7 +10,7 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { startNatsServer, eventually as poll } from '@splitlet/testkit';
 import type { NatsServer } from '@splitlet/testkit';
-import { DeadLetter, SpanRecord, Streams, Subjects, KubeletError } from '@splitlet/api';
+import { DeadLetter, SpanBatch, SpanRecord, Streams, Subjects, KubeletError } from '@splitlet/api';
 import { connectBus, isBusError, STREAMS } from '../src/index.ts';
 import type { BusMetrics, NatsBus } from '../src/index.ts';
 
@@ -57,12 +57,20 @@ describe('NatsBus', () => {
     }
   });
 
-  test('publishSpan keeps a span on its trace subject of the node', async () => {
+  test('publishSpans keeps spans as one batch per trace on the trace subjects of the node', async () => {
     const rec: SpanRecord = { type: 'kubelet.trace.Span.v1', traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), name: 'syncPod', kind: 0, service: 'test', startUnixNano: '1', endUnixNano: '2', statusCode: 0, attributes: {}, links: [] };
-    await bus.publishSpan(rec);
+    const rec2: SpanRecord = { ...rec, spanId: 'c'.repeat(16), parentSpanId: rec.spanId, name: 'generateAPIPodStatus' };
+    const elsewhere: SpanRecord = { ...rec, traceId: 'd'.repeat(32) };
+    await bus.publishSpans([rec, rec2, elsewhere]);
     const got: SpanRecord[] = [];
-    await other.readStream(SpanRecord, Streams.spans, Subjects.spans(NODE, rec.traceId), (r) => got.push(r));
-    assert.deepEqual(got, [rec]);
+    await other.readSpans(Subjects.spans(NODE, rec.traceId), (r) => got.push(r));
+    assert.deepEqual(got, [rec, rec2]);
+    const info = await bus.jsm.streams.info(Streams.spans, { subjects_filter: Subjects.spans(NODE, rec.traceId) });
+    assert.equal(Object.values(info.state.subjects ?? {}).reduce((a, b) => a + b, 0), 1, 'one message for the trace');
+    const other2: SpanRecord[] = [];
+    await other.readSpans(Subjects.spans(NODE, elsewhere.traceId), (r) => other2.push(r));
+    assert.deepEqual(other2, [elsewhere]);
+    await assert.rejects(bus.publish(SpanBatch, Subjects.spans(NODE, rec.traceId), { type: 'kubelet.trace.SpanBatch.v1', spans: [rec, elsewhere] }), (e: unknown) => isBusError(e, 'SchemaInvalid'));
   });
 
   test('close() lets the publishes in flight finish (stored and acknowledged) before it drains', async () => {
@@ -78,7 +86,7 @@ describe('NatsBus', () => {
     try {
       for (let i = 0; i < 200; i++) {
         const rec: SpanRecord = { type: 'kubelet.trace.Span.v1', traceId, spanId: i.toString(16).padStart(16, '0'), name: `step ${i}`, kind: 0, service: 'test', startUnixNano: '1', endUnixNano: '2', statusCode: 0, attributes: {}, links: [] };
-        sinks.push(closing.publishSpan(rec).catch((e: unknown) => void failures.push(String(e))));
+        sinks.push(closing.publishSpans([rec]).catch((e: unknown) => void failures.push(String(e))));
       }
       closed = closing.close();
       // Let close() run as far as it goes without the server (a drain would queue its UNSUB now).
@@ -90,7 +98,7 @@ describe('NatsBus', () => {
     await Promise.all(sinks);
     assert.deepEqual([...new Set(failures)], [], 'every publish was acknowledged');
     const got: SpanRecord[] = [];
-    await other.readStream(SpanRecord, Streams.spans, Subjects.spans(NODE, traceId), (r) => got.push(r));
+    await other.readSpans(Subjects.spans(NODE, traceId), (r) => got.push(r));
     assert.equal(got.length, 200);
   });
 

@@ -26,8 +26,8 @@ export interface ConnectNodeBusOptions {
 
 /**
  * Connects the process's bus. Closers are registered telemetry first, bus second, so at shutdown
- * (reverse order) the bus closes once the span records already handed to it are published, and the
- * telemetry flush (OTLP) comes last.
+ * (reverse order) the span records still waiting for their batch are published and acknowledged
+ * before the bus closes, and the telemetry flush (OTLP) comes last.
  */
 export async function connectNodeBus(o: ConnectNodeBusOptions): Promise<NatsBus> {
   const { service, settings, logger, telemetry } = o;
@@ -40,11 +40,16 @@ export async function connectNodeBus(o: ConnectNodeBusOptions): Promise<NatsBus>
     metrics: createBusMetrics(o.registry),
     signal: o.signal,
   });
-  o.onClose({ name: 'bus', close: () => bus.close() });
-  if (settings.PUBLISH_SPANS) {
-    telemetry.addSpanProcessor(
-      createSpanRecordProcessor({ service, sink: (r) => bus.publishSpan(r), onError: (e) => logger.debug('could not publish a span record', { err: e }) }),
-    );
-  }
+  const spanSink = settings.PUBLISH_SPANS
+    ? createSpanRecordProcessor({ service, sink: (records) => bus.publishSpans(records), onError: (e) => logger.debug('could not publish span records', { err: e }) })
+    : undefined;
+  o.onClose({
+    name: 'bus',
+    close: async () => {
+      await spanSink?.forceFlush();
+      await bus.close();
+    },
+  });
+  if (spanSink !== undefined) telemetry.addSpanProcessor(spanSink);
   return bus;
 }

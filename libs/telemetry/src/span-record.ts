@@ -47,53 +47,82 @@ export function spanToRecord(span: ReadableSpan, service?: string): SpanRecord {
 /** Options of {@link createSpanRecordProcessor}. */
 export interface SpanRecordProcessorOptions {
   /**
-   * Receives each finished, sampled span as a record (e.g. publishes it to `SL_SPANS`). Called
-   * synchronously from `span.end()`, inside a context with tracing suppressed (so spans the sink
-   * itself would create, like a bus publish span, are not recorded and cannot loop). A returned
-   * promise is awaited by `forceFlush`/`shutdown`; it must not block for long.
+   * Receives the finished, sampled spans as records, a batch at a time (e.g. publishes them to
+   * `SL_SPANS`). Called inside a context with tracing suppressed (so spans the sink itself would
+   * create, like a bus publish span, are not recorded and cannot loop). A returned promise is
+   * awaited by `forceFlush`/`shutdown`.
    */
-  readonly sink: (record: SpanRecord) => void | Promise<void>;
+  readonly sink: (records: SpanRecord[]) => void | Promise<void>;
   /** `service` of every record. @default the span resource's `service.name` */
   readonly service?: string;
   /** Receives sink failures. @default the OTel global error handler (`startTelemetry`'s `onError`) */
   readonly onError?: (error: unknown) => void;
+  /** How long a finished span may wait for others before the batch goes to `sink`. @default 100 */
+  readonly batchDelayMs?: number;
+  /** A batch this large goes to `sink` at once. @default 256 */
+  readonly maxBatch?: number;
 }
 
 /**
- * A span processor that hands every finished span, as a {@link SpanRecord}, to `sink` — how
- * splitlet keeps traces on the bus so the CLI works without a collector. Pass it to
- * `startTelemetry({spanProcessors})` or `telemetry.addSpanProcessor()`. After `shutdown()` it
- * drops spans.
+ * A span processor that hands finished spans, as {@link SpanRecord}s, to `sink` in batches — how
+ * splitlet keeps traces on the bus so the CLI works without a collector. A batch goes out
+ * `batchDelayMs` after its first span, when it reaches `maxBatch`, or on `forceFlush`/`shutdown`
+ * (whoever closes the sink's transport must flush first). Pass it to
+ * `startTelemetry({spanProcessors})` or `telemetry.addSpanProcessor()`. After `shutdown()` it drops
+ * spans.
  */
 export function createSpanRecordProcessor(options: SpanRecordProcessorOptions): SpanProcessor {
   const pending = new Set<Promise<void>>();
+  const delayMs = options.batchDelayMs ?? 100;
+  const maxBatch = options.maxBatch ?? 256;
+  let buffer: SpanRecord[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
   let closed = false;
   const report = (e: unknown): void => {
     if (options.onError !== undefined) options.onError(e);
     else globalErrorHandler(e instanceof Error ? e : new Error(String(e)));
   };
   const suppressed: Context = suppressTracing(ROOT_CONTEXT);
+  const flush = (): void => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+    if (buffer.length === 0) return;
+    const batch = buffer;
+    buffer = [];
+    let result: void | Promise<void>;
+    try {
+      result = otelContext.with(suppressed, () => options.sink(batch));
+    } catch (e) {
+      report(e);
+      return;
+    }
+    if (result instanceof Promise) {
+      const p = result.catch(report).finally(() => pending.delete(p));
+      pending.add(p);
+    }
+  };
   return {
     onStart(_span: Span, _parentContext: Context): void {},
     onEnd(span: ReadableSpan): void {
       if (closed) return;
-      let result: void | Promise<void>;
       try {
-        const record = spanToRecord(span, options.service);
-        result = otelContext.with(suppressed, () => options.sink(record));
+        buffer.push(spanToRecord(span, options.service));
       } catch (e) {
         report(e);
         return;
       }
-      if (result instanceof Promise) {
-        const p = result.catch(report).finally(() => pending.delete(p));
-        pending.add(p);
+      if (buffer.length >= maxBatch) flush();
+      else if (timer === undefined) {
+        timer = setTimeout(flush, delayMs);
+        timer.unref();
       }
     },
     async forceFlush(): Promise<void> {
+      flush();
       await Promise.all([...pending]);
     },
     async shutdown(): Promise<void> {
+      flush();
       closed = true;
       await Promise.all([...pending]);
     },

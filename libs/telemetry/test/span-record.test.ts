@@ -53,43 +53,60 @@ describe('spanToRecord', () => {
 });
 
 describe('createSpanRecordProcessor', () => {
-  it('hands every finished span to the sink, with tracing suppressed inside it, and flushes async sinks', async () => {
-    const records: SpanRecord[] = [];
+  it('hands finished spans to the sink in a batch, with tracing suppressed inside it, and flushes async sinks', async () => {
+    const batches: SpanRecord[][] = [];
     let release: () => void = () => {};
     const gate = new Promise<void>((r) => (release = r));
     const processor = createSpanRecordProcessor({
-      sink: async (r) => {
+      sink: async (batch) => {
         // A span created by the sink (e.g. the bus's publish span) must not be recorded.
         t.tracer.startSpan('publish SL_SPANS').end();
         await gate;
-        records.push(r);
+        batches.push(batch);
       },
     });
     const t = createTestTracing({ serviceName: 'pleg', register: true, spanProcessors: [processor] });
     try {
-      await withSpan(t.tracer, 'relist', {}, async () => {});
+      await withSpan(t.tracer, 'relist', {}, async () => {
+        t.tracer.startSpan('ListContainers').end();
+      });
       let flushed = false;
       const flushing = processor.forceFlush().then(() => (flushed = true));
       await new Promise((r) => setImmediate(r));
       assert.equal(flushed, false, 'forceFlush waits for the pending sink');
       release();
       await flushing;
-      assert.deepEqual(records.map((r) => [r.name, r.service]), [['relist', 'pleg']]);
-      assert.deepEqual(t.spans().map((s) => s.name), ['relist'], 'the sink span was suppressed');
+      assert.deepEqual(batches.map((b) => b.map((r) => [r.name, r.service])), [[['ListContainers', 'pleg'], ['relist', 'pleg']]], 'one batch of both spans');
+      assert.deepEqual(t.spans().map((s) => s.name).sort(), ['ListContainers', 'relist'], 'the sink span was suppressed');
     } finally {
       await t.shutdown();
     }
   });
 
-  it('reports sink failures to onError and keeps going; drops spans after shutdown', async () => {
+  it('sends a batch batchDelayMs after its first span, or at once when it reaches maxBatch', async () => {
+    const batches: string[][] = [];
+    const processor = createSpanRecordProcessor({ service: 's', batchDelayMs: 30, maxBatch: 3, sink: (b) => void batches.push(b.map((r) => r.name)) });
+    const t = createTestTracing({ spanProcessors: [processor] });
+    try {
+      for (const n of ['a', 'b', 'c', 'd']) t.tracer.startSpan(n).end();
+      assert.deepEqual(batches, [['a', 'b', 'c']], 'the full batch went at once');
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(batches, [['a', 'b', 'c'], ['d']], 'the rest after the delay, without a flush');
+    } finally {
+      await t.shutdown();
+    }
+  });
+
+  it('reports sink failures to onError and keeps going; shutdown sends what is buffered, then drops spans', async () => {
     const errors: unknown[] = [];
-    let calls = 0;
+    const seen: string[] = [];
     const processor = createSpanRecordProcessor({
       service: 's',
-      sink: (r) => {
-        calls++;
-        if (r.name === 'sync-fail') throw new Error('sync boom');
-        if (r.name === 'async-fail') return Promise.reject(new Error('async boom'));
+      maxBatch: 1,
+      sink: ([r]) => {
+        seen.push(r!.name);
+        if (r!.name === 'sync-fail') throw new Error('sync boom');
+        if (r!.name === 'async-fail') return Promise.reject(new Error('async boom'));
         return undefined;
       },
       onError: (e) => errors.push(e),
@@ -99,10 +116,17 @@ describe('createSpanRecordProcessor', () => {
     t.tracer.startSpan('async-fail').end();
     t.tracer.startSpan('fine').end();
     await processor.forceFlush();
-    assert.equal(calls, 3);
+    assert.deepEqual(seen, ['sync-fail', 'async-fail', 'fine']);
     assert.deepEqual(errors.map((e) => (e as Error).message).sort(), ['async boom', 'sync boom']);
     await t.shutdown();
     t.tracer.startSpan('after').end();
-    assert.equal(calls, 3);
+    assert.deepEqual(seen, ['sync-fail', 'async-fail', 'fine']);
+
+    const buffered: string[] = [];
+    const lazy = createSpanRecordProcessor({ service: 's', batchDelayMs: 60_000, sink: (b) => void buffered.push(...b.map((r) => r.name)) });
+    const t2 = createTestTracing({ spanProcessors: [lazy] });
+    t2.tracer.startSpan('last').end();
+    await t2.shutdown();
+    assert.deepEqual(buffered, ['last'], 'shutdown flushed the waiting batch');
   });
 });

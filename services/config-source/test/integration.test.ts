@@ -8,7 +8,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Msg, Subscription } from '@nats-io/transport-node';
-import { KubeEvent, PodUpdate, SpanRecord, Streams, Subjects, nodeToken } from '@splitlet/api';
+import { KubeEvent, PodUpdate, SpanBatch, Streams, Subjects, nodeToken } from '@splitlet/api';
 import { connectBus, type NatsBus } from '@splitlet/bus';
 import { eventually, makeTempDir, spawnProcess, startNatsServer, type NatsServer, type SpawnedProcess, type TempDir } from '@splitlet/testkit';
 import { decodeManifest } from '../src/sources/manifest-decoder.js';
@@ -30,7 +30,8 @@ describe('config-source process (real nats-server)', () => {
   let bus: NatsBus;
   let updates: { msgs: PodUpdate[]; sub: Subscription };
   let nodeEvents: { msgs: KubeEvent[]; sub: Subscription };
-  let spans: { msgs: SpanRecord[]; sub: Subscription };
+  let spans: { msgs: SpanBatch[]; sub: Subscription };
+  const allSpans = () => spans.msgs.flatMap((b) => b.spans);
   const dir = (): string => join(tmp.path, 'manifests');
   const summary = (): string[] => updates.msgs.map((u) => `${u.op}:${u.items.map((i) => i.pod.metadata.name).join(',')}`);
 
@@ -40,7 +41,7 @@ describe('config-source process (real nats-server)', () => {
     bus = await connectBus({ servers: nats.url, process: 'cs-test', node: NODE, logger: memoryLogger().logger });
     updates = collect(bus, Subjects.configAll(NODE), (x) => PodUpdate.parse(x));
     nodeEvents = collect(bus, Subjects.events(NODE, nodeToken(NODE)), (x) => KubeEvent.parse(x));
-    spans = collect(bus, Subjects.spansAll(NODE), (x) => SpanRecord.parse(x));
+    spans = collect(bus, Subjects.spansAll(NODE), (x) => SpanBatch.parse(x));
     await bus.nc.flush();
     await mkdir(dir());
     proc = await spawnProcess({
@@ -83,12 +84,12 @@ describe('config-source process (real nats-server)', () => {
     assert.match(pod.metadata.annotations?.['kubernetes.io/config.seen'] ?? '', /^\d{4}-\d\d-\d\dT/);
     assert.match(u.items[0]!.trace?.['traceparent'] ?? '', /^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
     const traceId = u.items[0]!.trace!['traceparent']!.split('-')[1];
-    const span = (await eventually(() => spans.msgs.find((s) => s.name === 'config.add' && s.traceId === traceId), { timeoutMs: 5000 }))!;
+    const span = (await eventually(() => allSpans().find((s) => s.name === 'config.add' && s.traceId === traceId), { timeoutMs: 5000 }))!;
     assert.equal(span.attributes['k8s.pod.uid'], pod.metadata.uid);
     assert.equal(span.attributes['splitlet.config.path'], path);
     assert.equal(span.service, 'config-source');
     // The publish's PRODUCER span is a child of the pod's span, in the same trace.
-    await eventually(() => spans.msgs.some((s) => s.traceId === traceId && s.name === 'send sl.{node}.config.file' && s.parentSpanId === span.spanId), { timeoutMs: 5000 });
+    await eventually(() => allSpans().some((s) => s.traceId === traceId && s.name === 'send sl.{node}.config.file' && s.parentSpanId === span.spanId), { timeoutMs: 5000 });
     const info = await bus.jsm.streams.info(Streams.config);
     assert.ok(info.state.messages >= 2, 'PodUpdates are persisted in SL_CONFIG');
   });

@@ -17,6 +17,7 @@ import {
   KubeEvent,
   PodStatusUpdate,
   PodUpdate,
+  SpanBatch,
   SpanRecord,
   Streams,
   Subjects,
@@ -75,7 +76,7 @@ describe('sync-loop (integration)', () => {
     await consume<PodStatusUpdate>(PodStatusUpdate, Streams.status, 'test-status', Subjects.statusAll(NODE), (d) => statuses.push(d.data));
     await consume<KubeEvent>(KubeEvent, Streams.events, 'test-events', Subjects.eventsAll(NODE), (d) => events.push(d.data));
     await consume<DeadLetter>(DeadLetter, Streams.deadLetter, 'test-dlq', Subjects.deadLetter(NODE, 'sync-loop'), (d) => deadLetters.push(d.data));
-    await consume<SpanRecord>(SpanRecord, Streams.spans, 'test-spans', Subjects.spansAll(NODE), (d) => spans.push(d.data));
+    await consume<SpanBatch>(SpanBatch, Streams.spans, 'test-spans', Subjects.spansAll(NODE), (d) => spans.push(...d.data.spans));
     proc = await spawnProcess({
       cmd: process.execPath,
       args: ['--import', 'tsx', join(repoRoot, 'services/sync-loop/src/main.ts')],

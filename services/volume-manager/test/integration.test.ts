@@ -13,7 +13,7 @@ import {
   Keys,
   KubeEvent,
   PodVolumeState,
-  SpanRecord,
+  SpanBatch,
   Subjects,
   VolumeCleanupReply,
   VolumeCleanupRequest,
@@ -90,7 +90,7 @@ describe('volume-manager process (real nats-server)', () => {
     assert.deepEqual(entry?.value?.volumes, reply.volumes);
     // One span per volume, each a child of the bus's SERVER span for the request.
     const records = (await eventually(() => {
-      const rs = spans.msgs.map((m) => SpanRecord.parse(m));
+      const rs = spans.msgs.flatMap((m) => SpanBatch.parse(m).spans);
       return rs.filter((r) => r.name.startsWith('volume.mount ')).length === 2 ? rs : undefined;
     }, { timeoutMs: 5000 }))!;
     spans.sub.unsubscribe();

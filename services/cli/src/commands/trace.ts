@@ -4,7 +4,7 @@
  * `--episodes` lists every trace of the pod (creation, restarts, updates, deletion) from the bus;
  * `--latest` shows the newest of them.
  */
-import { Buckets, DesiredPod, Keys, SpanRecord, Streams, Subjects, partitionOf } from '@splitlet/api';
+import { Buckets, DesiredPod, Keys, Subjects, partitionOf, type SpanRecord } from '@splitlet/api';
 import type { NatsBus } from '@splitlet/bus';
 import type { InstanceInfo } from '../state-dir.js';
 import { CliError } from '../state-dir.js';
@@ -62,14 +62,14 @@ export async function spansFromJaeger(baseUrl: string, traceId: string): Promise
 /** Reads a trace's spans from SL_SPANS. */
 export async function spansFromBus(bus: NatsBus, node: string, traceId: string): Promise<SpanRecord[]> {
   const out: SpanRecord[] = [];
-  await bus.readStream(SpanRecord, Streams.spans, Subjects.spans(node, traceId), (s) => out.push(s));
+  await bus.readSpans(Subjects.spans(node, traceId), (s) => out.push(s));
   return out;
 }
 
 /** Every span on the node's part of SL_SPANS (the last hour, at most 128 MiB). */
 export async function allSpansFromBus(bus: NatsBus, node: string): Promise<SpanRecord[]> {
   const out: SpanRecord[] = [];
-  await bus.readStream(SpanRecord, Streams.spans, Subjects.spansAll(node), (s) => out.push(s));
+  await bus.readSpans(Subjects.spansAll(node), (s) => out.push(s));
   return out;
 }
 
