@@ -5,130 +5,55 @@
 import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
-import { trace } from '@opentelemetry/api';
 import {
   DeadLetter,
   KubeEvent,
   RuntimeGetPodStatusReply,
   RuntimeGetPodStatusRequest,
-  RuntimeKillPodReply,
-  RuntimeKillPodRequest,
   RuntimeRelistReply,
   RuntimeRelistRequest,
-  RuntimeSyncPodReply,
-  RuntimeSyncPodRequest,
   Subjects,
   type BoundPod,
   type RuntimePodStatus,
 } from '@splitlet/api';
-import { connectBus, isBusError, type NatsBus } from '@splitlet/bus';
-import { GrpcRuntimeService, instrument } from '@splitlet/cri';
-import { startSimCri, type SimCri } from '@splitlet/cri/testing';
-import { FakeClock } from '@splitlet/service/testing';
-import { createLogger } from '@splitlet/telemetry';
-import { eventually, makeTempDir, startNatsServer, type NatsServer, type TempDir } from '@splitlet/testkit';
+import { isBusError } from '@splitlet/bus';
+import { eventually } from '@splitlet/testkit';
 import { createKvBackoffStore } from '../src/adapters/kv-state-store.js';
 import { createNodeFiles } from '../src/adapters/node-files.js';
-import { createCriAdapter, isMutatingCriMethod, type CriAdapter } from '../src/create-cri-adapter.js';
-import { noopKubeRuntimeMetrics } from '../src/kuberuntime/metrics.js';
+import { isMutatingCriMethod } from '../src/create-cri-adapter.js';
+import { startAdapterOverNats, type AdapterOverNats } from './adapter-over-nats.js';
 import { aPod } from './fixtures.js';
 
 const NODE = 'node-a.example';
-const logger = createLogger({ service: 'cri-adapter-test', level: 'error' });
 
 describe('cri-adapter over NATS and the CRI simulator', () => {
-  let nats: NatsServer;
-  let sim: SimCri;
-  let logs: TempDir;
-  let bus: NatsBus;
-  let caller: NatsBus;
-  let client: GrpcRuntimeService;
-  let adapter: CriAdapter;
-  let clock: FakeClock;
-  const stop = new AbortController();
+  let h: AdapterOverNats;
   const events: KubeEvent[] = [];
   const deadLetters: DeadLetter[] = [];
-  let pokes = 0;
 
   before(async () => {
-    nats = await startNatsServer();
-    sim = await startSimCri();
-    logs = await makeTempDir('cri-adapter-logs-');
-    bus = await connectBus({ servers: nats.url, process: 'cri-adapter', node: NODE, logger });
-    caller = await connectBus({ servers: nats.url, process: 'pod-worker', node: NODE, logger, provision: false });
-    caller.subscribeCore(Subjects.eventsAll(NODE), (d) => events.push(KubeEvent.parse(d)), stop.signal);
-    caller.subscribeCore(Subjects.deadLetter(NODE, 'cri-adapter'), (d) => deadLetters.push(DeadLetter.parse(d)), stop.signal);
-    caller.subscribeCore(Subjects.plegRelist(NODE), () => pokes++, stop.signal);
-    await caller.nc.flush();
-    client = await GrpcRuntimeService.connect({ endpoint: sim.endpoint });
-    let mutations = 0;
-    const cri = instrument(client, { tracer: trace.getTracer('test'), onCall: (r) => (isMutatingCriMethod(r.method) ? mutations++ : undefined) });
-    clock = new FakeClock(Date.now());
-    adapter = await createCriAdapter({
-      settings: {
-        NODE_NAME: NODE,
-        RUNTIME_REQUEST_TIMEOUT_MS: 30_000,
-        POD_LOG_DIR: logs.path,
-        SANDBOX_IMAGE: 'registry.k8s.io/pause:3.9',
-        ROOT_DIR: '/nonexistent/kubelet',
-        SERIALIZE_IMAGE_PULLS: true,
-        CLUSTER_DNS: ['10.96.0.10'],
-        CLUSTER_DOMAIN: 'cluster.local',
-        RESOLV_CONF: '/test/resolv.conf',
-        CGROUP_PARENT: '/kubepods',
-      },
-      bus,
-      cri,
-      mutations: () => mutations,
-      clock,
-      logger,
-      tracer: trace.getTracer('test'),
-      metrics: noopKubeRuntimeMetrics,
-      backoffStore: await createKvBackoffStore(bus, NODE),
-      nodeFiles: { ...createNodeFiles(''), readResolvConf: async () => 'nameserver 10.0.0.2\nsearch example.com\n' },
-      signal: stop.signal,
+    h = await startAdapterOverNats({
+      node: NODE,
+      caller: 'pod-worker',
+      logPrefix: 'cri-adapter-logs-',
+      settings: { CLUSTER_DNS: ['10.96.0.10'], CLUSTER_DOMAIN: 'cluster.local', RESOLV_CONF: '/test/resolv.conf', CGROUP_PARENT: '/kubepods' },
+      deps: async (bus) => ({
+        backoffStore: await createKvBackoffStore(bus, NODE),
+        nodeFiles: { ...createNodeFiles(''), readResolvConf: async () => 'nameserver 10.0.0.2\nsearch example.com\n' },
+      }),
     });
+    h.caller.subscribeCore(Subjects.eventsAll(NODE), (d) => events.push(KubeEvent.parse(d)), h.signal);
+    h.caller.subscribeCore(Subjects.deadLetter(NODE, 'cri-adapter'), (d) => deadLetters.push(DeadLetter.parse(d)), h.signal);
+    await h.caller.nc.flush();
   });
 
   after(async () => {
-    stop.abort();
-    await adapter?.done;
-    await adapter?.flush();
-    await caller?.close();
-    await bus?.close();
-    client?.close();
-    await sim?.close();
-    await nats?.stop();
-    await logs?.cleanup();
+    await h?.close();
   });
 
-  let epoch = 1;
-  const fence = (partition = 0): { partition: number; epoch: number } => ({ partition, epoch });
-  const syncPod = (pod: BoundPod, volumes: Record<string, { hostPath: string }> = {}): Promise<RuntimeSyncPodReply> =>
-    caller.request(
-      RuntimeSyncPodRequest,
-      RuntimeSyncPodReply,
-      Subjects.rpc.runtime(NODE, 'syncPod'),
-      { type: 'kubelet.runtime.SyncPodRequest.v1', pod, podStatus: emptyStatus(pod), volumes, pullSecrets: [], fence: fence() },
-      { timeoutMs: 30_000 },
-    );
-  const killPod = (pod: BoundPod, gracePeriodOverride?: number): Promise<RuntimeKillPodReply> =>
-    caller.request(
-      RuntimeKillPodRequest,
-      RuntimeKillPodReply,
-      Subjects.rpc.runtime(NODE, 'killPod'),
-      {
-        type: 'kubelet.runtime.KillPodRequest.v1',
-        pod,
-        runningPod: { uid: pod.metadata.uid, name: pod.metadata.name, namespace: pod.metadata.namespace },
-        ...(gracePeriodOverride !== undefined ? { gracePeriodOverride } : {}),
-        fence: fence(),
-      },
-      { timeoutMs: 30_000 },
-    );
   const podStatus = async (pod: BoundPod): Promise<RuntimePodStatus> =>
     (
-      await caller.request(
+      await h.caller.request(
         RuntimeGetPodStatusRequest,
         RuntimeGetPodStatusReply,
         Subjects.rpc.runtime(NODE, 'getPodStatus'),
@@ -148,8 +73,8 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
         { name: 'side', image: 'busybox:1.36' },
       ],
     });
-    const pokesBefore = pokes;
-    const reply = await syncPod(pod);
+    const pokesBefore = h.pokes();
+    const reply = await h.syncPod(pod);
     assert.deepEqual(reply.results.filter((r) => r.error !== undefined), []);
     assert.deepEqual(
       reply.results.map((r) => `${r.action}:${r.target}`),
@@ -174,14 +99,14 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
     const ev = events.find((e) => e.involvedObject.uid === 'uid-two');
     assert.deepEqual(ev?.source, { component: 'kubelet', host: NODE });
     assert.equal(ev?.involvedObject.kind, 'Pod');
-    await eventually(() => pokes > pokesBefore, { message: 'a pleg relist poke' });
+    await eventually(() => h.pokes() > pokesBefore, { message: 'a pleg relist poke' });
 
     // The sandbox config the runtime got.
-    const sandboxes = await client.ListPodSandbox({ filter: { labelSelector: { 'io.kubernetes.pod.uid': 'uid-two' } } });
-    const sb = await client.PodSandboxStatus({ podSandboxId: sandboxes.items[0]?.id ?? '' });
+    const sandboxes = await h.client.ListPodSandbox({ filter: { labelSelector: { 'io.kubernetes.pod.uid': 'uid-two' } } });
+    const sb = await h.client.PodSandboxStatus({ podSandboxId: sandboxes.items[0]?.id ?? '' });
     assert.deepEqual(sb.status?.labels['io.kubernetes.pod.name'], 'two');
     assert.deepEqual(sb.status?.metadata, { name: 'two', namespace: 'default', uid: 'uid-two', attempt: 0 });
-    const logDirs = await readdir(logs.path);
+    const logDirs = await readdir(h.logs.path);
     assert.ok(logDirs.includes('default_two_uid-two'));
   });
 
@@ -194,11 +119,11 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
         { name: 'side', image: 'busybox:1.36' },
       ],
     });
-    const before = sim.sim.calls().filter((c) => isMutatingCriMethod(c.method)).length;
+    const before = h.sim.sim.calls().filter((c) => isMutatingCriMethod(c.method)).length;
     const eventsBefore = eventsOf(pod).length;
-    const reply = await syncPod(pod);
+    const reply = await h.syncPod(pod);
     assert.deepEqual(reply.results, []);
-    assert.equal(sim.sim.calls().filter((c) => isMutatingCriMethod(c.method)).length, before);
+    assert.equal(h.sim.sim.calls().filter((c) => isMutatingCriMethod(c.method)).length, before);
     assert.equal(reply.podStatus.containers.length, 2);
     assert.equal(reply.podStatus.sandboxes.length, 1);
     assert.equal(eventsOf(pod).length, eventsBefore);
@@ -206,12 +131,12 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
 
   it('concurrent syncPods of one pod run one at a time: one sandbox, one container', async () => {
     const pod = aPod({ name: 'burst', uid: 'uid-burst' });
-    const replies = await Promise.all([syncPod(pod), syncPod(pod), syncPod(pod)]);
+    const replies = await Promise.all([h.syncPod(pod), h.syncPod(pod), h.syncPod(pod)]);
     assert.equal(replies.filter((r) => r.results.some((x) => x.action === 'CreatePodSandbox')).length, 1);
     const st = await podStatus(pod);
     assert.equal(st.sandboxes.length, 1);
     assert.equal(st.containers.length, 1);
-    await killPod(pod, 0);
+    await h.killPod(pod, 0);
   });
 
   it('a crashing container is restarted, then held in CrashLoopBackOff for 10 s, then 20 s', async () => {
@@ -221,19 +146,19 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
       const c = st.containers.find((x) => x.restartCount === restartCount);
       return c?.state === 'CONTAINER_EXITED' ? c : undefined;
     };
-    await syncPod(pod);
+    await h.syncPod(pod);
     const first = await eventually(exitedWith(0), { message: 'first run exited' });
     assert.ok(first);
     assert.equal(first.exitCode, 1);
     assert.equal(first.reason, 'Error');
 
     // The first restart is not delayed.
-    const r2 = await syncPod(pod);
+    const r2 = await h.syncPod(pod);
     assert.deepEqual(r2.results.filter((r) => r.error !== undefined), []);
     await eventually(exitedWith(1), { message: 'second run exited' });
 
     // Now in backoff: 10 s from the last exit.
-    const r3 = await syncPod(pod);
+    const r3 = await h.syncPod(pod);
     const failed = r3.results.find((r) => r.action === 'StartContainer');
     assert.equal(failed?.error, 'CrashLoopBackOff');
     assert.equal(failed?.message, 'back-off 10s restarting failed container=main pod=crash_default(uid-crash)');
@@ -244,20 +169,20 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
     assert.equal(backoffEvent?.involvedObject.fieldPath, 'spec.containers{main}');
 
     // 10 s later (fake clock, measured from the exit) it restarts, and the next backoff is 20 s.
-    clock.advance(Date.now() - clock.now() + 10_001);
-    const r4 = await syncPod(pod);
+    h.clock.advance(Date.now() - h.clock.now() + 10_001);
+    const r4 = await h.syncPod(pod);
     assert.deepEqual(r4.results.filter((r) => r.error !== undefined), []);
     const third = await eventually(exitedWith(2), { message: 'third run exited' });
     assert.ok(third);
     assert.ok(third.finishedAt !== undefined);
-    const r5 = await syncPod(pod);
+    const r5 = await h.syncPod(pod);
     assert.equal(r5.results.find((r) => r.action === 'StartContainer')?.message, 'back-off 20s restarting failed container=main pod=crash_default(uid-crash)');
-    await killPod(pod, 0);
+    await h.killPod(pod, 0);
   });
 
   it('persists the crash-loop backoff in its KV bucket', async () => {
-    await adapter.flush();
-    const store = await createKvBackoffStore(caller, NODE);
+    await h.adapter.flush();
+    const store = await createKvBackoffStore(h.caller, NODE);
     const tables = await store.load();
     const entry = Object.entries(tables?.crashLoop.entries ?? {}).find(([key]) => key.startsWith('crash_default_uid-crash_main_'));
     assert.equal(entry?.[1].backoffMs, 20_000);
@@ -268,11 +193,11 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
   it('killPod honours the grace period: a trapped TERM stops at once, an ignored one is killed at the deadline', async () => {
     const trapped = aPod({ name: 'trapped', uid: 'uid-trapped', containers: [{ name: 'main', image: 'busybox:1.36', command: ['sh', '-c', "trap 'exit 0' TERM; sleep 1000 & wait"] }] });
     const ignoring = aPod({ name: 'ignoring', uid: 'uid-ignoring', containers: [{ name: 'main', image: 'busybox:1.36', command: ['sh', '-c', "trap '' TERM; sleep 1000"] }] });
-    await syncPod(trapped);
-    await syncPod(ignoring);
+    await h.syncPod(trapped);
+    await h.syncPod(ignoring);
 
     let t0 = performance.now();
-    const k1 = await killPod(trapped, 2);
+    const k1 = await h.killPod(trapped, 2);
     const fast = performance.now() - t0;
     assert.deepEqual(k1.results.filter((r) => r.error !== undefined), []);
     assert.deepEqual(k1.results.map((r) => r.action), ['KillContainer', 'KillPodSandbox']);
@@ -283,7 +208,7 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
     assert.ok(fast < 1500, `trapped TERM should stop promptly, took ${fast} ms`);
 
     t0 = performance.now();
-    const k2 = await killPod(ignoring, 1);
+    const k2 = await h.killPod(ignoring, 1);
     const slow = performance.now() - t0;
     const c2 = k2.podStatus.containers[0];
     assert.equal(c2?.state, 'CONTAINER_EXITED');
@@ -294,7 +219,7 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
 
   it('an absent image with pull policy Never fails with ErrImageNeverPull', async () => {
     const pod = aPod({ name: 'never', uid: 'uid-never', containers: [{ name: 'main', image: 'example.com/doesnotexist:1', imagePullPolicy: 'Never' }] });
-    const reply = await syncPod(pod);
+    const reply = await h.syncPod(pod);
     const r = reply.results.find((x) => x.action === 'StartContainer');
     assert.equal(r?.error, 'ErrImageNeverPull');
     assert.equal(r?.message, 'Container image "example.com/doesnotexist:1" is not present with pull policy of Never');
@@ -303,14 +228,14 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
       ['ErrImageNeverPull', 'Container image "example.com/doesnotexist:1" is not present with pull policy of Never', 'spec.containers{main}'],
       ['Failed', 'Error: ErrImageNeverPull', 'spec.containers{main}'],
     ]);
-    await killPod(pod, 0);
+    await h.killPod(pod, 0);
   });
 
   it('an absent IfNotPresent image fails with ErrImagePull, then ImagePullBackOff', async () => {
     const pod = aPod({ name: 'pull', uid: 'uid-pull', containers: [{ name: 'main', image: 'example.com/missing:1', imagePullPolicy: 'IfNotPresent' }] });
-    const first = await syncPod(pod);
+    const first = await h.syncPod(pod);
     assert.equal(first.results.find((x) => x.action === 'StartContainer')?.error, 'ErrImagePull');
-    const second = await syncPod(pod);
+    const second = await h.syncPod(pod);
     const r = second.results.find((x) => x.action === 'StartContainer');
     assert.equal(r?.error, 'ImagePullBackOff');
     assert.equal(r?.message, 'Back-off pulling image "example.com/missing:1"');
@@ -322,21 +247,21 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
     assert.equal(seen[3], 'BackOff: Back-off pulling image "example.com/missing:1"');
     assert.equal(seen[4], 'Failed: Error: ImagePullBackOff');
     assert.equal(events.find((e) => e.involvedObject.uid === 'uid-pull' && e.reason === 'BackOff')?.eventType, 'Normal');
-    await killPod(pod, 0);
+    await h.killPod(pod, 0);
   });
 
   it('refuses a stale fence epoch with FencedOff', async () => {
     const pod = aPod({ name: 'fenced', uid: 'uid-fenced' });
-    epoch = 7;
-    await syncPod(pod);
-    epoch = 6;
-    await assert.rejects(syncPod(pod), (e: unknown) => isBusError(e, 'Remote') && e.remoteCode === 'FencedOff' && e.retryable === false);
-    epoch = 7;
-    await killPod(pod, 0);
+    h.fence.epoch = 7;
+    await h.syncPod(pod);
+    h.fence.epoch = 6;
+    await assert.rejects(h.syncPod(pod), (e: unknown) => isBusError(e, 'Remote') && e.remoteCode === 'FencedOff' && e.retryable === false);
+    h.fence.epoch = 7;
+    await h.killPod(pod, 0);
   });
 
   it('relist returns the pods grouped by uid', async () => {
-    const reply = await caller.request(RuntimeRelistRequest, RuntimeRelistReply, Subjects.rpc.runtime(NODE, 'relist'), { type: 'kubelet.runtime.RelistRequest.v1' }, { timeoutMs: 10_000 });
+    const reply = await h.caller.request(RuntimeRelistRequest, RuntimeRelistReply, Subjects.rpc.runtime(NODE, 'relist'), { type: 'kubelet.runtime.RelistRequest.v1' }, { timeoutMs: 10_000 });
     const two = reply.pods.find((p) => p.uid === 'uid-two');
     assert.equal(two?.name, 'two');
     assert.equal(two?.namespace, 'default');
@@ -345,26 +270,22 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
     assert.equal(two?.ips.length, 1);
     const crash = reply.pods.find((p) => p.uid === 'uid-crash');
     assert.ok(crash !== undefined && crash.containers.every((c) => c.state === 'CONTAINER_EXITED' && c.exitCode === 1 && c.reason === 'Error' && c.finishedAt !== undefined));
-    assert.ok(reply.timestamp <= clock.now());
+    assert.ok(reply.timestamp <= h.clock.now());
   });
 
   it('a malformed request gets SchemaInvalid and a dead letter, and the adapter keeps serving', async () => {
     const subject = Subjects.rpc.runtime(NODE, 'syncPod');
-    const raw = await caller.nc.request(subject, JSON.stringify({ type: 'kubelet.runtime.SyncPodRequest.v1', pod: { nope: true } }), { timeout: 5000 });
+    const raw = await h.caller.nc.request(subject, JSON.stringify({ type: 'kubelet.runtime.SyncPodRequest.v1', pod: { nope: true } }), { timeout: 5000 });
     const env = raw.json<{ ok: boolean; error?: { code: string; message: string } }>();
     assert.equal(env.ok, false);
     assert.equal(env.error?.code, 'SchemaInvalid');
     await eventually(() => deadLetters.some((d) => d.subject === subject && d.reason.includes(subject)), { message: 'dead letter naming the subject' });
     assert.equal(deadLetters[0]?.process, 'cri-adapter');
-    const ok = await syncPod(aPod({ name: 'two', uid: 'uid-two', containers: [{ name: 'app', image: 'busybox:1.36', command: ['sh', '-c', 'echo started; sleep 3600'] }, { name: 'side', image: 'busybox:1.36' }] }));
+    const ok = await h.syncPod(aPod({ name: 'two', uid: 'uid-two', containers: [{ name: 'app', image: 'busybox:1.36', command: ['sh', '-c', 'echo started; sleep 3600'] }, { name: 'side', image: 'busybox:1.36' }] }));
     assert.deepEqual(ok.results, []);
   });
 
   it('reports the runtime healthy', () => {
-    assert.deepEqual(adapter.runtimeHealthy(), { ok: true });
+    assert.deepEqual(h.adapter.runtimeHealthy(), { ok: true });
   });
 });
-
-function emptyStatus(pod: BoundPod): RuntimePodStatus {
-  return { uid: pod.metadata.uid, name: pod.metadata.name, namespace: pod.metadata.namespace, ips: [], sandboxes: [], containers: [] };
-}
