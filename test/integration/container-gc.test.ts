@@ -13,31 +13,20 @@
  * (CONTAINER_GC_ONLY=sim|containerd runs one half).
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { once } from 'node:events';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { promisify } from 'node:util';
 import { Buckets, Keys, PodLifecycleEvent, RuntimeCacheEntry, Streams, Subjects, type ContainerStatus as ApiContainerStatus } from '@splitlet/api';
 import { GrpcRuntimeService } from '@splitlet/cri';
 import { connectCli } from '../../services/cli/src/node-view.ts';
-import { containerdPaths, missingPrerequisites } from '../../services/cli/src/runtime/index.ts';
 import type { InstanceInfo } from '../../services/cli/src/state-dir.ts';
-import { podNamed, repoRoot, startSplitlet, waitFor, type Instance, type PodJson } from './harness.ts';
+import { containerdSkipReason, criEndpointOf, podNamed, startSplitlet, stopSplitlet, waitFor, type Instance, type PodJson } from './harness.ts';
 
-const execFileP = promisify(execFile);
 const NODE = 'gc-node';
 const GC_PERIOD_MS = 2000;
 const POD_UID_LABEL = 'io.kubernetes.pod.uid';
 
-function containerdSkipReason(): string | undefined {
-  if (process.env['RUN_CONTAINERD_TESTS'] === '0') return 'RUN_CONTAINERD_TESTS=0';
-  if (process.getuid?.() !== 0) return 'a local containerd needs root';
-  const missing = missingPrerequisites();
-  return missing.length > 0 ? `missing: ${missing.join(', ')}` : undefined;
-}
 const only = process.env['CONTAINER_GC_ONLY'];
 const skips: Record<'sim' | 'containerd', string | undefined> = {
   sim: only === 'containerd' ? 'CONTAINER_GC_ONLY=containerd' : undefined,
@@ -94,30 +83,14 @@ function gcSuite(runtime: 'sim' | 'containerd'): void {
       s = await startSplitlet({ nodeName: NODE, args: ['--runtime', runtime], stateDir, env: { CONTAINER_GC_PERIOD_MS: String(GC_PERIOD_MS) } });
       manifests = join(s.stateDir, 'manifests');
       podLogs = join(s.stateDir, 'logs', 'pods');
-      const endpoint = runtime === 'sim' ? `unix://${join(s.stateDir, 'run', 'sim-runtime.sock')}` : `unix://${containerdPaths(s.stateDir).socket}`;
-      cri = await GrpcRuntimeService.connect({ endpoint, timeoutMs: 30_000 });
+      cri = await GrpcRuntimeService.connect({ endpoint: criEndpointOf(runtime, s.stateDir), timeoutMs: 30_000 });
       // The crash loop takes longest (back-offs of 10 s, then 20 s): start it first.
       writeFileSync(join(manifests, 'crasher.json'), CRASHER);
     });
 
     after(async () => {
       cri?.close();
-      if (s !== undefined && s.child.exitCode === null && s.child.signalCode === null) {
-        const exited = once(s.child, 'exit');
-        s.child.kill('SIGTERM');
-        await exited;
-      }
-      if (runtime === 'containerd' && stateDir !== undefined && existsSync(stateDir)) {
-        // Also after a failed start: `splitlet up` may have started containerd before failing.
-        await execFileP(process.execPath, [join(repoRoot, 'services', 'cli', 'bin', 'splitlet.js'), 'runtime', 'down', '--purge'], {
-          env: { ...process.env, SPLITLET_STATE_DIR: stateDir },
-        });
-      }
-      if (s === undefined) {
-        if (stateDir !== undefined) rmSync(stateDir, { recursive: true, force: true });
-        return;
-      }
-      assert.equal(await s.stop(), 0, 'splitlet up exits 0 on SIGTERM');
+      await stopSplitlet(s, stateDir, { containerd: runtime === 'containerd' });
     });
 
     it('a pod removed from the manifests leaves no sandbox, no container and no log directory', async () => {

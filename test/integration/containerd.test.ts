@@ -17,16 +17,11 @@ import { join } from 'node:path';
 import { ContainerState, GrpcRuntimeService, NamespaceMode, PodSandboxState, isCriError } from '@splitlet/cri';
 import type { ContainerConfig, ContainerStatus, CriInput, PodSandboxConfig } from '@splitlet/cri';
 import { eventually } from '@splitlet/testkit';
-import { IMAGES, containerdStatus, ensureImages, missingPrerequisites, startContainerd } from '../../services/cli/src/runtime/index.ts';
+import { IMAGES, containerdStatus, ensureImages, startContainerd } from '../../services/cli/src/runtime/index.ts';
+import { containerdSkipReason } from './harness.ts';
 import type { LocalContainerd } from '../../services/cli/src/runtime/index.ts';
 
-function skipReason(): string | undefined {
-  if (process.env['RUN_CONTAINERD_TESTS'] === '0') return 'RUN_CONTAINERD_TESTS=0';
-  if (process.getuid?.() !== 0) return 'a local containerd needs root';
-  const missing = missingPrerequisites();
-  return missing.length > 0 ? `missing: ${missing.join(', ')}` : undefined;
-}
-const skip = skipReason();
+const skip = containerdSkipReason();
 if (skip !== undefined) console.log(`# containerd tests skipped: ${skip}`);
 
 const facts: Record<string, unknown> = {};

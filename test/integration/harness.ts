@@ -2,12 +2,15 @@
  * Runs a real `splitlet up` (every process its own OS process, a spawned nats-server) in a temp
  * state dir, and drives it with the real CLI.
  */
+import assert from 'node:assert/strict';
 import { spawn, execFile } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { once } from 'node:events';
+import { containerdPaths, missingPrerequisites } from '../../services/cli/src/runtime/index.ts';
 
 const execFileP = promisify(execFile);
 
@@ -116,6 +119,44 @@ export async function startSplitlet(opts: { podWorkers?: number; nodeName?: stri
     throw new Error(`${(e as Error).message}:\n${output.slice(-80).join('\n')}`);
   }
   return inst;
+}
+
+/**
+ * Why the tests that run a local containerd must be skipped here (printed by each test file), or
+ * undefined: RUN_CONTAINERD_TESTS=0, not root, or a missing prerequisite.
+ */
+export function containerdSkipReason(): string | undefined {
+  if (process.env['RUN_CONTAINERD_TESTS'] === '0') return 'RUN_CONTAINERD_TESTS=0';
+  if (process.getuid?.() !== 0) return 'a local containerd needs root';
+  const missing = missingPrerequisites();
+  return missing.length > 0 ? `missing: ${missing.join(', ')}` : undefined;
+}
+
+/** The CRI socket `splitlet up --runtime <runtime>` serves in `stateDir`. */
+export function criEndpointOf(runtime: 'sim' | 'containerd', stateDir: string): string {
+  return runtime === 'sim' ? `unix://${join(stateDir, 'run', 'sim-runtime.sock')}` : `unix://${containerdPaths(stateDir).socket}`;
+}
+
+/**
+ * Ends a `splitlet up` started in its own `stateDir`, also after a failed start: SIGTERM and wait,
+ * then (`containerd`) drain and stop the containerd it started, then check it exited 0 and remove
+ * the state dir.
+ */
+export async function stopSplitlet(s: Instance | undefined, stateDir: string | undefined, opts: { containerd: boolean }): Promise<void> {
+  if (s !== undefined && s.child.exitCode === null && s.child.signalCode === null) {
+    const exited = once(s.child, 'exit');
+    s.child.kill('SIGTERM');
+    await exited;
+  }
+  if (opts.containerd && stateDir !== undefined && existsSync(stateDir)) {
+    // Also after a failed start: `splitlet up` may have started containerd before failing.
+    await execFileP(process.execPath, [cliBin, 'runtime', 'down', '--purge'], { env: { ...process.env, SPLITLET_STATE_DIR: stateDir } });
+  }
+  if (s === undefined) {
+    if (stateDir !== undefined) rmSync(stateDir, { recursive: true, force: true });
+    return;
+  }
+  assert.equal(await s.stop(), 0, 'splitlet up exits 0 on SIGTERM');
 }
 
 /**

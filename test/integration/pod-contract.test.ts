@@ -14,17 +14,16 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { once } from 'node:events';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ContainerStatus as ApiContainerStatus, KubeEvent, Pod } from '@splitlet/api';
 import { GrpcRuntimeService } from '@splitlet/cri';
 import type { ContainerStatus as CriContainerStatus } from '@splitlet/cri';
-import { containerdPaths, missingPrerequisites } from '../../services/cli/src/runtime/index.ts';
+import { containerdPaths } from '../../services/cli/src/runtime/index.ts';
 import type { InstanceInfo } from '../../services/cli/src/state-dir.ts';
-import { repoRoot, startSplitlet, waitFor } from './harness.ts';
+import { containerdSkipReason, criEndpointOf, startSplitlet, stopSplitlet, waitFor } from './harness.ts';
 import type { Instance } from './harness.ts';
 import { NodeObserver } from './contract/node-observer.ts';
 import { POD_SCENARIOS } from './contract/pod-scenarios.ts';
@@ -34,12 +33,6 @@ const execFileP = promisify(execFile);
 const NODE = 'contract-node';
 const NAMESPACE = 'default';
 
-function containerdSkipReason(): string | undefined {
-  if (process.env['RUN_CONTAINERD_TESTS'] === '0') return 'RUN_CONTAINERD_TESTS=0';
-  if (process.getuid?.() !== 0) return 'a local containerd needs root';
-  const missing = missingPrerequisites();
-  return missing.length > 0 ? `missing: ${missing.join(', ')}` : undefined;
-}
 const only = process.env['POD_CONTRACT_ONLY']; // `sim` or `containerd`: run one half (for development)
 const containerdSkip = only === 'sim' ? 'POD_CONTRACT_ONLY=sim' : containerdSkipReason();
 const simSkip = only === 'containerd' ? 'POD_CONTRACT_ONLY=containerd' : undefined;
@@ -208,31 +201,14 @@ function podContract(runtime: RuntimeName, skip: string | undefined): void {
       const info = s.info() as unknown as InstanceInfo;
       startPids = new Map(info.processes.map((p) => [p.name, p.pid]));
       obs = await NodeObserver.start(info);
-      const endpoint = runtime === 'sim' ? `unix://${join(s.stateDir, 'run', 'sim-runtime.sock')}` : `unix://${containerdPaths(s.stateDir).socket}`;
+      const endpoint = criEndpointOf(runtime, s.stateDir);
       rt = { endpoint, cri: await GrpcRuntimeService.connect({ endpoint, timeoutMs: 30_000 }) };
     });
 
     after(async () => {
       rt?.cri.close();
       await obs?.stop();
-      // Stop splitlet first, then (containerd) drain and stop the runtime, then remove the state dir.
-      if (s !== undefined && s.child.exitCode === null && s.child.signalCode === null) {
-        const exited = once(s.child, 'exit');
-        s.child.kill('SIGTERM');
-        await exited;
-      }
-      if (runtime === 'containerd' && stateDir !== undefined && existsSync(stateDir)) {
-        // Also after a failed start: `splitlet up` may have started containerd before failing.
-        await execFileP(process.execPath, [join(repoRoot, 'services', 'cli', 'bin', 'splitlet.js'), 'runtime', 'down', '--purge'], {
-          env: { ...process.env, SPLITLET_STATE_DIR: stateDir },
-        });
-      }
-      if (s === undefined) {
-        if (stateDir !== undefined) rmSync(stateDir, { recursive: true, force: true });
-        return;
-      }
-      const code = await s.stop();
-      assert.equal(code, 0, 'splitlet up exits 0 on SIGTERM');
+      await stopSplitlet(s, stateDir, { containerd: runtime === 'containerd' });
     });
 
     it('create → Running latency, one pod at a time on a quiet node', async () => {

@@ -20,38 +20,28 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { once } from 'node:events';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { Subjects, type SpanRecord } from '@splitlet/api';
 import type { KubeEvent } from '@splitlet/api';
-import { containerdPaths, missingPrerequisites } from '../../services/cli/src/runtime/index.ts';
+import { containerdPaths } from '../../services/cli/src/runtime/index.ts';
 import { busyboxLayer, MediaTypes, ociImage } from '../../services/cli/src/runtime/oci-image.ts';
 import { connectCli } from '../../services/cli/src/node-view.ts';
 import type { InstanceInfo } from '../../services/cli/src/state-dir.ts';
 import { NodeObserver } from './contract/node-observer.ts';
-import { repoRoot, startSplitlet, waitFor } from './harness.ts';
+import { containerdSkipReason, startSplitlet, stopSplitlet, waitFor } from './harness.ts';
 import type { Instance } from './harness.ts';
 import { startOciRegistry } from './oci-registry.ts';
 import type { OciRegistry } from './oci-registry.ts';
 
-const execFileP = promisify(execFile);
 const NODE = 'registry-node';
 const USER = 'alice';
 const PASSWORD = `pw-${process.pid}-c0rrect-h0rse`;
 const WRONG_PASSWORD = `pw-${process.pid}-wr0ng`;
 
-function skipReason(): string | undefined {
-  if (process.env['RUN_CONTAINERD_TESTS'] === '0') return 'RUN_CONTAINERD_TESTS=0';
-  if (process.getuid?.() !== 0) return 'a local containerd needs root';
-  const missing = missingPrerequisites();
-  return missing.length > 0 ? `missing: ${missing.join(', ')}` : undefined;
-}
-const skip = skipReason();
+const skip = containerdSkipReason();
 if (skip !== undefined) console.log(`# registry auth on containerd skipped: ${skip}`);
 
 /** Every file under `dir` (recursively), but not those `exclude` names (relative paths or folder prefixes). */
@@ -140,20 +130,7 @@ describe('image pull credentials on containerd', { skip: skip ?? false, timeout:
 
   after(async () => {
     await obs?.stop();
-    // Stop splitlet first, then drain and stop its containerd, then remove the state dir (s.stop()).
-    if (s !== undefined && s.child.exitCode === null && s.child.signalCode === null) {
-      const exited = once(s.child, 'exit');
-      s.child.kill('SIGTERM');
-      await exited;
-    }
-    if (stateDir !== undefined && existsSync(stateDir)) {
-      // Also after a failed start: `splitlet up` may have started containerd before failing.
-      await execFileP(process.execPath, [join(repoRoot, 'services', 'cli', 'bin', 'splitlet.js'), 'runtime', 'down', '--purge'], {
-        env: { ...process.env, SPLITLET_STATE_DIR: stateDir },
-      });
-    }
-    if (s !== undefined) assert.equal(await s.stop(), 0, 'splitlet up exits 0 on SIGTERM');
-    else if (stateDir !== undefined) rmSync(stateDir, { recursive: true, force: true });
+    await stopSplitlet(s, stateDir, { containerd: true });
     if (home !== undefined) rmSync(home, { recursive: true, force: true });
     await registry?.close();
   });

@@ -74,7 +74,7 @@ describe('span flush on SIGTERM', { skip: existsSync(MAIN) ? false : `${MAIN} mi
       Subjects.rpc.runtime(NODE, 'relist'),
       RuntimeRelistRequest,
       RuntimeRelistReply,
-      async () => {
+      async (): Promise<RuntimeRelistReply> => {
         requests++;
         if (!holding) return { type: 'kubelet.runtime.RelistReply.v1', pods: [], timestamp: Date.now() };
         const pods = await new Promise<RuntimePodStatus[]>((resolve) => {

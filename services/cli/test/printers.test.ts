@@ -69,7 +69,7 @@ describe('humanDuration (apimachinery duration.HumanDuration)', () => {
 });
 
 function pod(status: Pod['status'], spec: Partial<Pod['spec']> = {}, metadata: Partial<Pod['metadata']> = {}): Pod {
-  return aPod({ metadata: { name: 'test1', creationTimestamp: new Date(NOW - 5 * MINUTE).toISOString(), ...metadata }, spec, status }) as Pod;
+  return aPod({ metadata: { name: 'test1', creationTimestamp: new Date(NOW - 5 * MINUTE).toISOString(), ...metadata }, spec, ...(status === undefined ? {} : { status }) }) as Pod;
 }
 
 describe('podRow (kubectl printPod)', () => {

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
-import { mkdir, readdir } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { trace } from '@opentelemetry/api';
@@ -82,10 +82,10 @@ class World {
         logger,
         tracer,
       }),
-      statusReader: new RuntimeStatusReader(runtime),
+      statusReader: new RuntimeStatusReader(runtime, createNodeFiles('')),
       handlers: createLifecycleHandlerRunner(runtime),
       recorder,
-      nodeFiles: { readResolvConf: async () => '', ensureDir: async (p) => void (await mkdir(p, { recursive: true })), listDir: (p) => readdir(p) },
+      nodeFiles: createNodeFiles(''),
       clock: this.clock,
       crashLoopBackoff: Backoff.crashLoop(this.clock),
       metrics: noopKubeRuntimeMetrics,
