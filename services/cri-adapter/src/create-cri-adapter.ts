@@ -146,6 +146,7 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
   const events = createEventPublisher({ bus, node, clock, logger });
   const localFiles = createNodeFiles(settings.RESOLV_CONF);
   const nodeFiles = deps.nodeFiles ?? localFiles;
+  const logFiles = deps.logFiles ?? localFiles;
   const statusReader = new RuntimeStatusReader(cri, nodeFiles);
   const nodeKeyring =
     deps.nodeKeyring ?? createNodeKeyringProvider({ paths: { rootDir: settings.ROOT_DIR, workingDir: process.cwd(), homeDir: homedir() }, clock, logger });
@@ -169,6 +170,7 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
     handlers: createLifecycleHandlerRunner(cri),
     recorder: events,
     nodeFiles,
+    logFiles,
     clock,
     crashLoopBackoff: crashLoop,
     metrics,
@@ -189,7 +191,7 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
   const gc = new ContainerGC({
     runtime: cri,
     manager,
-    logFiles: deps.logFiles ?? localFiles,
+    logFiles,
     podLogDir: settings.POD_LOG_DIR,
     clock,
     logger,

@@ -19,7 +19,8 @@ import { eventually, makeTempDir, type TempDir } from '@splitlet/testkit';
 import { createNodeFiles } from '../src/adapters/node-files.js';
 import { KeyedMutex } from '../src/guard/keyed-mutex.js';
 import { ImageManager } from '../src/images/image-manager.js';
-import { aggregateErrors, ContainerGC, parsePodUIDFromLogsDirectory, type GarbageCollectInput, type GarbageCollectResult } from '../src/kuberuntime/container-gc.js';
+import { aggregateErrors } from '../src/kuberuntime/aggregate-errors.js';
+import { ContainerGC, parsePodUIDFromLogsDirectory, type GarbageCollectInput, type GarbageCollectResult } from '../src/kuberuntime/container-gc.js';
 import { createLifecycleHandlerRunner } from '../src/kuberuntime/lifecycle-handlers.js';
 import { noopKubeRuntimeMetrics } from '../src/kuberuntime/metrics.js';
 import { KubeGenericRuntimeManager } from '../src/kuberuntime/runtime-manager.js';
@@ -86,6 +87,7 @@ class World {
       handlers: createLifecycleHandlerRunner(runtime),
       recorder,
       nodeFiles: createNodeFiles(''),
+      logFiles: createNodeFiles(''),
       clock: this.clock,
       crashLoopBackoff: Backoff.crashLoop(this.clock),
       metrics: noopKubeRuntimeMetrics,

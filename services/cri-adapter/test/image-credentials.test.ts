@@ -20,7 +20,7 @@ import { readDockerConfigJson } from '../src/credentials/docker-config.js';
 import { BasicDockerKeyring } from '../src/credentials/keyring.js';
 import { createNodeKeyringProvider, dockercfgPaths, dockerConfigJsonPaths, readDockerConfigFile, type NodeKeyringProvider } from '../src/credentials/node-keyring.js';
 import { createPullSecretResolver, failedToRetrievePullSecretsMessage } from '../src/credentials/pull-secrets.js';
-import { aggregateErrors, ImageManager } from '../src/images/image-manager.js';
+import { aggregatePullErrors, ImageManager } from '../src/images/image-manager.js';
 import { noopKubeRuntimeMetrics } from '../src/kuberuntime/metrics.js';
 import type { PodEvent, PullSecret } from '../src/ports.js';
 import { aPod } from './fixtures.js';
@@ -155,12 +155,12 @@ describe('ImageManager with credentials', () => {
   });
 });
 
-describe('aggregateErrors (utilerrors.NewAggregate)', () => {
+describe('aggregatePullErrors (utilerrors.NewAggregate)', () => {
   it('is the error itself for one distinct message, else [m1, m2]', () => {
     const a = new CriError('Unknown', 'x');
-    assert.equal(aggregateErrors([a]), a);
-    assert.equal(aggregateErrors([a, new CriError('Unknown', 'x')]), a);
-    assert.equal((aggregateErrors([a, new CriError('Unknown', 'y')]) as Error).message, '[rpc error: code = Unknown desc = x, rpc error: code = Unknown desc = y]');
+    assert.equal(aggregatePullErrors([a]), a);
+    assert.equal(aggregatePullErrors([a, new CriError('Unknown', 'x')]), a);
+    assert.equal((aggregatePullErrors([a, new CriError('Unknown', 'y')]) as Error).message, '[rpc error: code = Unknown desc = x, rpc error: code = Unknown desc = y]');
   });
 });
 

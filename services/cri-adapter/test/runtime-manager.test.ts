@@ -94,6 +94,7 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
         readResolvConf: async () => 'nameserver 10.0.0.2\n',
         readNodeHostsFile: async () => Buffer.from('127.0.0.1\tlocalhost\n192.168.0.10\ttest-node\n'),
       },
+      logFiles: createNodeFiles(''),
       clock,
       crashLoopBackoff: Backoff.crashLoop(clock),
       metrics: noopKubeRuntimeMetrics,
@@ -140,6 +141,21 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
     assert.equal(st.containers.find((c) => c.name === 'init-1')?.init, true);
     assert.equal(st.containers.find((c) => c.name === 'main')?.init, undefined);
     assert.ok(events.some((e) => e.fieldPath === 'spec.initContainers{init-1}' && e.reason === 'Started'));
+  });
+
+  it('pruning a failed init container\'s older instances removes their log files too, keeping the newest', async () => {
+    const pod = aPod({ uid: 'u-prune', spec: { initContainers: [{ name: 'init-1', image: 'busybox:1.36', command: ['sh', '-c', 'echo try; exit 1'] }] } });
+    const logDir = join(logs.path, `default_${pod.metadata.name}_u-prune`, 'init-1');
+    const exited = async (attempt: number): Promise<boolean> =>
+      (await status(pod)).containers.some((c) => c.name === 'init-1' && c.restartCount === attempt && c.state === 'CONTAINER_EXITED');
+    for (let attempt = 0; attempt < 3; attempt++) {
+      await sync(pod);
+      await eventually(() => exited(attempt), { message: `init-1 attempt ${attempt} exits` });
+      clock.advance(600_000); // past the crash-loop back-off
+    }
+    // Before attempt 2 started, attempt 0 was pruned (attempt 1 kept as the newest exited instance).
+    assert.deepEqual((await status(pod)).containers.filter((c) => c.name === 'init-1').map((c) => c.restartCount).sort(), [1, 2]);
+    assert.deepEqual((await readdir(logDir)).sort(), ['1.log', '2.log']);
   });
 
   it('starts a sidecar and moves on to the next init container once it runs', async () => {

@@ -22,6 +22,7 @@ import type { NodeKeyringProvider } from '../credentials/node-keyring.js';
 import { makeDockerKeyring } from '../credentials/pull-secrets.js';
 import type { CriImages, EventPodRef, EventRecorder, PullSecret } from '../ports.js';
 import type { KubeRuntimeMetrics } from '../kuberuntime/metrics.js';
+import { aggregateErrors } from '../kuberuntime/aggregate-errors.js';
 import { SyncErrors, type PullWindow, type StepFailure } from '../kuberuntime/sync-result.js';
 import { applyDefaultImageTag, parseImageName } from './image-reference.js';
 
@@ -255,7 +256,7 @@ export class ImageManager {
         errors.push(e);
       }
     }
-    throw aggregateErrors(errors);
+    throw aggregatePullErrors(errors);
   }
 
   async #pull(image: string, requested: string, sandboxConfig: CriInput<PodSandboxConfig>, credentials: readonly TrackedAuthConfig[]): Promise<PullOutcome> {
@@ -282,14 +283,11 @@ function criAuth(c: TrackedAuthConfig): CriInput<AuthConfig> {
 
 /**
  * One error for several failed attempts, like apimachinery's utilerrors.NewAggregate: the error
- * itself when there is one distinct message, else an Error `[m1, m2, …]` of the distinct messages.
+ * itself when there is one distinct message (so its CRI code still counts), else an Error
+ * `[m1, m2, …]` of the distinct messages.
  */
-export function aggregateErrors(errors: readonly unknown[]): unknown {
-  const messages: string[] = [];
-  for (const e of errors) {
-    const m = e instanceof Error ? e.message : String(e);
-    if (!messages.includes(m)) messages.push(m);
-  }
-  if (messages.length <= 1) return errors[0];
-  return new Error(`[${messages.join(', ')}]`, { cause: errors });
+export function aggregatePullErrors(errors: readonly unknown[]): unknown {
+  const messages = errors.map((e) => (e instanceof Error ? e.message : String(e)));
+  if (new Set(messages).size <= 1) return errors[0];
+  return new Error(aggregateErrors(messages), { cause: errors });
 }

@@ -6,8 +6,8 @@
  *
  * Models pkg/kubelet/kuberuntime/kuberuntime_gc.go (containerGC: evictableContainers,
  * evictContainers, removeOldestN, evictSandboxes, removeSandbox, evictPodLogsDirectories,
- * GarbageCollect), kuberuntime_container.go (removeContainer, removeContainerLog),
- * logs/container_log_manager.go (Clean) and helpers.go (parsePodUIDFromLogsDirectory).
+ * GarbageCollect) and helpers.go (parsePodUIDFromLogsDirectory); containers are removed with
+ * {@link removeContainer} (their log files first).
  *
  * ```
  *  GarbageCollect ─► evictContainers: list ─► per pod with dead containers, under its lock, relisted:
@@ -28,14 +28,16 @@
  * containers and its log directory until it has stopped. The legacy `/var/log/containers` symlinks
  * are not handled: splitlet never creates them.
  */
-import { basename, dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import { errorMessage, type ContainerGCPolicy } from '@splitlet/api';
 import type { Container as CriContainer, PodSandbox } from '@splitlet/cri';
 import type { Clock } from '@splitlet/service';
 import { withSpan, type Logger } from '@splitlet/telemetry';
 import type { CriRuntime, LogFileRemover } from '../ports.js';
+import { aggregateErrors } from './aggregate-errors.js';
 import { RuntimeLabels } from './labels.js';
+import { removeContainer } from './remove-container.js';
 import type { KubeGenericRuntimeManager } from './runtime-manager.js';
 
 /** A dead container considered for removal (containerGCInfo). */
@@ -97,16 +99,6 @@ export function parsePodUIDFromLogsDirectory(name: string): string {
   return parts[parts.length - 1] ?? '';
 }
 
-/**
- * Error texts joined as Go's utilerrors.NewAggregate prints them: one error as is, several (each
- * text once) as `[a, b]`; undefined for none.
- */
-export function aggregateErrors(messages: readonly string[]): string | undefined {
-  const unique = [...new Set(messages)];
-  if (messages.length === 0) return undefined;
-  if (messages.length === 1 || unique.length === 1) return unique[0];
-  return `[${unique.join(', ')}]`;
-}
 
 function nanos(createdAt: string): bigint {
   try {
@@ -380,7 +372,7 @@ export class ContainerGC {
         }
       }
       try {
-        await this.#removeContainer(c.id);
+        await removeContainer(this.#o, c.id);
         tally.containers++;
       } catch (e) {
         logger.error('Failed to remove container', { containerID: c.id, err: errorMessage(e) });
@@ -389,55 +381,6 @@ export class ContainerGC {
     return containers.slice(0, Math.max(0, numToKeep));
   }
 
-  /**
-   * Removes the container's log files first — so a container whose logs could not be removed stays
-   * and is retried — then the container.
-   *
-   * Models kubeGenericRuntimeManager.removeContainer.
-   */
-  async #removeContainer(containerId: string): Promise<void> {
-    this.#o.logger.debug('Removing container', { containerID: containerId });
-    await this.#removeContainerLog(containerId);
-    await this.#o.runtime.RemoveContainer({ containerId });
-  }
-
-  /**
-   * Removes every log file of the container: its log path and the rotated files beside it (the
-   * glob `<logPath>*`).
-   *
-   * Models kubeGenericRuntimeManager.removeContainerLog and containerLogManager.Clean.
-   */
-  async #removeContainerLog(containerId: string): Promise<void> {
-    const { runtime, logFiles } = this.#o;
-    let logPath: string;
-    try {
-      const resp = await runtime.ContainerStatus({ containerId });
-      if (resp.status === null) throw new Error(`container status is nil for ${JSON.stringify(containerId)}`);
-      logPath = resp.status.logPath;
-    } catch (e) {
-      throw new Error(`failed to get container status ${JSON.stringify(containerId)}: ${errorMessage(e)}`, { cause: e });
-    }
-    // A container without a log path has no log files (the kubelet's glob of "*" would be the working directory).
-    if (logPath === '') return;
-    const dir = dirname(logPath);
-    const base = basename(logPath);
-    let names: string[];
-    try {
-      names = await logFiles.listDir(dir);
-    } catch (e) {
-      if ((e as { code?: unknown }).code === 'ENOENT') return;
-      throw new Error(`failed to list all log files with pattern ${JSON.stringify(`${logPath}*`)}: ${errorMessage(e)}`, { cause: e });
-    }
-    for (const name of names) {
-      if (!name.startsWith(base)) continue;
-      const path = join(dir, name);
-      try {
-        await logFiles.removeFile(path);
-      } catch (e) {
-        throw new Error(`failed to remove container ${JSON.stringify(containerId)} log ${JSON.stringify(path)}: ${errorMessage(e)}`, { cause: e });
-      }
-    }
-  }
 
   /**
    * Removes the inactive sandboxes of each pod: all of them for a removable pod, else all but the

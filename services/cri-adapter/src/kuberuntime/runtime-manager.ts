@@ -43,7 +43,7 @@ import type { Clock } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
 import { withSpan } from '@splitlet/telemetry';
 import type { ImageManager } from '../images/image-manager.js';
-import type { CriImages, CriRuntime, EventPodRef, EventRecorder, NodeFiles, PullSecret } from '../ports.js';
+import type { CriImages, CriRuntime, EventPodRef, EventRecorder, LogFileRemover, NodeFiles, PullSecret } from '../ports.js';
 import { ContainerConfigError, generateContainerConfig, verifyRunAsNonRoot, type ImageUser } from './container-config.js';
 import { containerFieldPath, podRef, recordContainerEvent } from './container-ref.js';
 import { parseResolvConf } from './dns.js';
@@ -51,6 +51,7 @@ import type { EnvContext } from './env.js';
 import { baseGracePeriod, stopTimeoutSeconds } from './grace.js';
 import { makeHostsMount, shouldMountHostsFile } from './hosts-file.js';
 import { containerInfoFrom } from './labels.js';
+import { removeContainer } from './remove-container.js';
 import type { LifecycleHandlerRunner } from './lifecycle-handlers.js';
 import type { ContainerType, KubeRuntimeMetrics } from './metrics.js';
 import type { RuntimeStatusReader } from './runtime-status-reader.js';
@@ -80,6 +81,8 @@ export interface RuntimeManagerOptions {
   readonly handlers: LifecycleHandlerRunner;
   readonly recorder: EventRecorder;
   readonly nodeFiles: NodeFiles;
+  /** Where removed containers' log files go from (as container GC removes them). */
+  readonly logFiles: LogFileRemover;
   readonly clock: Clock;
   /** Crash-loop backoff (10 s doubling to 300 s, keyed by crashLoopBackOffKey). */
   readonly crashLoopBackoff: Backoff;
@@ -800,7 +803,7 @@ export class KubeGenericRuntimeManager {
 
   async #removeContainer(c: RuntimeContainerStatus, pod: BoundPod): Promise<void> {
     try {
-      await this.#o.runtime.RemoveContainer({ containerId: c.id });
+      await removeContainer(this.#o, c.id);
     } catch (e) {
       this.#o.logger.warn('failed to remove pod init container', { pod: formatPod(pod), container: c.name, containerId: c.id, err: e });
     }
