@@ -59,17 +59,10 @@ export async function spansFromJaeger(baseUrl: string, traceId: string): Promise
   });
 }
 
-/** Reads a trace's spans from SL_SPANS. */
-export async function spansFromBus(bus: NatsBus, node: string, traceId: string): Promise<SpanRecord[]> {
+/** The span records on SL_SPANS under `filterSubject` (one trace's subject, or the node's `spansAll`). */
+export async function spansFromBus(bus: NatsBus, filterSubject: string): Promise<SpanRecord[]> {
   const out: SpanRecord[] = [];
-  await bus.readSpans(Subjects.spans(node, traceId), (s) => out.push(s));
-  return out;
-}
-
-/** Every span on the node's part of SL_SPANS (the last hour, at most 128 MiB). */
-export async function allSpansFromBus(bus: NatsBus, node: string): Promise<SpanRecord[]> {
-  const out: SpanRecord[] = [];
-  await bus.readSpans(Subjects.spansAll(node), (s) => out.push(s));
+  await bus.readSpans(filterSubject, (s) => out.push(s));
   return out;
 }
 
@@ -90,13 +83,16 @@ export async function trace(
   const bus = await connectCli(inst);
   try {
     let traceId = opts.traceId;
+    /** Every span of the node on the bus, when the episodes were looked for. */
+    let all: SpanRecord[] | undefined;
     if (!traceId) {
       const pod = findPod(await listPods(bus, inst.nodeName), name, namespace, inst.nodeName);
       const uid = pod?.pod.metadata.uid;
       if (!uid) throw new CliError(`Error from server (NotFound): pods "${name}" not found`);
       const creation = await creationTraceId(bus, inst.nodeName, uid, opts.partitions);
       if (opts.episodes === true || opts.latest === true) {
-        const episodes = podEpisodes(await allSpansFromBus(bus, inst.nodeName), uid, creation);
+        all = await spansFromBus(bus, Subjects.spansAll(inst.nodeName));
+        const episodes = podEpisodes(all, uid, creation);
         if (opts.episodes === true) {
           if (opts.output === 'json') out.write(`${JSON.stringify(episodes.map((e) => ({ traceId: e.traceId, root: e.root.name, service: e.root.service, startUnixNano: e.root.startUnixNano, spans: e.spans, errors: e.errors, creation: e.traceId === creation, linkedToCreation: e.linkedToCreation })), null, 2)}\n`);
           else out.write(episodesTable(episodes, creation, Date.now()));
@@ -109,7 +105,8 @@ export async function trace(
         if (!traceId) throw new CliError(`pod "${name}" has no recorded creation trace (was it created before tracing, or already deleted?)`);
       }
     }
-    const spans = opts.jaeger ? await spansFromJaeger(opts.jaeger, traceId) : await spansFromBus(bus, inst.nodeName, traceId);
+    const id = traceId;
+    const spans = opts.jaeger ? await spansFromJaeger(opts.jaeger, id) : (all?.filter((s) => s.traceId === id) ?? (await spansFromBus(bus, Subjects.spans(inst.nodeName, id))));
     if (opts.output === 'json') out.write(`${JSON.stringify(spans, null, 2)}\n`);
     else if (opts.output === undefined) out.write(renderWaterfall(spans, { color: Boolean((out as { isTTY?: boolean }).isTTY) }));
     else throw new CliError(`unknown output format "${opts.output}" for trace: use -o json or nothing`);
