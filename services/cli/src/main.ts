@@ -171,6 +171,8 @@ async function main(rawArgv: string[]): Promise<number> {
       const args = rest[0] === 'pod' || rest[0] === 'pods' || rest[0] === 'po' ? rest.slice(1) : rest;
       const name = args[0];
       if (!name && !values['trace-id']) throw new CliError('error: a pod name is required: splitlet trace POD');
+      if (values.episodes && values.latest) throw new CliError('error: --episodes and --latest cannot be used together');
+      if ((values.episodes || values.latest) && values['trace-id']) throw new CliError(`error: --${values.episodes ? 'episodes' : 'latest'} picks from a pod's traces: give the pod, not --trace-id`);
       const inst = readInstance(stateDir);
       await trace(
         inst,

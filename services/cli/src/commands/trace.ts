@@ -80,6 +80,7 @@ export async function trace(
   opts: { output: string | undefined; jaeger: string | undefined; traceId: string | undefined; partitions: number; episodes?: boolean; latest?: boolean },
   out: NodeJS.WritableStream,
 ): Promise<void> {
+  if (opts.output !== undefined && opts.output !== 'json') throw new CliError(`unknown output format "${opts.output}" for trace: use -o json or nothing`);
   const bus = await connectCli(inst);
   try {
     let traceId = opts.traceId;
@@ -108,8 +109,7 @@ export async function trace(
     const id = traceId;
     const spans = opts.jaeger ? await spansFromJaeger(opts.jaeger, id) : (all?.filter((s) => s.traceId === id) ?? (await spansFromBus(bus, Subjects.spans(inst.nodeName, id))));
     if (opts.output === 'json') out.write(`${JSON.stringify(spans, null, 2)}\n`);
-    else if (opts.output === undefined) out.write(renderWaterfall(spans, { color: Boolean((out as { isTTY?: boolean }).isTTY) }));
-    else throw new CliError(`unknown output format "${opts.output}" for trace: use -o json or nothing`);
+    else out.write(renderWaterfall(spans, { color: Boolean((out as { isTTY?: boolean }).isTTY) }));
   } finally {
     await bus.close();
   }
