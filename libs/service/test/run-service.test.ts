@@ -41,7 +41,7 @@ describe('runService', () => {
   });
   after(() => rm(dir, { recursive: true, force: true }));
 
-  it('serves health, readiness and metrics, and drains closers in reverse order', async () => {
+  it('serves health, readiness and metrics, and drains closers in reverse order', async (tc) => {
     const registry = new Registry();
     new Counter({ name: 'splitlet_test_total', help: 'test', registers: [registry] }).inc(3);
     const order: string[] = [];
@@ -66,6 +66,11 @@ describe('runService', () => {
       },
     });
     const running = runService(options);
+    // A failed assertion must not leave the server listening (the test process would never end).
+    tc.after(async () => {
+      releaseStart();
+      await (await running.catch(() => undefined))?.shutdown('cleanup');
+    });
     // The listening line is written before start runs.
     const port = await waitFor(() => records().find((r) => r['msg'] === 'listening')?.['port'] as number | undefined);
     const url = `http://127.0.0.1:${port}`;
@@ -209,11 +214,13 @@ describe('runService', () => {
   });
 });
 
+/** Polls `fn` every 5 ms for up to 10 s (a loaded machine can take many event-loop turns to bind a port). */
 async function waitFor<T>(fn: () => T | undefined): Promise<T> {
-  for (let i = 0; i < 500; i++) {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
     const v = fn();
     if (v !== undefined) return v;
-    await new Promise((r) => setImmediate(r));
+    if (Date.now() > deadline) throw new Error('waitFor: condition never held within 10 s');
+    await new Promise((r) => setTimeout(r, 5));
   }
-  throw new Error('waitFor: condition never held');
 }
