@@ -11,7 +11,7 @@ import { KubeletError } from '@splitlet/api';
  *
  * Models pkg/kubelet (error codes of this lib; no kubelet equivalent).
  */
-export type KubeErrorCode = 'InvalidQuantity' | 'InvalidBackoffState';
+export type KubeErrorCode = 'InvalidQuantity' | 'InvalidBackoffState' | 'UnsupportedFieldPath';
 
 /**
  * An error raised by a pure `@splitlet/kube` function. Never retryable: the same input fails the
@@ -37,5 +37,5 @@ export function isKubeError(e: unknown, code?: KubeErrorCode): e is { code: Kube
   if (typeof e !== 'object' || e === null) return false;
   const c = (e as { code?: unknown }).code;
   if (code !== undefined) return c === code;
-  return c === 'InvalidQuantity' || c === 'InvalidBackoffState';
+  return c === 'InvalidQuantity' || c === 'InvalidBackoffState' || c === 'UnsupportedFieldPath';
 }

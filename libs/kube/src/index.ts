@@ -12,6 +12,8 @@ export { fnv1a128Hex, fnv1a32 } from './fnv.js';
 export { rfc3339, rfc3339Nano, parseTime, formatGoDuration } from './time-format.js';
 export { parseQuantity, milliValue, quantityValue, resourceAmount } from './quantity.js';
 export type { Quantity } from './quantity.js';
+export { formatDownwardMap, podFieldValue, resourceFieldContainer, resourceFieldValue } from './downward-api.js';
+export type { DownwardApiContext, ResourceFieldRef } from './downward-api.js';
 export { podRequests, containerRequests } from './pod-requests.js';
 export type { ResourceAmounts } from './pod-requests.js';
 export { getPodQos } from './qos.js';

@@ -112,7 +112,7 @@ describe('volume-manager process (real nats-server)', () => {
       assert.ok(isBusError(e, 'Remote'));
       assert.equal(e.remoteCode, 'FailedMount');
       assert.equal(e.retryable, true);
-      assert.equal(e.message, `Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[]: MountVolume.SetUp failed for volume "data" : hostPath type check failed: ${missing} is not a directory`);
+      assert.equal(e.message, `unmounted volumes=[data], unattached volumes=[]: MountVolume.SetUp failed for volume "data" : hostPath type check failed: ${missing} is not a directory`);
       return true;
     });
     await eventually(() => events.msgs.length === 1, { timeoutMs: 5000 });
@@ -125,7 +125,7 @@ describe('volume-manager process (real nats-server)', () => {
     const kv = await bus.kv(Buckets.volumes, PodVolumeState);
     const st = (await kv.get(Keys.pod(NODE, 'uid-2')))?.value;
     assert.equal(st?.mounted, false);
-    assert.match(st?.error ?? '', /^Unable to attach or mount volumes/);
+    assert.match(st?.error ?? '', /^unmounted volumes=/);
   });
 
   it('a malformed request → SchemaInvalid reply + dead letter naming the subject; the process keeps working', async () => {

@@ -116,7 +116,7 @@ describe('VolumeManager', () => {
       assert.equal(err.retryable, true);
       assert.equal(
         err.message,
-        `Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[]: MountVolume.SetUp failed for volume "data" : hostPath type check failed: ${missing} is not a directory`,
+        `unmounted volumes=[data], unattached volumes=[]: MountVolume.SetUp failed for volume "data" : hostPath type check failed: ${missing} is not a directory`,
       );
       return true;
     });
@@ -129,7 +129,7 @@ describe('VolumeManager', () => {
     assert.deepEqual(ev.event.involvedObject, { kind: 'Pod', name: 'pod-u2', namespace: 'default', uid: 'u2' });
     const state = store.states.get('u2');
     assert.equal(state?.mounted, false);
-    assert.ok(state?.error?.startsWith('Unable to attach or mount volumes'));
+    assert.ok(state?.error?.startsWith('unmounted volumes='));
     assert.deepEqual(Object.keys(state?.volumes ?? {}), ['cache']);
     const span = tracing.spansNamed('volume.mount data')[0];
     assert.equal(span?.status.code, SpanStatusCode.ERROR);
@@ -146,7 +146,7 @@ describe('VolumeManager', () => {
     await assert.rejects(vm.mount(pod, fence), {
       code: 'FailedMount',
       message:
-        'Unable to attach or mount volumes: unmounted volumes=[cfg s], unattached volumes=[cfg s]: MountVolume.SetUp failed for volume "cfg" : configMap volumes are not available in standalone mode yet; MountVolume.SetUp failed for volume "s" : secret volumes are not available in standalone mode yet',
+        'unmounted volumes=[cfg s], unattached volumes=[cfg s]: MountVolume.SetUp failed for volume "cfg" : configMap volumes are not available in standalone mode yet; MountVolume.SetUp failed for volume "s" : secret volumes are not available in standalone mode yet',
     });
     assert.deepEqual(events.events.map((e) => e.event.message), [
       'MountVolume.SetUp failed for volume "cfg" : configMap volumes are not available in standalone mode yet',

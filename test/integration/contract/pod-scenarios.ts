@@ -363,6 +363,62 @@ export const POD_SCENARIOS: readonly PodScenario[] = [
     ],
   },
 
+  {
+    id: 'downward-api-volume',
+    covers: 'issue 10: a downwardAPI volume projected from the pod itself (labels, annotations, a resource with its divisor), read by the container',
+    manifest: {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'downward-api-volume', labels: { zone: 'us-est-coast', cluster: 'test-cluster1', rack: 'rack-22' }, annotations: { build: 'two', builder: 'john-doe' } },
+      spec: {
+        terminationGracePeriodSeconds: 2,
+        restartPolicy: 'Never',
+        containers: [
+          container('client-container', ['sh', '-c', 'cat /etc/podinfo/labels; echo; cat /etc/podinfo/annotations; echo; cat /etc/podinfo/cpu_limit; echo'], {
+            resources: { limits: { cpu: '250m', memory: '64Mi' } },
+            volumeMounts: [{ name: 'podinfo', mountPath: '/etc/podinfo' }],
+          }),
+        ],
+        volumes: [
+          {
+            name: 'podinfo',
+            downwardAPI: {
+              items: [
+                { path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } },
+                { path: 'annotations', fieldRef: { fieldPath: 'metadata.annotations' } },
+                { path: 'cpu_limit', resourceFieldRef: { containerName: 'client-container', resource: 'limits.cpu', divisor: '1m' } },
+              ],
+            },
+          },
+        ],
+      },
+    },
+    expect: {
+      phase: 'Succeeded',
+      containers: [{ name: 'client-container', state: 'terminated', reason: 'Completed', exitCode: 0, restartCount: 0 }],
+      events: started('client-container'),
+      noEvents: ['FailedMount'],
+    },
+    checks: [
+      {
+        kind: 'logs',
+        container: 'client-container',
+        // A static pod carries the kubelet's config annotations too (sorted after "builder").
+        lines: [
+          'cluster="test-cluster1"',
+          'rack="rack-22"',
+          'zone="us-est-coast"',
+          'build="two"',
+          'builder="john-doe"',
+          (p) => `kubernetes.io/config.hash="${p.uid}"`,
+          /^kubernetes\.io\/config\.seen="\d{4}-\d\d-\d\dT[\d:.]+Z"$/,
+          'kubernetes.io/config.source="file"',
+          '250',
+        ],
+      },
+    ],
+  },
+
   // ---------------------------------------------------------------- done when 3
   {
     id: 'term-trap',

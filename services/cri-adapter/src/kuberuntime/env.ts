@@ -6,7 +6,7 @@
  * containerResourceRuntimeValue) and pkg/kubelet/container/helpers.go (ExpandContainerCommandAndArgs).
  */
 import type { BoundPod, Container, EnvVar } from '@splitlet/api';
-import { milliValue, quantityValue } from '@splitlet/kube';
+import { isKubeError, podFieldValue, resourceFieldContainer, resourceFieldValue, type DownwardApiContext } from '@splitlet/kube';
 
 const OPERATOR = '$';
 const OPENER = '(';
@@ -72,94 +72,21 @@ export interface EnvPair {
 }
 
 /** What the downward API may read besides the pod itself. */
-export interface EnvContext {
-  /** The pod's primary IP (from the sandbox), '' when not known. */
-  readonly podIP: string;
-  readonly podIPs: readonly string[];
-  /** The node's IPs, '' / [] when not known. */
-  readonly hostIPs: readonly string[];
-  /** Node allocatable, used for `resourceFieldRef` when the container sets no limit. */
-  readonly nodeAllocatable: { readonly milliCpu: number; readonly memoryBytes: number };
-}
+export type EnvContext = DownwardApiContext;
 
 /** A variable could not be resolved: the container cannot be configured (CreateContainerConfigError). */
 export class EnvResolutionError extends Error {
   override readonly name = 'EnvResolutionError';
 }
 
-function formatMap(m: Readonly<Record<string, string>> | undefined): string {
-  // fieldpath.FormatMap: sorted `key="value"` lines joined by "\n".
-  return Object.keys(m ?? {})
-    .sort()
-    .map((k) => `${k}=${JSON.stringify(m?.[k] ?? '')}`)
-    .join('\n');
-}
-
-/**
- * The value of a `fieldRef`: `metadata.name|namespace|uid`, `metadata.labels['k']`,
- * `metadata.annotations['k']`, `metadata.labels`, `metadata.annotations`, `spec.nodeName`,
- * `spec.serviceAccountName`, `status.podIP(s)`, `status.hostIP(s)`. Throws for anything else
- * (`unsupported fieldPath: <path>`).
- *
- * Models kubelet.podFieldSelectorRuntimeValue and fieldpath.ExtractFieldPathAsString.
- */
-export function podFieldValue(fieldPath: string, pod: BoundPod, ctx: EnvContext): string {
-  switch (fieldPath) {
-    case 'spec.nodeName':
-      return pod.spec.nodeName ?? '';
-    case 'spec.serviceAccountName':
-      return pod.spec.serviceAccountName ?? '';
-    case 'status.hostIP':
-      return ctx.hostIPs[0] ?? '';
-    case 'status.hostIPs':
-      return ctx.hostIPs.join(',');
-    case 'status.podIP':
-      return ctx.podIP;
-    case 'status.podIPs':
-      return ctx.podIPs.join(',');
-    case 'metadata.name':
-      return pod.metadata.name;
-    case 'metadata.namespace':
-      return pod.metadata.namespace;
-    case 'metadata.uid':
-      return pod.metadata.uid;
-    case 'metadata.labels':
-      return formatMap(pod.metadata.labels);
-    case 'metadata.annotations':
-      return formatMap(pod.metadata.annotations);
+/** Runs a downward API lookup, turning its error into an {@link EnvResolutionError}. */
+function downward(read: () => string): string {
+  try {
+    return read();
+  } catch (e) {
+    if (isKubeError(e, 'UnsupportedFieldPath')) throw new EnvResolutionError(e.message, { cause: e });
+    throw e;
   }
-  const sub = /^metadata\.(labels|annotations)\['(.*)'\]$/.exec(fieldPath);
-  if (sub !== null) {
-    const map = sub[1] === 'labels' ? pod.metadata.labels : pod.metadata.annotations;
-    return map?.[sub[2] ?? ''] ?? '';
-  }
-  throw new EnvResolutionError(`unsupported fieldPath: ${fieldPath}`);
-}
-
-/**
- * The value of a `resourceFieldRef` (`limits.cpu`, `requests.memory`, …) divided by its divisor and
- * rounded up; a missing limit reads node allocatable.
- *
- * Models kubelet.containerResourceRuntimeValue and resource.ExtractContainerResourceValue.
- */
-export function resourceFieldValue(
-  ref: { resource: string; divisor?: string | number | undefined },
-  container: Container,
-  ctx: EnvContext,
-): string {
-  const [kind, name] = ref.resource.split('.', 2) as [string, string | undefined];
-  const divisor = ref.divisor === undefined || ref.divisor === '' || ref.divisor === 0 ? '1' : ref.divisor;
-  const fromSpec = kind === 'limits' ? container.resources?.limits?.[name ?? ''] : kind === 'requests' ? container.resources?.requests?.[name ?? ''] : undefined;
-  if (kind !== 'limits' && kind !== 'requests') throw new EnvResolutionError(`unsupported container resource : ${ref.resource}`);
-  if (name === 'cpu') {
-    const milli = fromSpec !== undefined ? milliValue(fromSpec) : kind === 'limits' ? ctx.nodeAllocatable.milliCpu : 0;
-    return String(Math.ceil(milli / milliValue(divisor)));
-  }
-  if (name === 'memory' || name === 'ephemeral-storage') {
-    const bytes = fromSpec !== undefined ? quantityValue(fromSpec) : kind === 'limits' && name === 'memory' ? ctx.nodeAllocatable.memoryBytes : 0;
-    return String(Math.ceil(bytes / quantityValue(divisor)));
-  }
-  throw new EnvResolutionError(`unsupported container resource : ${ref.resource}`);
 }
 
 interface EnvFromSource {
@@ -202,14 +129,13 @@ function resolveEnvVar(v: EnvVar, pod: BoundPod, container: Container, ctx: EnvC
   if (v.value !== undefined && v.value !== '') return expand(v.value, mapping);
   const from = v.valueFrom;
   if (from === undefined) return '';
-  if (from.fieldRef !== undefined) return podFieldValue(from.fieldRef.fieldPath, pod, ctx);
+  if (from.fieldRef !== undefined) {
+    const fieldPath = from.fieldRef.fieldPath;
+    return downward(() => podFieldValue(fieldPath, pod, ctx));
+  }
   if (from.resourceFieldRef !== undefined) {
     const ref = from.resourceFieldRef as { resource: string; containerName?: string; divisor?: string | number };
-    const target =
-      ref.containerName !== undefined && ref.containerName !== ''
-        ? [...pod.spec.containers, ...(pod.spec.initContainers ?? [])].find((c) => c.name === ref.containerName) ?? container
-        : container;
-    return resourceFieldValue(ref, target, ctx);
+    return downward(() => resourceFieldValue(ref, resourceFieldContainer(ref, pod, container), ctx));
   }
   if (from.configMapKeyRef !== undefined) {
     if (from.configMapKeyRef.optional === true) return undefined;

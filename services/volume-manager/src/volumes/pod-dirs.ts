@@ -20,6 +20,7 @@ import { join } from 'node:path';
 export const PluginNames = {
   emptyDir: 'kubernetes.io/empty-dir',
   hostPath: 'kubernetes.io/host-path',
+  downwardAPI: 'kubernetes.io/downward-api',
 } as const;
 
 /** Mode of the pod directories (makePodDataDirs). */

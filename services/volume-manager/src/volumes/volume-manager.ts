@@ -5,7 +5,8 @@
  * Models pkg/kubelet/volumemanager (volume_manager.go WaitForAttachAndMount / WaitForUnmount,
  * cache/actual_state_of_world.go, reconciler), pkg/volume/emptydir/empty_dir.go (SetUpAt,
  * TearDownAt, calculateEmptyDirMemorySize), pkg/volume/hostpath/host_path.go, and
- * kubelet_pods.go (makePodDataDirs, cleanupOrphanedPodDirs).
+ * kubelet_pods.go (makePodDataDirs, cleanupOrphanedPodDirs), pkg/volume/downwardapi (through
+ * downward-api-volume.ts and atomic-writer.ts) and volume_linux.go SetVolumeOwnership (fsGroup).
  *
  * ```
  * mount(pod)      makePodDataDirs → per volume SetUp (span `volume.mount <name>`) → ASW + sl_volumes
@@ -18,15 +19,18 @@
  * Concurrency: one operation per pod UID at a time (a {@link KeyedMutex}); different pods run in
  * parallel. Every operation is idempotent: a repeated mount returns the same paths.
  */
-import { totalmem } from 'node:os';
-import { access, readdir } from 'node:fs/promises';
+import { cpus, totalmem } from 'node:os';
+import { access, mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Tracer } from '@opentelemetry/api';
 import { KubeletError, errorMessage } from '@splitlet/api';
 import type { BoundPod, Fence, KubeEvent, MountedVolumes, PodVolumeState, Volume, VolumeCleanupReply, VolumeMountReply, VolumeUnmountReply } from '@splitlet/api';
+import type { DownwardApiContext } from '@splitlet/kube';
 import { withSpan } from '@splitlet/telemetry';
 import type { Logger } from '@splitlet/telemetry';
 import type { Clock, EventRecorder, Mounter, VolumeMetrics, VolumeStateStore } from '../ports.js';
+import { writeAtomically } from './atomic-writer.js';
+import { downwardApiInputs, downwardApiPayload } from './downward-api-volume.js';
 import { FenceTracker } from './fence-tracker.js';
 import { setUpHostPath } from './host-path.js';
 import type { HostPathType, HostPathTypeChecker } from './host-path.js';
@@ -34,6 +38,7 @@ import { KeyedMutex } from './keyed-mutex.js';
 import { listPodsFromDisk, makeEmptyDir, makePodDataDirs, PluginNames, removeAllOneFilesystem } from './pod-dirs.js';
 import type { PodPaths } from './pod-dirs.js';
 import { parseByteQuantity } from './quantity.js';
+import { podFsGroup, setVolumeOwnership } from './volume-ownership.js';
 
 /** Error codes of volume operations (on the wire as WireError.code). */
 export const VolumeErrorCodes = {
@@ -50,8 +55,10 @@ export const VolumeErrorCodes = {
 /** The volume source a volume uses, as the kubelet's plugin manager would pick it. */
 export type VolumeType = 'emptyDir' | 'hostPath' | 'configMap' | 'secret' | 'projected' | 'downwardAPI' | 'persistentVolumeClaim' | (string & {});
 
-const API_VOLUME_TYPES: readonly string[] = ['configMap', 'secret', 'projected', 'downwardAPI', 'persistentVolumeClaim'];
-const KNOWN_SOURCE_KEYS: readonly string[] = ['emptyDir', 'hostPath', ...API_VOLUME_TYPES];
+const API_VOLUME_TYPES: readonly string[] = ['configMap', 'secret', 'projected', 'persistentVolumeClaim'];
+const KNOWN_SOURCE_KEYS: readonly string[] = ['emptyDir', 'hostPath', 'downwardAPI', ...API_VOLUME_TYPES];
+/** Plugins whose volume directories live under the pod dir and go at teardown. */
+const POD_LOCAL_PLUGINS = [PluginNames.emptyDir, PluginNames.downwardAPI] as const;
 
 /**
  * The source type of a volume: the first set source field; a volume with none is an emptyDir (API
@@ -69,6 +76,7 @@ export function volumeType(v: Volume): VolumeType {
 export function pluginName(t: VolumeType): string {
   if (t === 'emptyDir') return PluginNames.emptyDir;
   if (t === 'hostPath') return PluginNames.hostPath;
+  if (t === 'downwardAPI') return PluginNames.downwardAPI;
   const kebab = t.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
   return `kubernetes.io/${kebab}`;
 }
@@ -90,6 +98,8 @@ export interface VolumeManagerDeps {
   readonly defaultTmpfsBytes?: number;
   /** The hostPath type checker (a test seam). @default the real filesystem checker */
   readonly hostPathChecker?: (path: string) => HostPathTypeChecker;
+  /** Node allocatable, for downwardAPI `resourceFieldRef` items of containers without limits. @default the host's cpus and memory */
+  readonly nodeAllocatable?: DownwardApiContext['nodeAllocatable'];
 }
 
 interface AswEntry {
@@ -161,7 +171,8 @@ export class VolumeManager {
     return this.#mutex.run(uid, async () => {
       this.#fences.admit(fence);
       const volumes = pod.spec.volumes ?? [];
-      const volumesKey = JSON.stringify(volumes);
+      // A downwardAPI volume also depends on the pod's labels and annotations: a change re-projects it.
+      const volumesKey = JSON.stringify(volumes) + (volumes.some((v) => volumeType(v) === 'downwardAPI') ? downwardApiInputs(pod) : '');
       const cached = this.#asw.get(uid);
       if (cached !== undefined && cached.state.mounted && cached.volumesKey === volumesKey && (await exists(podDir))) {
         return { type: 'kubelet.volume.MountReply.v1', podDir, volumes: structuredClone(cached.state.volumes) };
@@ -207,7 +218,8 @@ export class VolumeManager {
         const setUpErrors = failures.map((f) => `MountVolume.SetUp failed for volume ${JSON.stringify(f.name)} : ${f.message}`);
         const unmounted = volumes.map((v) => v.name).filter((n) => mounted[n] === undefined).sort();
         const unattached = failures.filter((f) => f.unattached).map((f) => f.name).sort();
-        const message = `Unable to attach or mount volumes: unmounted volumes=[${unmounted.join(' ')}], unattached volumes=[${unattached.join(' ')}]: ${setUpErrors.join('; ')}`;
+        // WaitForAttachAndMount's error; the pod-worker's FailedMount event adds "Unable to attach or mount volumes: ".
+        const message = `unmounted volumes=[${unmounted.join(' ')}], unattached volumes=[${unattached.join(' ')}]: ${setUpErrors.join('; ')}`;
         state.error = message;
         this.#asw.set(uid, { state, volumesKey, plugins });
         this.#publishTotals();
@@ -242,10 +254,12 @@ export class VolumeManager {
       const started = this.#d.clock.now();
       try {
         for (const m of await this.#d.mounter.mountPointsUnder(podDir)) await this.#d.mounter.unmount(m);
-        const emptyDirRoot = this.#d.paths.podPluginVolumesDir(uid, PluginNames.emptyDir);
-        for (const n of await listDir(emptyDirRoot)) {
-          names.add(n);
-          await removeAllOneFilesystem(join(emptyDirRoot, n));
+        for (const plugin of POD_LOCAL_PLUGINS) {
+          const root = this.#d.paths.podPluginVolumesDir(uid, plugin);
+          for (const n of await listDir(root)) {
+            names.add(n);
+            await removeAllOneFilesystem(join(root, n));
+          }
         }
         if (removeContent) {
           const left = await this.#d.mounter.mountPointsUnder(podDir);
@@ -344,6 +358,7 @@ export class VolumeManager {
     switch (type) {
       case 'emptyDir': {
         const dir = this.#d.paths.podVolumeDir(uid, PluginNames.emptyDir, v.name);
+        const existed = await exists(dir);
         await makeEmptyDir(dir);
         if (v.emptyDir?.medium === 'Memory') {
           if (!this.#d.allowTmpfs) throw new Error('a memory-backed emptyDir needs a tmpfs mount, which is not allowed on this node (ALLOW_TMPFS=false)');
@@ -353,6 +368,20 @@ export class VolumeManager {
             await makeEmptyDir(dir);
           }
         }
+        // fsGroup is applied when the volume is first set up (the kubelet's emptyDir keeps a ready
+        // marker and skips a set-up volume), so files the containers made later keep their owners.
+        const fsGroup = podFsGroup(pod.spec.securityContext);
+        if (fsGroup !== undefined && !existed) await setVolumeOwnership(dir, fsGroup.fsGroup, fsGroup.policy);
+        return dir;
+      }
+      case 'downwardAPI': {
+        const dir = this.#d.paths.podVolumeDir(uid, PluginNames.downwardAPI, v.name);
+        const payload = downwardApiPayload(pod, v.downwardAPI, this.#downwardApiContext());
+        await mkdir(dir, { recursive: true, mode: 0o755 });
+        const written = await writeAtomically(dir, payload, new Date(this.#d.clock.now()));
+        // A downwardAPI volume is read-only: fsGroup gives group read, never group write.
+        const fsGroup = podFsGroup(pod.spec.securityContext);
+        if (fsGroup !== undefined && written) await setVolumeOwnership(dir, fsGroup.fsGroup, 'Always', true);
         return dir;
       }
       case 'hostPath': {
@@ -365,6 +394,11 @@ export class VolumeManager {
         if (API_VOLUME_TYPES.includes(type)) throw new Error(`${type} volumes are not available in standalone mode yet`);
         throw new Error(`no volume plugin matched: ${type} volumes are not supported`);
     }
+  }
+
+  #downwardApiContext(): DownwardApiContext {
+    // Volumes may only project metadata and resources (API validation), never IPs.
+    return { podIP: '', podIPs: [], hostIPs: [], nodeAllocatable: this.#d.nodeAllocatable ?? { milliCpu: cpus().length * 1000, memoryBytes: totalmem() } };
   }
 
   /**
