@@ -1,16 +1,18 @@
 /**
- * The streams and KV buckets splitlet needs, provisioned idempotently.
+ * The streams and KV buckets splitlet needs, provisioned idempotently: the one place a stream or
+ * bucket is declared (services never create one; consumers are created by `Bus.consume`).
  *
  * Every process calls {@link ensureTopology} at start; creating what exists is a no-op and a
  * changed limit is updated in place. Only settings nats-server 2.9 understands are used.
  */
 import { Buckets, Streams } from '@splitlet/api';
-import { DiscardPolicy, RetentionPolicy, StorageType, JetStreamApiError } from '@nats-io/jetstream';
+import { DiscardPolicy, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import type { JetStreamManager, StreamConfig } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import type { KvOptions } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { nanos } from '@nats-io/transport-node';
+import { isJsApiError, JsApiCodes } from './js-api-codes.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -56,6 +58,7 @@ export const BUCKETS: readonly BucketSpec[] = [
   { name: Buckets.status, history: 1 },
   { name: Buckets.node, history: 1 },
   { name: Buckets.syncLoopLeader, history: 1, ttlMs: 10_000 },
+  { name: Buckets.criBackoff, history: 1 },
 ];
 
 function streamConfig(s: StreamSpec): Partial<StreamConfig> & { name: string } {
@@ -75,8 +78,11 @@ function streamConfig(s: StreamSpec): Partial<StreamConfig> & { name: string } {
 }
 
 function isNotFound(e: unknown): boolean {
-  return e instanceof JetStreamApiError && (e.code === 10059 || e.status === 404);
+  return isJsApiError(e, JsApiCodes.StreamNotFound) || (isJsApiError(e) && e.status === HTTP_NOT_FOUND);
 }
+
+/** The HTTP-like status of a JetStream API error for a missing resource. */
+const HTTP_NOT_FOUND = 404;
 
 /** Creates or updates one stream. */
 export async function ensureStream(jsm: JetStreamManager, spec: StreamSpec): Promise<void> {
@@ -99,7 +105,7 @@ export async function ensureStream(jsm: JetStreamManager, spec: StreamSpec): Pro
       await jsm.streams.add(cfg);
     } catch (e2) {
       // Another process created it between our info and add: fine.
-      if (!(e2 instanceof JetStreamApiError && e2.code === 10058)) throw e2;
+      if (!isJsApiError(e2, JsApiCodes.StreamNameInUse)) throw e2;
     }
   }
 }

@@ -267,7 +267,7 @@ describe('NatsBus', () => {
   });
 
   test('KV: create is first-wins, update is CAS, watch replays then follows, invalid values are skipped', async () => {
-    const kv = await bus.kv('sl_kill', Ping);
+    const kv = await bus.typedKv('sl_kill', Ping);
     const key = 'node-a_example_com.3.uid-1';
     const r1 = await kv.create(key, { type: 'test.Ping.v1', n: 1 });
     await assert.rejects(kv.create(key, { type: 'test.Ping.v1', n: 2 }), (e: unknown) => isBusError(e, 'Conflict'));
@@ -281,7 +281,7 @@ describe('NatsBus', () => {
     await otherKv.watch('node-a_example_com.>', ac.signal, (e) => void seen.push(e.value?.n ?? null), { onCaughtUp: () => (caughtUp = true) });
     await eventually(() => assert.ok(caughtUp));
     assert.deepEqual(seen, [3]);
-    await kv.kv.put('node-a_example_com.3.bad', '{"garbage":true}');
+    await kv.raw.put('node-a_example_com.3.bad', new TextEncoder().encode('{"garbage":true}'));
     await kv.delete(key, r2 + 0 === r2 ? r2 : r2);
     await eventually(() => assert.deepEqual(seen, [3, null]));
     ac.abort();

@@ -5,7 +5,7 @@
  * A poke whose UID is not the subject's last token or belongs to another partition is dead-lettered.
  */
 import { Consumers, Streams, Subjects, WorkPoke, partitionOf } from '@splitlet/api';
-import type { NatsBus } from '@splitlet/bus';
+import type { Bus } from '@splitlet/bus';
 import { PodWorkerError } from '../errors.js';
 import type { WorkSource } from '../ports.js';
 
@@ -19,8 +19,8 @@ export interface WorkSourceOptions {
   readonly maxAckPending?: number;
 }
 
-/** WorkSource over NatsBus.consume. */
-export function busWorkSource(bus: NatsBus, o: WorkSourceOptions): WorkSource {
+/** WorkSource over Bus.consume. */
+export function busWorkSource(bus: Bus, o: WorkSourceOptions): WorkSource {
   return {
     consume: (partition, signal, onPoke) =>
       bus.consume(

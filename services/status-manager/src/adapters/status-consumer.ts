@@ -4,7 +4,7 @@
  * nak'ed with backoff, a non-retryable one dead-lettered.
  */
 import { Consumers, KubeletError, PodStatusUpdate, Streams, Subjects } from '@splitlet/api';
-import type { Consumption, NatsBus } from '@splitlet/bus';
+import type { Consumption, Bus } from '@splitlet/bus';
 import type { StatusManager } from '../status/status-manager.js';
 
 /** Options of {@link consumeStatusUpdates}. */
@@ -16,7 +16,7 @@ export interface StatusConsumerOptions {
 }
 
 /** Starts the consumer; resolves once it is bound. */
-export function consumeStatusUpdates(bus: Pick<NatsBus, 'consume'>, manager: StatusManager, o: StatusConsumerOptions): Promise<Consumption> {
+export function consumeStatusUpdates(bus: Pick<Bus, 'consume'>, manager: StatusManager, o: StatusConsumerOptions): Promise<Consumption> {
   return bus.consume(
     PodStatusUpdate,
     {

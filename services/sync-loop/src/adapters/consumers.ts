@@ -4,11 +4,11 @@
  * (invalid → dead letter); a retryable handler failure is nak'ed with backoff.
  */
 import { Consumers, PodLifecycleEvent, PodUpdate, Streams, Subjects } from '@splitlet/api';
-import type { Consumption, NatsBus } from '@splitlet/bus';
+import type { Consumption, Bus } from '@splitlet/bus';
 import type { SyncLoop } from '../sync-loop/sync-loop.js';
 
 /** Consumes PodUpdates in order into the sync loop. */
-export function consumeConfig(bus: Pick<NatsBus, 'consume'>, loop: SyncLoop, node: string, signal: AbortSignal): Promise<Consumption> {
+export function consumeConfig(bus: Pick<Bus, 'consume'>, loop: SyncLoop, node: string, signal: AbortSignal): Promise<Consumption> {
   return bus.consume(
     PodUpdate,
     { stream: Streams.config, durable: Consumers.syncLoopConfig(node), filterSubject: Subjects.configAll(node), concurrency: 1, signal },
@@ -17,7 +17,7 @@ export function consumeConfig(bus: Pick<NatsBus, 'consume'>, loop: SyncLoop, nod
 }
 
 /** Consumes PLEG events (new ones only when the consumer is first created) into the sync loop. */
-export function consumePleg(bus: Pick<NatsBus, 'consume'>, loop: SyncLoop, node: string, signal: AbortSignal): Promise<Consumption> {
+export function consumePleg(bus: Pick<Bus, 'consume'>, loop: SyncLoop, node: string, signal: AbortSignal): Promise<Consumption> {
   return bus.consume(
     PodLifecycleEvent,
     { stream: Streams.pleg, durable: Consumers.syncLoopPleg(node), filterSubject: Subjects.plegAll(node), concurrency: 16, deliverNew: true, signal },
