@@ -220,6 +220,8 @@ export interface Bus {
   readSpans(filterSubject: string, onSpan: (record: SpanRecord) => void, opts?: { onInvalid?: (reason: string) => void }): Promise<void>;
   /** Copies an unprocessable message, with the reason, to the node's dead-letter subject, and logs it. */
   deadLetter(d: DeadLetterInput): Promise<void>;
+  /** Resolves once the server has processed everything sent so far (e.g. a new `serve` subscription). */
+  flush(): Promise<void>;
   /** Stops subscriptions, waits for in-flight handlers and publishes, then closes. */
   close(): Promise<void>;
 }

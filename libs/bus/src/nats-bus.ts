@@ -6,7 +6,6 @@
  * `typed-kv.ts` (KV validation, listing, watch), `dead-letter.ts`, `span-sink.ts`; the NATS-only
  * parts are `nats-consumer.ts`, `nats-stream-reader.ts`, `nats-kv.ts` and `connect-bus.ts`.
  */
-import { context, SpanKind, trace } from '@opentelemetry/api';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { NoRespondersError, RequestError, TimeoutError } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
@@ -42,8 +41,9 @@ import { consumeNats, ensureNatsConsumer } from './nats-consumer.js';
 import { natsRawKv } from './nats-kv.js';
 import { readNatsStream } from './nats-stream-reader.js';
 import { publishSpanRecords, readSpanRecords } from './span-sink.js';
-import { busTracer, failSpan, headersWithContext, subjectTemplate } from './trace.js';
+import { publishInSpan } from './producer.js';
 import { TypedKv } from './typed-kv.js';
+import { BUCKETS } from './topology.js';
 
 /** The NATS implementation of the bus. Tests may use `nc`, `js` and `jsm`; services use {@link Bus}. */
 export class NatsBus implements Bus {
@@ -93,43 +93,19 @@ export class NatsBus implements Bus {
 
   async publish<S extends z.ZodType>(schema: S, subject: string, msg: z.input<S>, opts: PublishOptions = {}): Promise<PublishAck> {
     const data = encodeMessage(schema, subject, msg);
-    const parent = opts.ctx ?? context.active();
-    const span = busTracer().startSpan(
-      `send ${subjectTemplate(subject)}`,
-      {
-        kind: SpanKind.PRODUCER,
-        attributes: {
-          'messaging.system': 'nats',
-          'messaging.operation.type': 'send',
-          'messaging.operation.name': 'publish',
-          'messaging.destination.name': subject,
-          'messaging.destination.template': subjectTemplate(subject),
-          'messaging.message.body.size': data.byteLength,
-          ...(opts.msgID !== undefined ? { 'messaging.message.id': opts.msgID } : {}),
-        },
-      },
-      parent,
-    );
-    try {
-      const h = headersWithContext(trace.setSpan(parent, span));
-      const pubOpts: Parameters<JetStreamClient['publish']>[2] = { headers: h };
+    return publishInSpan(subject, data, opts, async (headers) => {
+      const pubOpts: Parameters<JetStreamClient['publish']>[2] = { headers };
       if (opts.msgID !== undefined) pubOpts.msgID = opts.msgID;
       if (opts.expectLastSubjectSequence !== undefined) pubOpts.expect = { lastSubjectSequence: opts.expectLastSubjectSequence };
-      const ack = await this.#track(this.js.publish(subject, data, pubOpts)).catch((e: unknown) => {
+      try {
+        return await this.#track(this.js.publish(subject, data, pubOpts));
+      } catch (e) {
         if (opts.expectLastSubjectSequence !== undefined && isWrongLastSequence(e)) {
           throw new BusError('Conflict', `${subject} is no longer at sequence ${opts.expectLastSubjectSequence}`, { cause: e });
         }
         throw e;
-      });
-      span.setAttribute('messaging.nats.stream', ack.stream);
-      span.setAttribute('messaging.nats.stream_sequence', ack.seq);
-      return ack;
-    } catch (e) {
-      failSpan(span, e);
-      throw e;
-    } finally {
-      span.end();
-    }
+      }
+    });
   }
 
   #track<T>(sent: Promise<T>): Promise<T> {
@@ -197,6 +173,7 @@ export class NatsBus implements Bus {
   typedKv<S extends z.ZodType>(bucket: string, schema: S): Promise<TypedKv<z.output<S>>> {
     let p = this.#kvs.get(bucket) as Promise<TypedKv<z.output<S>>> | undefined;
     if (!p) {
+      if (!BUCKETS.some((b) => b.name === bucket)) return Promise.reject(new BusError('NotFound', `bucket ${bucket} is not in the topology (libs/bus topology.ts)`));
       p = new Kvm(this.nc).open(bucket).then((kv) => new TypedKv<z.output<S>>(natsRawKv(kv, bucket, this.jsm), bucket, schema as unknown as z.ZodType<z.output<S>>, this));
       this.#kvs.set(bucket, p as Promise<TypedKv<unknown>>);
     }
@@ -206,6 +183,10 @@ export class NatsBus implements Bus {
   async deadLetter(d: DeadLetterInput): Promise<void> {
     this.#deadLettered++;
     await sendDeadLetter({ process: this.process, node: this.node, logger: this.logger, metrics: this.#metrics, store: (subject, body) => this.js.publish(subject, body) }, d);
+  }
+
+  flush(): Promise<void> {
+    return this.nc.flush();
   }
 
   /**

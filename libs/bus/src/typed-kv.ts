@@ -70,7 +70,7 @@ export class TypedKv<T> implements KvBucket<T> {
     return { key, value: d.value, revision: e.revision, created: e.created, delta: 0 };
   }
 
-  put(key: string, value: T): Promise<number> {
+  async put(key: string, value: T): Promise<number> {
     return this.raw.put(key, this.#encode(key, value));
   }
 
