@@ -24,8 +24,8 @@ export type { BusMetrics } from './metrics.js';
 export { BusError, BusErrorCodes, isBusError } from './errors.js';
 export type { BusErrorCode } from './errors.js';
 export { TypedKv } from './typed-kv.js';
-export { ensureTopology, ensureStream, STREAMS, BUCKETS } from './topology.js';
-export type { StreamSpec, BucketSpec } from './topology.js';
+export { ensureTopology, ensureStream, STREAMS, BUCKETS, CONSUMERS } from './topology.js';
+export type { StreamSpec, BucketSpec, ConsumerSpec } from './topology.js';
 export {
   headersWithContext,
   contextFromHeaders,

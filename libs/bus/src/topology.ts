@@ -1,11 +1,12 @@
 /**
  * The streams and KV buckets splitlet needs, provisioned idempotently: the one place a stream or
- * bucket is declared (services never create one; consumers are created by `Bus.consume`).
+ * bucket is declared, with the durable consumers (created by `Bus.consume` from {@link CONSUMERS});
+ * services never create one.
  *
  * Every process calls {@link ensureTopology} at start; creating what exists is a no-op and a
  * changed limit is updated in place. Only settings nats-server 2.9 understands are used.
  */
-import { Buckets, Streams } from '@splitlet/api';
+import { Buckets, Consumers, Streams, Subjects } from '@splitlet/api';
 import { DiscardPolicy, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import type { JetStreamManager, StreamConfig } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
@@ -60,6 +61,40 @@ export const BUCKETS: readonly BucketSpec[] = [
   { name: Buckets.syncLoopLeader, history: 1, ttlMs: 10_000 },
   { name: Buckets.criBackoff, history: 1 },
 ];
+
+/**
+ * A durable consumer's server-side declaration; `Bus.consume` creates it when missing (an existing
+ * consumer keeps its config). Client-side options (`concurrency`, `autoAck`, `signal`) are the
+ * adapter's.
+ */
+export interface ConsumerSpec {
+  readonly stream: string;
+  readonly durable: string;
+  readonly filterSubject: string;
+  readonly ackWaitMs?: number;
+  readonly maxAckPending?: number;
+  readonly maxDeliver?: number;
+  readonly deliverNew?: boolean;
+}
+
+/** The durable consumers splitlet uses, per node (and partition). */
+export const CONSUMERS = {
+  /** sync-loop's PodUpdates, in order. */
+  syncLoopConfig: (node: string): ConsumerSpec => ({ stream: Streams.config, durable: Consumers.syncLoopConfig(node), filterSubject: Subjects.configAll(node) }),
+  /** sync-loop's PLEG events: only new ones when first created. */
+  syncLoopPleg: (node: string): ConsumerSpec => ({ stream: Streams.pleg, durable: Consumers.syncLoopPleg(node), filterSubject: Subjects.plegAll(node), deliverNew: true }),
+  /** One pod-worker partition's pokes (the lease owner consumes it). */
+  podWorkerPartition: (node: string, partition: number, o: { ackWaitMs?: number; maxAckPending?: number } = {}): ConsumerSpec => ({
+    stream: Streams.work,
+    durable: Consumers.podWorkerPartition(node, partition),
+    filterSubject: Subjects.workPartition(node, partition),
+    ackWaitMs: o.ackWaitMs ?? 30_000,
+    maxAckPending: o.maxAckPending ?? 1000,
+    maxDeliver: 100,
+  }),
+  /** status-manager's status updates. */
+  statusManager: (node: string): ConsumerSpec => ({ stream: Streams.status, durable: Consumers.statusManager(node), filterSubject: Subjects.statusAll(node) }),
+} as const;
 
 function streamConfig(s: StreamSpec): Partial<StreamConfig> & { name: string } {
   const cfg: Partial<StreamConfig> & { name: string } = {
