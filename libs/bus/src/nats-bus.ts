@@ -2,9 +2,10 @@
  * NatsBus: the {@link Bus} contract over NATS JetStream. Create it with `connectBus`.
  *
  * The parts live beside it, each shared with the in-memory bus where the logic is not NATS-specific:
- * `consume-loop.ts` (settle policy), `core-client.ts` (request/reply, core pub/sub),
- * `typed-kv.ts` (KV validation, listing, watch), `dead-letter.ts`, `span-sink.ts`; the NATS-only
- * parts are `nats-consumer.ts`, `nats-stream-reader.ts`, `nats-kv.ts` and `connect-bus.ts`.
+ * `bus-base.ts` (request/reply and core pub/sub via `core-client.ts`, span sink, dead letters),
+ * `consume-loop.ts` (settle policy), `typed-kv.ts` (KV validation, listing, watch), `producer.ts`;
+ * the NATS-only parts are `nats-consumer.ts`, `nats-stream-reader.ts`, `nats-kv.ts` and
+ * `connect-bus.ts`.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import { NoRespondersError, RequestError, TimeoutError } from '@nats-io/transport-node';
@@ -12,79 +13,40 @@ import { jetstream } from '@nats-io/jetstream';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import type { z } from 'zod';
-import { errorMessage, type SpanRecord } from '@splitlet/api';
-import type {
-  Bus,
-  BusLogger,
-  ConsumeOptions,
-  Consumption,
-  CoreMessageMeta,
-  DeadLetterInput,
-  Delivery,
-  PublishAck,
-  PublishOptions,
-  ReadStreamOptions,
-  RequestOptions,
-  ServeContext,
-  ServeOptions,
-  StoredMessageMeta,
-} from './bus.js';
+import { errorMessage } from '@splitlet/api';
+import type { Bus, ConsumeOptions, Consumption, Delivery, PublishAck, PublishOptions, ReadStreamOptions, StoredMessageMeta } from './bus.js';
+import { BusBase } from './bus-base.js';
 import type { BusOptions } from './connect-bus.js';
-import type { BusMetrics } from './metrics.js';
 import type { KvBucket } from './kv-bucket.js';
 import { encodeMessage } from './codec.js';
-import { CoreClient } from './core-client.js';
-import { sendDeadLetter } from './dead-letter.js';
 import { BusError } from './errors.js';
 import { isWrongLastSequence } from './js-api-codes.js';
 import { consumeNats, ensureNatsConsumer } from './nats-consumer.js';
 import { natsRawKv } from './nats-kv.js';
 import { readNatsStream } from './nats-stream-reader.js';
-import { publishSpanRecords, readSpanRecords } from './span-sink.js';
 import { publishInSpan } from './producer.js';
-import { TypedKv } from './typed-kv.js';
 import { BUCKETS } from './topology.js';
+import { TypedKv } from './typed-kv.js';
 
-/** The NATS implementation of the bus. Tests may use `nc`, `js` and `jsm`; services use {@link Bus}. */
-export class NatsBus implements Bus {
+/** The NATS implementation of the bus. Tests may use `nc`, `js` and `jsm`; services use `Bus`. */
+export class NatsBus extends BusBase implements Bus {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
-  readonly process: string;
-  readonly node: string;
-  readonly logger: BusLogger;
-  readonly #metrics: BusMetrics | undefined;
   readonly #kvs = new Map<string, Promise<TypedKv<unknown>>>();
-  readonly #core: CoreClient;
   /** JetStream publishes awaiting their ack (close() lets them finish before it drains). */
   readonly #publishing = new Set<Promise<unknown>>();
-  #deadLettered = 0;
 
   constructor(nc: NatsConnection, jsm: JetStreamManager, opts: BusOptions) {
+    super({ process: opts.process, node: opts.node, logger: opts.logger, metrics: opts.metrics, transport: nc, progressBeatMs: opts.progressBeatMs, requestError: natsRequestError });
     this.nc = nc;
     this.jsm = jsm;
     this.js = jetstream(nc);
-    this.process = opts.process;
-    this.node = opts.node;
-    this.logger = opts.logger;
-    this.#metrics = opts.metrics;
-    this.#core = new CoreClient({
-      transport: nc,
-      logger: opts.logger,
-      metrics: opts.metrics,
-      progressBeatMs: opts.progressBeatMs,
-      deadLetter: (d) => this.deadLetter(d),
-      requestError: natsRequestError,
-    });
   }
 
   /** The server's version, e.g. `2.9.10`, for capability checks. */
   get serverVersion(): string {
     return this.nc.info?.version ?? '0.0.0';
-  }
-
-  get deadLetteredCount(): number {
-    return this.#deadLettered;
   }
 
   isClosed(): boolean {
@@ -115,20 +77,8 @@ export class NatsBus implements Bus {
     return sent;
   }
 
-  publishSpans(records: readonly SpanRecord[]): Promise<void> {
-    return publishSpanRecords(this, records);
-  }
-
-  readSpans(filterSubject: string, onSpan: (record: SpanRecord) => void, opts: { onInvalid?: (reason: string) => void } = {}): Promise<void> {
-    return readSpanRecords(this, filterSubject, onSpan, opts);
-  }
-
-  publishCore(subject: string, payload: unknown = {}): void {
-    this.#core.publishCore(subject, payload);
-  }
-
-  subscribeCore(subject: string, handler: (data: unknown, msg: CoreMessageMeta) => void, signal: AbortSignal): void {
-    this.#core.subscribeCore(subject, handler, signal);
+  protected storeDeadLetter(subject: string, body: string): Promise<unknown> {
+    return this.js.publish(subject, body);
   }
 
   /** Creates the durable pull consumer if missing (config of an existing one is left as is). */
@@ -137,22 +87,7 @@ export class NatsBus implements Bus {
   }
 
   consume<S extends z.ZodType>(schema: S, opts: ConsumeOptions, handler: (d: Delivery<z.output<S>>) => Promise<void>): Promise<Consumption> {
-    const deps = { logger: this.logger, metrics: this.#metrics, deadLetter: (d: DeadLetterInput) => this.deadLetter(d) };
-    return consumeNats(this.js, this.jsm, deps, schema as unknown as z.ZodType<z.output<S>>, opts, handler);
-  }
-
-  request<Q extends z.ZodType, R extends z.ZodType>(reqSchema: Q, repSchema: R, subject: string, req: z.input<Q>, opts: RequestOptions): Promise<z.output<R>> {
-    return this.#core.request(reqSchema, repSchema, subject, req, opts);
-  }
-
-  serve<Q extends z.ZodType, R extends z.ZodType>(
-    subject: string,
-    reqSchema: Q,
-    repSchema: R,
-    handler: (req: z.output<Q>, sc: ServeContext) => Promise<z.input<R>>,
-    opts: ServeOptions,
-  ): void {
-    this.#core.serve(subject, reqSchema, repSchema, handler, opts);
+    return consumeNats(this.js, this.jsm, this.consumeDeps, schema as unknown as z.ZodType<z.output<S>>, opts, handler);
   }
 
   readStream<S extends z.ZodType>(
@@ -180,11 +115,6 @@ export class NatsBus implements Bus {
     return p;
   }
 
-  async deadLetter(d: DeadLetterInput): Promise<void> {
-    this.#deadLettered++;
-    await sendDeadLetter({ process: this.process, node: this.node, logger: this.logger, metrics: this.#metrics, store: (subject, body) => this.js.publish(subject, body) }, d);
-  }
-
   flush(): Promise<void> {
     return this.nc.flush();
   }
@@ -197,7 +127,7 @@ export class NatsBus implements Bus {
    * ("connection closed"), and the spans a process records last are lost to `SL_SPANS`.
    */
   async close(): Promise<void> {
-    await this.#core.close();
+    await this.closeCore();
     while (this.#publishing.size > 0) await Promise.allSettled([...this.#publishing]);
     if (!this.nc.isClosed()) {
       try {

@@ -8,39 +8,21 @@
  */
 import type { MsgHdrs } from '@nats-io/transport-node';
 import type { z } from 'zod';
-import type { SpanRecord } from '@splitlet/api';
-import type {
-  Bus,
-  BusLogger,
-  ConsumeOptions,
-  Consumption,
-  CoreMessageMeta,
-  DeadLetterInput,
-  Delivery,
-  PublishAck,
-  PublishOptions,
-  ReadStreamOptions,
-  RequestOptions,
-  ServeContext,
-  ServeOptions,
-  StoredMessageMeta,
-} from '../bus.js';
+import type { Bus, BusLogger, ConsumeOptions, Consumption, Delivery, PublishAck, PublishOptions, ReadStreamOptions, StoredMessageMeta } from '../bus.js';
+import { BusBase } from '../bus-base.js';
 import type { BusMetrics } from '../metrics.js';
 import type { KvBucket } from '../kv-bucket.js';
 import { decodeMessage, encodeMessage } from '../codec.js';
 import { DEFAULT_MAX_DELIVER, runConsumeLoop } from '../consume-loop.js';
-import { CoreClient } from '../core-client.js';
-import { sendDeadLetter } from '../dead-letter.js';
 import { BusError } from '../errors.js';
 import { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_ACK_PENDING } from '../nats-consumer.js';
 import { publishInSpan } from '../producer.js';
-import { publishSpanRecords, readSpanRecords } from '../span-sink.js';
 import { BUCKETS, STREAMS, type BucketSpec, type StreamSpec } from '../topology.js';
 import { TypedKv } from '../typed-kv.js';
+import { AsyncQueue } from './async-queue.js';
 import { InMemoryCore } from './in-memory-core.js';
 import { InMemoryKv } from './in-memory-kv.js';
 import { MemStream, type StoredMessage } from './in-memory-stream.js';
-import { AsyncQueue } from './async-queue.js';
 import { subjectMatches } from './subject-match.js';
 
 /** The emulated server: the topology's streams and buckets, and core subjects. */
@@ -101,59 +83,58 @@ export interface PublishedMessage {
 const silent: BusLogger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 const dec = new TextDecoder();
 
+function refuseWhenClosed(signal: AbortSignal): void {
+  if (signal.aborted) throw new BusError('Closed', 'the bus is closed');
+}
+
+function publishedMessage(subject: string, body: string, core: boolean): PublishedMessage {
+  let data: unknown;
+  try {
+    data = body === '' ? undefined : JSON.parse(body);
+  } catch {
+    // Not JSON (a raw core publish): kept as text.
+    data = body;
+  }
+  return { subject, data, core };
+}
+
 /** The in-memory bus. */
-export class InMemoryBus implements Bus {
+export class InMemoryBus extends BusBase implements Bus {
   readonly server: InMemoryNats;
-  readonly process: string;
-  readonly node: string;
-  readonly logger: BusLogger;
   /** Everything this bus published, for assertions. */
-  readonly published: PublishedMessage[] = [];
-  readonly #metrics: BusMetrics | undefined;
-  readonly #core: CoreClient;
+  readonly published: PublishedMessage[];
   readonly #kvs = new Map<string, TypedKv<unknown>>();
-  readonly #closing = new AbortController();
-  #deadLettered = 0;
+  readonly #closing: AbortController;
 
   constructor(opts: InMemoryBusOptions = {}) {
-    this.server = opts.server ?? new InMemoryNats();
-    this.process = opts.process ?? 'test';
-    this.node = opts.node ?? 'node-a';
-    this.logger = opts.logger ?? silent;
-    this.#metrics = opts.metrics;
-    const core = this.server.core;
-    this.#core = new CoreClient({
-      transport: {
-        publish: (subject, data, o) => {
-          if (o?.reply === undefined) this.#log(subject, typeof data === 'string' ? data : dec.decode(data), true);
-          core.publish(subject, data, o);
-        },
-        subscribe: (subject, o) => core.subscribe(subject, o),
-      },
-      logger: this.logger,
+    const server = opts.server ?? new InMemoryNats();
+    const published: PublishedMessage[] = [];
+    const closing = new AbortController();
+    super({
+      process: opts.process ?? 'test',
+      node: opts.node ?? 'node-a',
+      logger: opts.logger ?? silent,
       metrics: opts.metrics,
       progressBeatMs: opts.progressBeatMs,
-      deadLetter: (d) => this.deadLetter(d),
+      transport: {
+        publish: (subject, data, o) => {
+          refuseWhenClosed(closing.signal);
+          if (o?.reply === undefined) published.push(publishedMessage(subject, typeof data === 'string' ? data : dec.decode(data), true));
+          server.core.publish(subject, data, o);
+        },
+        subscribe: (subject, o) => {
+          refuseWhenClosed(closing.signal);
+          return server.core.subscribe(subject, o);
+        },
+      },
     });
-  }
-
-  #log(subject: string, body: string, core: boolean): void {
-    let data: unknown;
-    try {
-      data = body === '' ? undefined : JSON.parse(body);
-    } catch {
-      // Not JSON (a raw core publish): kept as text.
-      data = body;
-    }
-    this.published.push({ subject, data, core });
+    this.server = server;
+    this.published = published;
+    this.#closing = closing;
   }
 
   #open(): void {
-    if (this.#closing.signal.aborted) throw new BusError('Closed', `bus of ${this.process} is closed`);
-  }
-
-  get deadLetteredCount(): number {
-    return this.#deadLettered;
+    refuseWhenClosed(this.#closing.signal);
   }
 
   isClosed(): boolean {
@@ -165,7 +146,7 @@ export class InMemoryBus implements Bus {
     const data = encodeMessage(schema, subject, msg);
     return publishInSpan(subject, data, opts, async (headers) => {
       const ack = this.server.store(subject, data, headers, opts);
-      if (!ack.duplicate) this.#log(subject, dec.decode(data), false);
+      if (!ack.duplicate) this.published.push(publishedMessage(subject, dec.decode(data), false));
       return ack;
     });
   }
@@ -181,37 +162,10 @@ export class InMemoryBus implements Bus {
     });
     let last = Date.now();
     const signal = AbortSignal.any([opts.signal, this.#closing.signal]);
-    const deps = { logger: this.logger, metrics: this.#metrics, deadLetter: (d: DeadLetterInput) => this.deadLetter(d) };
-    const done = runConsumeLoop(deps, schema as unknown as z.ZodType<z.output<S>>, { ...opts, signal }, consumer.messages(signal), handler, () => {
+    const done = runConsumeLoop(this.consumeDeps, schema as unknown as z.ZodType<z.output<S>>, { ...opts, signal }, consumer.messages(signal), handler, () => {
       last = Date.now();
     });
     return { done, lastActivity: () => last };
-  }
-
-  request<Q extends z.ZodType, R extends z.ZodType>(reqSchema: Q, repSchema: R, subject: string, req: z.input<Q>, opts: RequestOptions): Promise<z.output<R>> {
-    this.#open();
-    return this.#core.request(reqSchema, repSchema, subject, req, opts);
-  }
-
-  serve<Q extends z.ZodType, R extends z.ZodType>(
-    subject: string,
-    reqSchema: Q,
-    repSchema: R,
-    handler: (req: z.output<Q>, sc: ServeContext) => Promise<z.input<R>>,
-    opts: ServeOptions,
-  ): void {
-    this.#open();
-    this.#core.serve(subject, reqSchema, repSchema, handler, opts);
-  }
-
-  publishCore(subject: string, payload: unknown = {}): void {
-    this.#open();
-    this.#core.publishCore(subject, payload);
-  }
-
-  subscribeCore(subject: string, handler: (data: unknown, msg: CoreMessageMeta) => void, signal: AbortSignal): void {
-    this.#open();
-    this.#core.subscribeCore(subject, handler, signal);
   }
 
   async readStream<S extends z.ZodType>(
@@ -266,30 +220,18 @@ export class InMemoryBus implements Bus {
     return kv;
   }
 
-  publishSpans(records: readonly SpanRecord[]): Promise<void> {
-    return publishSpanRecords(this, records);
-  }
-
-  readSpans(filterSubject: string, onSpan: (record: SpanRecord) => void, opts: { onInvalid?: (reason: string) => void } = {}): Promise<void> {
-    return readSpanRecords(this, filterSubject, onSpan, opts);
-  }
-
-  async deadLetter(d: DeadLetterInput): Promise<void> {
-    this.#deadLettered++;
-    await sendDeadLetter(
-      { process: this.process, node: this.node, logger: this.logger, metrics: this.#metrics, store: async (subject, body) => this.server.store(subject, new TextEncoder().encode(body), undefined) },
-      d,
-    );
-  }
-
   /** Every delivery already scheduled has run (deliveries take one turn of the event loop). */
   flush(): Promise<void> {
     return new Promise((r) => setImmediate(r));
   }
 
+  protected async storeDeadLetter(subject: string, body: string): Promise<unknown> {
+    return this.server.store(subject, new TextEncoder().encode(body), undefined);
+  }
+
   /** Ends consumers and subscriptions, then waits for the request handlers still running. */
   async close(): Promise<void> {
     this.#closing.abort();
-    await this.#core.close();
+    await this.closeCore();
   }
 }
