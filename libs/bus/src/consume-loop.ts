@@ -36,6 +36,10 @@ export interface ConsumeDeps {
   deadLetter(d: DeadLetterInput): Promise<void>;
 }
 
+/** @see ConsumeOptions.ackWaitMs */
+export const DEFAULT_ACK_WAIT_MS = 30_000;
+/** @see ConsumeOptions.maxAckPending */
+export const DEFAULT_MAX_ACK_PENDING = 1000;
 /** @see ConsumeOptions.maxDeliver */
 export const DEFAULT_MAX_DELIVER = 10;
 /** @see ConsumeOptions.nakBackoffMs */

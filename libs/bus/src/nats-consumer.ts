@@ -8,13 +8,8 @@ import type { ConsumerConfig, JetStreamClient, JetStreamManager, JsMsg } from '@
 import type { z } from 'zod';
 import { errorMessage } from '@splitlet/api';
 import type { ConsumeOptions, Consumption, Delivery } from './bus.js';
-import { DEFAULT_MAX_DELIVER, runConsumeLoop, type ConsumeDeps, type RawDelivery } from './consume-loop.js';
+import { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_ACK_PENDING, DEFAULT_MAX_DELIVER, runConsumeLoop, type ConsumeDeps, type RawDelivery } from './consume-loop.js';
 import { isJsApiError, JsApiCodes } from './js-api-codes.js';
-
-/** @see ConsumeOptions.ackWaitMs */
-export const DEFAULT_ACK_WAIT_MS = 30_000;
-/** @see ConsumeOptions.maxAckPending */
-export const DEFAULT_MAX_ACK_PENDING = 1000;
 
 /** Creates the durable pull consumer if missing (config of an existing one is left as is). */
 export async function ensureNatsConsumer(jsm: JetStreamManager, opts: ConsumeOptions): Promise<void> {

@@ -14,6 +14,7 @@ import type { KvOptions } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { nanos } from '@nats-io/transport-node';
 import { isJsApiError, JsApiCodes } from './js-api-codes.js';
+import { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_ACK_PENDING } from './consume-loop.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -88,8 +89,8 @@ export const CONSUMERS = {
     stream: Streams.work,
     durable: Consumers.podWorkerPartition(node, partition),
     filterSubject: Subjects.workPartition(node, partition),
-    ackWaitMs: o.ackWaitMs ?? 30_000,
-    maxAckPending: o.maxAckPending ?? 1000,
+    ackWaitMs: o.ackWaitMs ?? DEFAULT_ACK_WAIT_MS,
+    maxAckPending: o.maxAckPending ?? DEFAULT_MAX_ACK_PENDING,
     maxDeliver: 100,
   }),
   /** status-manager's status updates. */
