@@ -219,7 +219,7 @@ describe('NatsBus', () => {
       async (req) => {
         if (req.n === 1) await new Promise((r) => setTimeout(r, 800));
         else await new Promise<void>((r) => (release = r));
-        return { type: 'test.Ping.v1', n: req.n };
+        return { type: 'test.Ping.v1' as const, n: req.n };
       },
       { queue: 'slow', signal: ac.signal },
     );
