@@ -78,6 +78,8 @@ export const Buckets = {
   node: 'sl_node',
   /** Writer: sync-loop (one active per node). Key `<node>` → leader lease. */
   syncLoopLeader: 'sl_syncloop_leader',
+  /** Writer: cri-adapter. Key `<node>` → BackoffTables (crash-loop and image-pull backoff survive a restart). */
+  criBackoff: 'sl_cri_backoff',
 } as const;
 
 /** Subject builders. `node` is the node *name*; it is encoded here. */

@@ -1,12 +1,31 @@
-export { connectBus, NatsBus, formatIssues, PROGRESS_BEAT_MS } from './nats-bus.js';
-export type { BusOptions, BusLogger, Delivery, ConsumeOptions, Consumption, RequestOptions, ServeContext } from './nats-bus.js';
+export type {
+  Bus,
+  BusLogger,
+  Delivery,
+  ConsumeOptions,
+  Consumption,
+  PublishOptions,
+  PublishAck,
+  RequestOptions,
+  ServeContext,
+  ServeOptions,
+  CoreMessageMeta,
+  StoredMessageMeta,
+  ReadStreamOptions,
+  DeadLetterInput,
+} from './bus.js';
+export type { KvBucket, TypedEntry, KvWatchOptions } from './kv-bucket.js';
+export { connectBus } from './connect-bus.js';
+export type { BusOptions } from './connect-bus.js';
+export { NatsBus } from './nats-bus.js';
+export { formatIssues } from './codec.js';
+export { PROGRESS_BEAT_MS } from './core-client.js';
 export type { BusMetrics } from './metrics.js';
 export { BusError, BusErrorCodes, isBusError } from './errors.js';
 export type { BusErrorCode } from './errors.js';
 export { TypedKv } from './typed-kv.js';
-export type { TypedEntry, KvOwner } from './typed-kv.js';
-export { ensureTopology, ensureStream, STREAMS, BUCKETS } from './topology.js';
-export type { StreamSpec, BucketSpec } from './topology.js';
+export { ensureTopology, ensureStream, STREAMS, BUCKETS, CONSUMERS } from './topology.js';
+export type { StreamSpec, BucketSpec, ConsumerSpec } from './topology.js';
 export {
   headersWithContext,
   contextFromHeaders,

@@ -1,16 +1,20 @@
 /**
- * The streams and KV buckets splitlet needs, provisioned idempotently.
+ * The streams and KV buckets splitlet needs, provisioned idempotently: the one place a stream or
+ * bucket is declared, with the durable consumers (created by `Bus.consume` from {@link CONSUMERS});
+ * services never create one.
  *
  * Every process calls {@link ensureTopology} at start; creating what exists is a no-op and a
  * changed limit is updated in place. Only settings nats-server 2.9 understands are used.
  */
-import { Buckets, Streams } from '@splitlet/api';
-import { DiscardPolicy, RetentionPolicy, StorageType, JetStreamApiError } from '@nats-io/jetstream';
+import { Buckets, Consumers, Streams, Subjects } from '@splitlet/api';
+import { DiscardPolicy, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import type { JetStreamManager, StreamConfig } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import type { KvOptions } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { nanos } from '@nats-io/transport-node';
+import { isJsApiError, JsApiCodes } from './js-api-codes.js';
+import { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_ACK_PENDING } from './consume-loop.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -56,7 +60,42 @@ export const BUCKETS: readonly BucketSpec[] = [
   { name: Buckets.status, history: 1 },
   { name: Buckets.node, history: 1 },
   { name: Buckets.syncLoopLeader, history: 1, ttlMs: 10_000 },
+  { name: Buckets.criBackoff, history: 1 },
 ];
+
+/**
+ * A durable consumer's server-side declaration; `Bus.consume` creates it when missing (an existing
+ * consumer keeps its config). Client-side options (`concurrency`, `autoAck`, `signal`) are the
+ * adapter's.
+ */
+export interface ConsumerSpec {
+  readonly stream: string;
+  readonly durable: string;
+  readonly filterSubject: string;
+  readonly ackWaitMs?: number;
+  readonly maxAckPending?: number;
+  readonly maxDeliver?: number;
+  readonly deliverNew?: boolean;
+}
+
+/** The durable consumers splitlet uses, per node (and partition). */
+export const CONSUMERS = {
+  /** sync-loop's PodUpdates, in order. */
+  syncLoopConfig: (node: string): ConsumerSpec => ({ stream: Streams.config, durable: Consumers.syncLoopConfig(node), filterSubject: Subjects.configAll(node) }),
+  /** sync-loop's PLEG events: only new ones when first created. */
+  syncLoopPleg: (node: string): ConsumerSpec => ({ stream: Streams.pleg, durable: Consumers.syncLoopPleg(node), filterSubject: Subjects.plegAll(node), deliverNew: true }),
+  /** One pod-worker partition's pokes (the lease owner consumes it). */
+  podWorkerPartition: (node: string, partition: number, o: { ackWaitMs?: number; maxAckPending?: number } = {}): ConsumerSpec => ({
+    stream: Streams.work,
+    durable: Consumers.podWorkerPartition(node, partition),
+    filterSubject: Subjects.workPartition(node, partition),
+    ackWaitMs: o.ackWaitMs ?? DEFAULT_ACK_WAIT_MS,
+    maxAckPending: o.maxAckPending ?? DEFAULT_MAX_ACK_PENDING,
+    maxDeliver: 100,
+  }),
+  /** status-manager's status updates. */
+  statusManager: (node: string): ConsumerSpec => ({ stream: Streams.status, durable: Consumers.statusManager(node), filterSubject: Subjects.statusAll(node) }),
+} as const;
 
 function streamConfig(s: StreamSpec): Partial<StreamConfig> & { name: string } {
   const cfg: Partial<StreamConfig> & { name: string } = {
@@ -75,8 +114,11 @@ function streamConfig(s: StreamSpec): Partial<StreamConfig> & { name: string } {
 }
 
 function isNotFound(e: unknown): boolean {
-  return e instanceof JetStreamApiError && (e.code === 10059 || e.status === 404);
+  return isJsApiError(e, JsApiCodes.StreamNotFound) || (isJsApiError(e) && e.status === HTTP_NOT_FOUND);
 }
+
+/** The HTTP-like status of a JetStream API error for a missing resource. */
+const HTTP_NOT_FOUND = 404;
 
 /** Creates or updates one stream. */
 export async function ensureStream(jsm: JetStreamManager, spec: StreamSpec): Promise<void> {
@@ -99,7 +141,7 @@ export async function ensureStream(jsm: JetStreamManager, spec: StreamSpec): Pro
       await jsm.streams.add(cfg);
     } catch (e2) {
       // Another process created it between our info and add: fine.
-      if (!(e2 instanceof JetStreamApiError && e2.code === 10058)) throw e2;
+      if (!isJsApiError(e2, JsApiCodes.StreamNameInUse)) throw e2;
     }
   }
 }

@@ -1,51 +1,41 @@
 /**
- * A KV bucket whose values are validated by a zod schema on write and on read.
+ * TypedKv: the one implementation of {@link KvBucket}, over any {@link RawKv} (a NATS bucket via
+ * `natsRawKv`, or the in-memory bucket of `./testing`).
  *
- * Revisions are stream sequences (the kine pattern): `create` fails if the key exists, `update` is a
- * compare-and-swap on the revision. A stored value that fails validation is never returned as data:
- * `get` throws SchemaInvalid, `watch` dead-letters it and reports the key as unreadable.
+ * A stored value that fails validation is never returned as data: `get` throws SchemaInvalid,
+ * `list` leaves it out, `watch` dead-letters it and skips it.
  */
-import type { KV, KvEntry } from '@nats-io/kv';
-import type { JetStreamManager } from '@nats-io/jetstream';
-import { KvWatchInclude } from '@nats-io/kv';
 import type { z } from 'zod';
 import { errorMessage } from '@splitlet/api';
-import { BusError } from './errors.js';
+import { BusError, isBusError } from './errors.js';
+import { formatIssues } from './codec.js';
+import type { DeadLetterInput } from './bus.js';
+import type { KvBucket, KvWatchOptions, RawKv, RawKvEntry, TypedEntry } from './kv-bucket.js';
 
 /** What the typed KV needs from the bus. */
 export interface KvOwner {
-  deadLetter(d: { subject: string; reason: string; data: Uint8Array }): Promise<void>;
+  deadLetter(d: DeadLetterInput): Promise<void>;
   readonly logger: { warn(msg: string, fields?: Record<string, unknown>): void };
-  readonly jsm: JetStreamManager;
-}
-
-/** A decoded entry. `value` is null for a delete or purge. */
-export interface TypedEntry<T> {
-  key: string;
-  value: T | null;
-  revision: number;
-  /** Server time of the write. */
-  created: Date;
-  /** Entries still to come in the initial replay of a watch (0 = caught up). */
-  delta: number;
 }
 
 const enc = new TextEncoder();
+const dec = new TextDecoder();
 
-function isWrongLastSequence(e: unknown): boolean {
-  const msg = errorMessage(e);
-  return /wrong last sequence|key exists|10071/i.test(msg);
-}
+/** How long {@link TypedKv.list} waits for the replay of the keys it counted. */
+const LIST_GUARD_MS = 5000;
+/** When a watch re-counts keys that may have expired before the replay reached them. */
+const WATCH_RECHECK_MS = 2000;
 
-/** Typed view of one bucket. Obtain it from `NatsBus.kv()`. */
-export class TypedKv<T> {
-  readonly kv: KV;
+/** Typed view of one bucket. Obtain it from `Bus.kv()`. */
+export class TypedKv<T> implements KvBucket<T> {
+  /** The byte-level bucket (tests use it to store values that do not validate). */
+  readonly raw: RawKv;
   readonly bucket: string;
   readonly #schema: z.ZodType<T>;
   readonly #owner: KvOwner;
 
-  constructor(kv: KV, bucket: string, schema: z.ZodType<T>, owner: KvOwner) {
-    this.kv = kv;
+  constructor(raw: RawKv, bucket: string, schema: z.ZodType<T>, owner: KvOwner) {
+    this.raw = raw;
     this.bucket = bucket;
     this.#schema = schema;
     this.#owner = owner;
@@ -54,114 +44,90 @@ export class TypedKv<T> {
   #encode(key: string, value: T): Uint8Array {
     const parsed = this.#schema.safeParse(value);
     if (!parsed.success) {
-      throw new BusError('SchemaInvalid', `refusing to write an invalid value to ${this.bucket}/${key}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+      throw new BusError('SchemaInvalid', `refusing to write an invalid value to ${this.bucket}/${key}: ${formatIssues(parsed.error)}`);
     }
     return enc.encode(JSON.stringify(parsed.data));
   }
 
-  #decode(e: KvEntry): { ok: true; value: T | null } | { ok: false; reason: string } {
+  #decode(e: RawKvEntry): { ok: true; value: T | null } | { ok: false; reason: string } {
     if (e.operation !== 'PUT') return { ok: true, value: null };
     let json: unknown;
     try {
-      json = e.json();
+      json = JSON.parse(dec.decode(e.value));
     } catch (err) {
       return { ok: false, reason: `value of ${this.bucket}/${e.key} is not JSON: ${errorMessage(err)}` };
     }
     const parsed = this.#schema.safeParse(json);
-    if (!parsed.success) {
-      return { ok: false, reason: `value of ${this.bucket}/${e.key} does not match its schema: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` };
-    }
+    if (!parsed.success) return { ok: false, reason: `value of ${this.bucket}/${e.key} does not match its schema: ${formatIssues(parsed.error)}` };
     return { ok: true, value: parsed.data };
   }
 
-  /** The current entry, or null when absent or deleted. */
   async get(key: string): Promise<TypedEntry<T> | null> {
-    const e = await this.kv.get(key);
+    const e = await this.raw.get(key);
     if (!e || e.operation !== 'PUT') return null;
     const d = this.#decode(e);
     if (!d.ok) throw new BusError('SchemaInvalid', d.reason);
     return { key, value: d.value, revision: e.revision, created: e.created, delta: 0 };
   }
 
-  /** Writes unconditionally (latest wins). Returns the new revision. */
-  put(key: string, value: T): Promise<number> {
-    return this.kv.put(key, this.#encode(key, value));
+  async put(key: string, value: T): Promise<number> {
+    return this.raw.put(key, this.#encode(key, value));
   }
 
-  /** Writes only if the key is absent (or deleted). Throws BusError Conflict when it exists. */
   async create(key: string, value: T): Promise<number> {
     try {
-      return await this.kv.create(key, this.#encode(key, value));
+      return await this.raw.create(key, this.#encode(key, value));
     } catch (e) {
-      if (isWrongLastSequence(e)) throw new BusError('Conflict', `${this.bucket}/${key} already exists`, { cause: e });
+      if (isBusError(e, 'Conflict')) throw new BusError('Conflict', `${this.bucket}/${key} already exists`, { cause: e });
       throw e;
     }
   }
 
-  /** Compare-and-swap on `revision`. Throws BusError Conflict when the key moved on. */
   async update(key: string, value: T, revision: number): Promise<number> {
     try {
-      return await this.kv.update(key, this.#encode(key, value), revision);
+      return await this.raw.update(key, this.#encode(key, value), revision);
     } catch (e) {
-      if (isWrongLastSequence(e)) throw new BusError('Conflict', `${this.bucket}/${key} is no longer at revision ${revision}`, { cause: e });
+      if (isBusError(e, 'Conflict')) throw new BusError('Conflict', `${this.bucket}/${key} is no longer at revision ${revision}`, { cause: e });
       throw e;
     }
   }
 
-  /** Deletes the key; with `previousRevision`, only if it is still at that revision (Conflict otherwise). */
   async delete(key: string, previousRevision?: number): Promise<void> {
     try {
-      await this.kv.delete(key, previousRevision === undefined ? {} : { previousSeq: previousRevision });
+      await this.raw.delete(key, previousRevision);
     } catch (e) {
-      if (isWrongLastSequence(e)) throw new BusError('Conflict', `${this.bucket}/${key} is no longer at revision ${previousRevision}`, { cause: e });
+      if (isBusError(e, 'Conflict')) throw new BusError('Conflict', `${this.bucket}/${key} is no longer at revision ${previousRevision}`, { cause: e });
       throw e;
     }
   }
 
-  /**
-   * Keys under `filter` that have a stored message (a value or a delete marker), from one
-   * STREAM.INFO request. Unlike nats.js `keys()`, this cannot hang when keys change or expire
-   * while it runs.
-   */
-  async storedKeys(filter: string): Promise<string[]> {
-    const prefix = `$KV.${this.bucket}.`;
-    const si = await this.#owner.jsm.streams.info(`KV_${this.bucket}`, { subjects_filter: `${prefix}${filter}` });
-    return Object.keys(si.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
-  }
-
-  /** How many keys under `filter` have a stored message. */
-  async countKeys(filter: string): Promise<number> {
-    return (await this.storedKeys(filter)).length;
+  keys(filter: string): Promise<string[]> {
+    return this.raw.keys(filter);
   }
 
   /**
-   * Every current entry under a key filter (e.g. `node.>`), read through a watch of last values.
-   * The replay ends once every key stored when the watch began has been seen. `delta` alone cannot
-   * tell: when keys are written during the replay, nats-server 2.9.10 counts it wrong both ways — it
-   * can stay at 1 for good (the listing used to stall for its 5 s guard) or reach 0 before every key
-   * came (the listing used to miss keys). At `delta` 0 the stored keys are re-read, so keys deleted
-   * meanwhile are not waited for.
+   * Read through a watch of last values. The replay ends once every key stored when the watch began
+   * has been seen. `delta` alone cannot tell: when keys are written during the replay, nats-server
+   * 2.9.10 counts it wrong both ways — it can stay at 1 for good (the listing used to stall for its
+   * 5 s guard) or reach 0 before every key came (the listing used to miss keys). At `delta` 0 the
+   * stored keys are re-read, so keys deleted meanwhile are not waited for.
    */
   async list(filter: string): Promise<TypedEntry<T>[]> {
     const byKey = new Map<string, TypedEntry<T> | null>();
-    const w = await this.kv.watch({ key: filter, include: KvWatchInclude.LastValue });
+    const w = await this.raw.watch(filter, 'last');
     try {
-      const stored = await this.storedKeys(filter);
+      const stored = await this.keys(filter);
       if (stored.length === 0) return [];
       const pending = new Set(stored);
-      const timer = setTimeout(() => w.stop(), 5000);
+      const timer = setTimeout(() => w.stop(), LIST_GUARD_MS);
       try {
         for await (const e of w) {
           pending.delete(e.key);
-          if (e.operation === 'PUT') {
-            const d = this.#decode(e);
-            byKey.set(e.key, d.ok && d.value !== null ? { key: e.key, value: d.value, revision: e.revision, created: e.created, delta: e.delta ?? 0 } : null);
-          } else {
-            byKey.set(e.key, null);
-          }
+          const d = this.#decode(e);
+          byKey.set(e.key, d.ok && d.value !== null ? { key: e.key, value: d.value, revision: e.revision, created: e.created, delta: e.delta ?? 0 } : null);
           if (pending.size === 0) break;
           if ((e.delta ?? 0) === 0) {
-            const still = new Set(await this.storedKeys(filter));
+            const still = new Set(await this.keys(filter));
             for (const k of [...pending]) if (!still.has(k)) pending.delete(k);
             if (pending.size === 0) break;
           }
@@ -176,18 +142,8 @@ export class TypedKv<T> {
     }
   }
 
-  /**
-   * Watches keys matching `filter`: first the current values (`delta` counts down to 0), then every
-   * change, until `signal` aborts. Invalid values are dead-lettered and skipped. `onCaughtUp` fires
-   * once the initial replay is complete (also for an empty bucket).
-   */
-  async watch(
-    filter: string,
-    signal: AbortSignal,
-    onEntry: (e: TypedEntry<T>) => void | Promise<void>,
-    opts: { updatesOnly?: boolean; onCaughtUp?: () => void } = {},
-  ): Promise<{ done: Promise<void> }> {
-    const w = await this.kv.watch({ key: filter, include: opts.updatesOnly ? KvWatchInclude.UpdatesOnly : KvWatchInclude.LastValue });
+  async watch(filter: string, signal: AbortSignal, onEntry: (e: TypedEntry<T>) => void | Promise<void>, opts: KvWatchOptions = {}): Promise<{ done: Promise<void> }> {
+    const w = await this.raw.watch(filter, opts.updatesOnly ? 'updates' : 'last');
     signal.addEventListener('abort', () => w.stop(), { once: true });
     let caughtUp = false;
     const markCaughtUp = (): void => {
@@ -196,11 +152,16 @@ export class TypedKv<T> {
         opts.onCaughtUp?.();
       }
     };
-    if (opts.updatesOnly || (await this.countKeys(filter)) === 0) markCaughtUp();
+    if (opts.updatesOnly || (await this.keys(filter)).length === 0) markCaughtUp();
     // Keys that expire (bucket TTL) between the count and the watch never arrive: re-check once.
     const recheck = setTimeout(() => {
-      if (!caughtUp) void this.countKeys(filter).then((n) => n === 0 && markCaughtUp(), () => undefined);
-    }, 2000);
+      if (!caughtUp) {
+        void this.keys(filter).then(
+          (keys) => keys.length === 0 && markCaughtUp(),
+          (e: unknown) => this.#owner.logger.warn('could not re-count the keys of a watch', { bucket: this.bucket, filter, error: errorMessage(e) }),
+        );
+      }
+    }, WATCH_RECHECK_MS);
     signal.addEventListener('abort', () => clearTimeout(recheck), { once: true });
     const done = (async () => {
       for await (const e of w) {

@@ -3,7 +3,7 @@
  * (abandoned when shutdown begins first), register the closers in the order shutdown needs, and
  * mirror finished spans to `SL_SPANS` when `PUBLISH_SPANS` is on.
  */
-import { connectBus, type NatsBus } from '@splitlet/bus';
+import { connectBus, type Bus } from '@splitlet/bus';
 import { createBusMetrics, createSpanRecordProcessor, type Logger, type Telemetry } from '@splitlet/telemetry';
 import type { Registry } from 'prom-client';
 import { natsServers, type NodeProcessSettings } from './node-process-env.js';
@@ -29,7 +29,7 @@ export interface ConnectNodeBusOptions {
  * (reverse order) the span records still waiting for their batch are published and acknowledged
  * before the bus closes, and the telemetry flush (OTLP) comes last.
  */
-export async function connectNodeBus(o: ConnectNodeBusOptions): Promise<NatsBus> {
+export async function connectNodeBus(o: ConnectNodeBusOptions): Promise<Bus> {
   const { service, settings, logger, telemetry } = o;
   o.onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
   const bus = await connectBus({

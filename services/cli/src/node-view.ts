@@ -5,7 +5,7 @@
 import { Buckets, DesiredPod, KillRequest, KubeEvent, Keys, PodStatusRecord, Streams, Subjects } from '@splitlet/api';
 import type { Pod } from '@splitlet/api';
 import { connectBus } from '@splitlet/bus';
-import type { NatsBus } from '@splitlet/bus';
+import type { Bus } from '@splitlet/bus';
 import { createLogger } from '@splitlet/telemetry';
 import type { InstanceInfo } from './state-dir.js';
 
@@ -17,7 +17,7 @@ export interface PodView {
 }
 
 /** Connects to the instance's NATS as a short-lived CLI client. */
-export async function connectCli(inst: InstanceInfo): Promise<NatsBus> {
+export async function connectCli(inst: InstanceInfo): Promise<Bus> {
   return connectBus({
     servers: inst.natsUrl,
     process: 'cli',
@@ -28,7 +28,7 @@ export async function connectCli(inst: InstanceInfo): Promise<NatsBus> {
 }
 
 /** Every pod of the node: those with a status, plus desired pods not yet reported (Pending). */
-export async function listPods(bus: NatsBus, node: string): Promise<PodView[]> {
+export async function listPods(bus: Bus, node: string): Promise<PodView[]> {
   const [statusKv, desiredKv, killKv] = await Promise.all([
     bus.kv(Buckets.status, PodStatusRecord),
     bus.kv(Buckets.desired, DesiredPod),
@@ -74,7 +74,7 @@ export function findPod(pods: PodView[], name: string, namespace: string, node: 
 }
 
 /** The recorded events of one pod, oldest first. */
-export async function podEvents(bus: NatsBus, node: string, uid: string): Promise<KubeEvent[]> {
+export async function podEvents(bus: Bus, node: string, uid: string): Promise<KubeEvent[]> {
   const out: KubeEvent[] = [];
   await bus.readStream(KubeEvent, Streams.events, Subjects.events(node, uid), (e) => out.push(e));
   return out;

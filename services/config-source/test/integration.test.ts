@@ -42,7 +42,7 @@ describe('config-source process (real nats-server)', () => {
     updates = collect(bus, Subjects.configAll(NODE), (x) => PodUpdate.parse(x));
     nodeEvents = collect(bus, Subjects.events(NODE, nodeToken(NODE)), (x) => KubeEvent.parse(x));
     spans = collect(bus, Subjects.spansAll(NODE), (x) => SpanBatch.parse(x));
-    await bus.nc.flush();
+    await bus.flush();
     await mkdir(dir());
     proc = await spawnProcess({
       cmd: process.execPath,

@@ -6,7 +6,7 @@
 import { availableParallelism, homedir, networkInterfaces, totalmem } from 'node:os';
 import type { Tracer } from '@opentelemetry/api';
 import { Subjects } from '@splitlet/api';
-import type { NatsBus } from '@splitlet/bus';
+import type { Bus } from '@splitlet/bus';
 import type { ImageService, RuntimeService } from '@splitlet/cri';
 import { Backoff, KubeletPeriods } from '@splitlet/kube';
 import type { Clock, HealthStatus } from '@splitlet/service';
@@ -48,7 +48,7 @@ export type CriAdapterSettings = Pick<
 /** Dependencies of {@link createCriAdapter}. */
 export interface CriAdapterDeps {
   readonly settings: CriAdapterSettings;
-  readonly bus: NatsBus;
+  readonly bus: Bus;
   /** The (instrumented) CRI client. */
   readonly cri: RuntimeService & ImageService;
   /** Counts mutating CRI calls made through `cri` (see {@link isMutatingCriMethod}). */

@@ -57,7 +57,7 @@ export async function startAdapterOverNats(o: AdapterOverNatsOptions): Promise<A
   const caller = await connectBus({ servers: nats.url, process: o.caller, node: o.node, logger, provision: false });
   let pokes = 0;
   caller.subscribeCore(Subjects.plegRelist(o.node), () => pokes++, stop.signal);
-  await caller.nc.flush();
+  await caller.flush();
   const client = await GrpcRuntimeService.connect({ endpoint: sim.endpoint });
   let mutations = 0;
   const cri = instrument(client, { tracer: trace.getTracer('test'), onCall: (r) => (isMutatingCriMethod(r.method) ? mutations++ : undefined) });

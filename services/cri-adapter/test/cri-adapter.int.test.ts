@@ -44,7 +44,7 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
     });
     h.caller.subscribeCore(Subjects.eventsAll(NODE), (d) => events.push(KubeEvent.parse(d)), h.signal);
     h.caller.subscribeCore(Subjects.deadLetter(NODE, 'cri-adapter'), (d) => deadLetters.push(DeadLetter.parse(d)), h.signal);
-    await h.caller.nc.flush();
+    await h.caller.flush();
   });
 
   after(async () => {

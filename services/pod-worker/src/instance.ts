@@ -6,7 +6,7 @@
  */
 import type { Tracer } from '@opentelemetry/api';
 import type { Registry } from 'prom-client';
-import type { NatsBus } from '@splitlet/bus';
+import type { Bus } from '@splitlet/bus';
 import { busEventSink, busRuntimeClient, busStatusSink, busVolumeClient } from './adapters/bus-clients.js';
 import { KvLeaseStore, KvMemberStore, KvPodStateStore } from './adapters/kv-stores.js';
 import { createPromSyncMetrics, registerPartitionGauges } from './adapters/prom-metrics.js';
@@ -42,7 +42,7 @@ export interface InstanceSettings {
 
 /** Dependencies of {@link startPodWorkerInstance}. */
 export interface InstanceDeps {
-  readonly bus: NatsBus;
+  readonly bus: Bus;
   readonly clock: Clock;
   readonly logger: Log;
   readonly tracer: Tracer;

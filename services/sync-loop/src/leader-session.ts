@@ -5,7 +5,7 @@
  */
 import type { Tracer } from '@opentelemetry/api';
 import type { ContainerGCPolicy } from '@splitlet/api';
-import type { NatsBus, Consumption } from '@splitlet/bus';
+import type { Bus, Consumption } from '@splitlet/bus';
 import type { AdmissionNode } from '@splitlet/kube';
 import { ProgressMonitor, sleep, type Clock, type HealthStatus } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
@@ -34,7 +34,7 @@ const CONTAINER_GC_TIMEOUT_MS = 600_000;
 
 /** Dependencies of a leader session. */
 export interface LeaderSessionDeps {
-  readonly bus: NatsBus;
+  readonly bus: Bus;
   readonly node: string;
   readonly partitions: number;
   readonly admissionNode: AdmissionNode;

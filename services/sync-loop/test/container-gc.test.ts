@@ -5,8 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { DesiredPod, KillRequest, RuntimeGarbageCollectReply, RuntimeGarbageCollectRequest } from '@splitlet/api';
-import { BusError, type NatsBus } from '@splitlet/bus';
+import { KubeEvent, Streams, type DesiredPod, type KillRequest, type RuntimeGarbageCollectReply, type RuntimeGarbageCollectRequest } from '@splitlet/api';
+import { BusError } from '@splitlet/bus';
+import { InMemoryBus } from '@splitlet/bus/testing';
 import { KubeletPeriods } from '@splitlet/kube';
 import { FakeClock } from '@splitlet/service/testing';
 import { createLogger } from '@splitlet/telemetry';
@@ -177,8 +178,7 @@ describe('ContainerGarbageCollector (StartGarbageCollection)', () => {
 
 describe('createBusEventRecorder', () => {
   it("publishes a Node event under the node's token (node names may hold dots), a pod event under its UID", async () => {
-    const subjects: string[] = [];
-    const bus = { publish: async (_schema: unknown, subject: string) => void subjects.push(subject) } as unknown as Pick<NatsBus, 'publish'>;
+    const bus = new InMemoryBus({ node: 'node-1.example' });
     const recorder = createBusEventRecorder(bus, 'node-1.example');
     const event = (kind: string, uid: string): Parameters<typeof recorder.record>[0] => ({
       type: 'kubelet.events.Event.v1',
@@ -191,6 +191,12 @@ describe('createBusEventRecorder', () => {
     });
     await recorder.record(event('Node', 'node-1.example'));
     await recorder.record(event('Pod', 'uid-1'));
-    assert.deepEqual(subjects, ['sl.node-1_example.events.node-1_example', 'sl.node-1_example.events.uid-1']);
+    assert.deepEqual(
+      bus.published.map((m) => m.subject),
+      ['sl.node-1_example.events.node-1_example', 'sl.node-1_example.events.uid-1'],
+    );
+    const stored: string[] = [];
+    await bus.readStream(KubeEvent, Streams.events, 'sl.node-1_example.events.*', (e) => stored.push(e.involvedObject.kind));
+    assert.deepEqual(stored, ['Node', 'Pod'], 'stored on SL_EVENTS, valid against the KubeEvent schema');
   });
 });

@@ -57,6 +57,6 @@ await runService({
       const age = vm.oldestOperationMs();
       return age <= STUCK_OPERATION_MS ? { ok: true } : { ok: false, reason: `a volume operation has been running for ${age} ms; threshold is ${STUCK_OPERATION_MS} ms` };
     });
-    health.register('nats', () => (bus.nc.isClosed() ? { ok: false, reason: 'NATS connection closed' } : { ok: true }), { readiness: true });
+    health.register('nats', () => (bus.isClosed() ? { ok: false, reason: 'NATS connection closed' } : { ok: true }), { readiness: true });
   },
 });

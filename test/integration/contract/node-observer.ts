@@ -5,7 +5,7 @@
  */
 import { KubeEvent, Streams, Subjects } from '@splitlet/api';
 import type { Pod } from '@splitlet/api';
-import type { NatsBus } from '@splitlet/bus';
+import type { Bus } from '@splitlet/bus';
 import { connectCli, listPods } from '../../../services/cli/src/node-view.ts';
 import type { InstanceInfo } from '../../../services/cli/src/state-dir.ts';
 
@@ -17,7 +17,7 @@ export interface Observation {
 
 /** The node's pods and events, as the test sees them. */
 export class NodeObserver {
-  readonly #bus: NatsBus;
+  readonly #bus: Bus;
   readonly #node: string;
   readonly #ac = new AbortController();
   readonly #history = new Map<string, Observation[]>();
@@ -28,7 +28,7 @@ export class NodeObserver {
   #loop: Promise<void> = Promise.resolve();
   #follow: Promise<void> = Promise.resolve();
 
-  private constructor(bus: NatsBus, node: string) {
+  private constructor(bus: Bus, node: string) {
     this.#bus = bus;
     this.#node = node;
   }
@@ -47,7 +47,7 @@ export class NodeObserver {
 
   /**
    * Two staggered loops poll `listPods`: a KV listing sometimes stalls for its 5 s guard while the
-   * bucket is being written (libs/bus TypedKv.list), and the other loop keeps the view current
+   * bucket is being written (libs/bus KvBucket.list), and the other loop keeps the view current
    * meanwhile. A result is applied only if its poll started after the last applied one.
    */
   async #poll(): Promise<void> {

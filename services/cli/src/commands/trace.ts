@@ -5,7 +5,7 @@
  * `--latest` shows the newest of them.
  */
 import { Buckets, DesiredPod, Keys, Subjects, partitionOf, type SpanRecord } from '@splitlet/api';
-import type { NatsBus } from '@splitlet/bus';
+import type { Bus } from '@splitlet/bus';
 import type { InstanceInfo } from '../state-dir.js';
 import { CliError } from '../state-dir.js';
 import { connectCli, findPod, listPods } from '../node-view.js';
@@ -60,14 +60,14 @@ export async function spansFromJaeger(baseUrl: string, traceId: string): Promise
 }
 
 /** The span records on SL_SPANS under `filterSubject` (one trace's subject, or the node's `spansAll`). */
-export async function spansFromBus(bus: NatsBus, filterSubject: string): Promise<SpanRecord[]> {
+export async function spansFromBus(bus: Bus, filterSubject: string): Promise<SpanRecord[]> {
   const out: SpanRecord[] = [];
   await bus.readSpans(filterSubject, (s) => out.push(s));
   return out;
 }
 
 /** The creation trace id of a pod, from its desired record. */
-export async function creationTraceId(bus: NatsBus, node: string, uid: string, partitions: number): Promise<string | undefined> {
+export async function creationTraceId(bus: Bus, node: string, uid: string, partitions: number): Promise<string | undefined> {
   const desired = await bus.kv(Buckets.desired, DesiredPod);
   const e = await desired.get(Keys.podInPartition(node, partitionOf(uid, partitions), uid));
   return traceIdOf(e?.value?.creationTrace?.['traceparent']);

@@ -5,14 +5,14 @@
  * kubelet, host <node>}): recording never blocks or fails the caller.
  */
 import { KubeEvent, Subjects } from '@splitlet/api';
-import type { NatsBus } from '@splitlet/bus';
+import type { Bus } from '@splitlet/bus';
 import type { Clock } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
 import type { EventRecorder, PodEvent } from '../ports.js';
 
 /** Options of {@link createEventPublisher}. */
 export interface EventPublisherOptions {
-  readonly bus: Pick<NatsBus, 'publish'>;
+  readonly bus: Pick<Bus, 'publish'>;
   readonly node: string;
   readonly clock: Clock;
   readonly logger: Logger;

@@ -1,16 +1,16 @@
 /**
  * Persists the node's backoff tables in a KV bucket of the cri-adapter's own (`sl_cri_backoff`,
  * key = the node token), so a restarted cri-adapter keeps counting crash loops where it left off.
+ * The bucket is declared with the others in the topology of `@splitlet/bus`.
  */
-import { Kvm } from '@nats-io/kv';
-import { nodeToken } from '@splitlet/api';
-import type { NatsBus } from '@splitlet/bus';
+import { Buckets, nodeToken } from '@splitlet/api';
+import type { Bus } from '@splitlet/bus';
 import { z } from 'zod';
 import type { StateStore } from '../ports.js';
 import type { BackoffTables } from '../runtime-operations.js';
 
-/** The bucket the cri-adapter owns (single writer: the node's cri-adapter). Not in libs/api's Buckets. */
-export const CRI_BACKOFF_BUCKET = 'sl_cri_backoff';
+/** The bucket the cri-adapter owns (single writer: the node's cri-adapter). */
+export const CRI_BACKOFF_BUCKET = Buckets.criBackoff;
 
 const BackoffStateSchema = z.object({
   version: z.literal(1),
@@ -31,8 +31,7 @@ export const BackoffTablesSchema = z.object({
  * Opens (creating if needed) the bucket and returns a store for this node's tables. A stored value
  * that does not parse is ignored (logged by the caller as "no state").
  */
-export async function createKvBackoffStore(bus: NatsBus, node: string): Promise<StateStore<BackoffTables>> {
-  await new Kvm(bus.nc).create(CRI_BACKOFF_BUCKET, { history: 1 });
+export async function createKvBackoffStore(bus: Bus, node: string): Promise<StateStore<BackoffTables>> {
   const kv = await bus.kv(CRI_BACKOFF_BUCKET, BackoffTablesSchema);
   const key = nodeToken(node);
   return {

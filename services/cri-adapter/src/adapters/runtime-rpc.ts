@@ -16,7 +16,7 @@ import {
   RuntimeSyncPodRequest,
   Subjects,
 } from '@splitlet/api';
-import type { NatsBus } from '@splitlet/bus';
+import type { Bus } from '@splitlet/bus';
 import type { RuntimeOperations } from '../runtime-operations.js';
 
 /** The queue group every cri-adapter replica of a node joins. */
@@ -27,7 +27,7 @@ export const CRI_ADAPTER_QUEUE = 'cri-adapter';
  * (progress for the health check).
  */
 export function serveRuntimeRpc(
-  bus: Pick<NatsBus, 'serve'>,
+  bus: Pick<Bus, 'serve'>,
   node: string,
   ops: RuntimeOperations,
   signal: AbortSignal,

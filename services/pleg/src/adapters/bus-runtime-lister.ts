@@ -2,7 +2,7 @@
  * The runtime lister over the bus: cri-adapter serves `relist` (RuntimeRelistRequest → RuntimeRelistReply).
  */
 import { RuntimeRelistReply, RuntimeRelistRequest, Subjects, type RuntimePodStatus } from '@splitlet/api';
-import type { NatsBus } from '@splitlet/bus';
+import type { Bus } from '@splitlet/bus';
 import type { RuntimeLister } from '../ports.js';
 
 /**
@@ -10,7 +10,7 @@ import type { RuntimeLister } from '../ports.js';
  * the active trace context (GenericPleg makes a periodic relist's context unsampled, so it starts
  * no trace every second). Rejects with a BusError (`Timeout`, `NoResponders`, `Remote`, `SchemaInvalid`).
  */
-export function createBusRuntimeLister(bus: Pick<NatsBus, 'request'>, node: string, timeoutMs: number): RuntimeLister {
+export function createBusRuntimeLister(bus: Pick<Bus, 'request'>, node: string, timeoutMs: number): RuntimeLister {
   const subject = Subjects.rpc.runtime(node, 'relist');
   return {
     async relist(): Promise<readonly RuntimePodStatus[]> {

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { Buckets, Keys, RelistMark, RuntimeCacheEntry } from '@splitlet/api';
-import type { NatsBus, TypedKv } from '@splitlet/bus';
+import type { Bus, KvBucket } from '@splitlet/bus';
 import type { RuntimeCacheSnapshot, RuntimeCacheStore } from '../ports.js';
 
 /** What `sl_runtime` holds. */
@@ -12,12 +12,12 @@ export const RuntimeKvValue = z.union([RuntimeCacheEntry, RelistMark]);
 export type RuntimeKvValue = z.infer<typeof RuntimeKvValue>;
 
 /** Opens `sl_runtime` with its value schema. */
-export function openRuntimeKv(bus: Pick<NatsBus, 'kv'>): Promise<TypedKv<RuntimeKvValue>> {
+export function openRuntimeKv(bus: Pick<Bus, 'kv'>): Promise<KvBucket<RuntimeKvValue>> {
   return bus.kv(Buckets.runtime, RuntimeKvValue);
 }
 
 /** A {@link RuntimeCacheStore} over the node's keys of `sl_runtime`. */
-export function createKvRuntimeCache(kv: TypedKv<RuntimeKvValue>, node: string): RuntimeCacheStore {
+export function createKvRuntimeCache(kv: KvBucket<RuntimeKvValue>, node: string): RuntimeCacheStore {
   return {
     async load(): Promise<RuntimeCacheSnapshot> {
       const entries = new Map<string, RuntimeCacheEntry>();

@@ -3,14 +3,14 @@
  */
 import { trace, type Context } from '@opentelemetry/api';
 import { Subjects } from '@splitlet/api';
-import { contextFromHeaders, type NatsBus } from '@splitlet/bus';
+import { contextFromHeaders, type Bus } from '@splitlet/bus';
 
 /**
  * Calls `onPoke` for every poke until `signal` aborts, with the poke's trace context when its NATS
  * headers carry one (`undefined` otherwise). The payload is ignored.
  */
 export function subscribeRelistPokes(
-  bus: Pick<NatsBus, 'subscribeCore'>,
+  bus: Pick<Bus, 'subscribeCore'>,
   node: string,
   onPoke: (trigger: Context | undefined) => void,
   signal: AbortSignal,

@@ -15,36 +15,22 @@ import {
   errorMessage,
   nodeToken,
 } from '@splitlet/api';
-import type { NatsBus, TypedKv } from '@splitlet/bus';
+import type { Bus, KvBucket } from '@splitlet/bus';
 import type { LeaseStore, MemberStore, PodStateStore, Versioned } from '../ports.js';
 
 function versioned<T>(e: { value: T | null; revision: number } | null): Versioned<T> | null {
   return e === null || e.value === null ? null : { value: e.value, revision: e.revision };
 }
 
-/**
- * The keys under `filter` that have a message in the bucket's stream (live values and delete
- * markers), from one STREAM.INFO request with a subjects filter. Used instead of `kv.keys()`,
- * whose ordered consumer can wait forever when a key is overwritten or expires between its
- * pending count and its delivery (observed with the member heartbeats on nats-server 2.9).
- */
-export async function keysWithMessages(bus: NatsBus, bucket: string, filter: string): Promise<string[]> {
-  const prefix = `$KV.${bucket}.`;
-  const si = await bus.jsm.streams.info(`KV_${bucket}`, { subjects_filter: `${prefix}${filter}` });
-  return Object.keys(si.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
-}
-
 /** PodStateStore over the node's KV buckets. */
 export class KvPodStateStore implements PodStateStore {
-  readonly #bus: NatsBus;
   readonly #node: string;
-  readonly #desired: TypedKv<DesiredPod>;
-  readonly #kill: TypedKv<KillRequest>;
-  readonly #worker: TypedKv<WorkerRecord>;
-  readonly #status: TypedKv<PodStatusRecord>;
+  readonly #desired: KvBucket<DesiredPod>;
+  readonly #kill: KvBucket<KillRequest>;
+  readonly #worker: KvBucket<WorkerRecord>;
+  readonly #status: KvBucket<PodStatusRecord>;
 
-  private constructor(bus: NatsBus, node: string, desired: TypedKv<DesiredPod>, kill: TypedKv<KillRequest>, worker: TypedKv<WorkerRecord>, status: TypedKv<PodStatusRecord>) {
-    this.#bus = bus;
+  private constructor(node: string, desired: KvBucket<DesiredPod>, kill: KvBucket<KillRequest>, worker: KvBucket<WorkerRecord>, status: KvBucket<PodStatusRecord>) {
     this.#node = node;
     this.#desired = desired;
     this.#kill = kill;
@@ -53,14 +39,14 @@ export class KvPodStateStore implements PodStateStore {
   }
 
   /** Opens the four buckets. */
-  static async open(bus: NatsBus, node: string): Promise<KvPodStateStore> {
+  static async open(bus: Pick<Bus, 'kv'>, node: string): Promise<KvPodStateStore> {
     const [desired, kill, worker, status] = await Promise.all([
       bus.kv(Buckets.desired, DesiredPod),
       bus.kv(Buckets.kill, KillRequest),
       bus.kv(Buckets.worker, WorkerRecord),
       bus.kv(Buckets.status, PodStatusRecord),
     ]);
-    return new KvPodStateStore(bus, node, desired, kill, worker, status);
+    return new KvPodStateStore(node, desired, kill, worker, status);
   }
 
   async getDesired(partition: number, uid: string): Promise<Versioned<DesiredPod> | null> {
@@ -97,7 +83,7 @@ export class KvPodStateStore implements PodStateStore {
    */
   async listPartitionUids(partition: number): Promise<string[]> {
     const filter = Keys.partitionPrefix(this.#node, partition);
-    const lists = await Promise.all([Buckets.kill, Buckets.desired, Buckets.worker].map((b) => keysWithMessages(this.#bus, b, filter)));
+    const lists = await Promise.all([this.#kill, this.#desired, this.#worker].map((kv) => kv.keys(filter)));
     const uids = new Set<string>();
     for (const list of lists) for (const k of list) uids.add(k.slice(k.lastIndexOf('.') + 1));
     return [...uids];
@@ -107,14 +93,14 @@ export class KvPodStateStore implements PodStateStore {
 /** LeaseStore over `sl_leases` (bucket TTL expires dead owners). */
 export class KvLeaseStore implements LeaseStore {
   readonly #node: string;
-  readonly #kv: TypedKv<PartitionLease>;
+  readonly #kv: KvBucket<PartitionLease>;
 
-  private constructor(node: string, kv: TypedKv<PartitionLease>) {
+  private constructor(node: string, kv: KvBucket<PartitionLease>) {
     this.#node = node;
     this.#kv = kv;
   }
 
-  static async open(bus: NatsBus, node: string): Promise<KvLeaseStore> {
+  static async open(bus: Pick<Bus, 'kv'>, node: string): Promise<KvLeaseStore> {
     return new KvLeaseStore(node, await bus.kv(Buckets.leases, PartitionLease));
   }
 
@@ -137,20 +123,18 @@ export class KvLeaseStore implements LeaseStore {
 
 /** MemberStore over `sl_members` (bucket TTL expires silent members). */
 export class KvMemberStore implements MemberStore {
-  readonly #bus: NatsBus;
   readonly #node: string;
-  readonly #kv: TypedKv<MemberHeartbeat>;
+  readonly #kv: KvBucket<MemberHeartbeat>;
   readonly #now: () => number;
 
-  private constructor(bus: NatsBus, node: string, kv: TypedKv<MemberHeartbeat>, now: () => number) {
-    this.#bus = bus;
+  private constructor(node: string, kv: KvBucket<MemberHeartbeat>, now: () => number) {
     this.#node = node;
     this.#kv = kv;
     this.#now = now;
   }
 
-  static async open(bus: NatsBus, node: string, now: () => number = Date.now): Promise<KvMemberStore> {
-    return new KvMemberStore(bus, node, await bus.kv(Buckets.members, MemberHeartbeat), now);
+  static async open(bus: Pick<Bus, 'kv'>, node: string, now: () => number = Date.now): Promise<KvMemberStore> {
+    return new KvMemberStore(node, await bus.kv(Buckets.members, MemberHeartbeat), now);
   }
 
   async heartbeat(instance: string): Promise<void> {
@@ -163,7 +147,7 @@ export class KvMemberStore implements MemberStore {
 
   async live(): Promise<string[]> {
     const prefix = `${nodeToken(this.#node)}.`;
-    const keys = (await keysWithMessages(this.#bus, Buckets.members, Keys.nodePrefix(this.#node))).filter((k) => k.startsWith(prefix));
+    const keys = (await this.#kv.keys(Keys.nodePrefix(this.#node))).filter((k) => k.startsWith(prefix));
     // A removed member leaves a delete marker until it expires: only keys whose value is present count.
     const present = await Promise.all(keys.map(async (k) => ((await this.#kv.get(k)) !== null ? k.slice(prefix.length) : undefined)));
     return present.filter((i): i is string => i !== undefined);

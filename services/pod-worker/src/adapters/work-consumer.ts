@@ -4,8 +4,8 @@
  * only validates and records the poke; the pod workers ack it once a covering sync completes.
  * A poke whose UID is not the subject's last token or belongs to another partition is dead-lettered.
  */
-import { Consumers, Streams, Subjects, WorkPoke, partitionOf } from '@splitlet/api';
-import type { NatsBus } from '@splitlet/bus';
+import { WorkPoke, partitionOf } from '@splitlet/api';
+import { CONSUMERS, type Bus } from '@splitlet/bus';
 import { PodWorkerError } from '../errors.js';
 import type { WorkSource } from '../ports.js';
 
@@ -19,19 +19,17 @@ export interface WorkSourceOptions {
   readonly maxAckPending?: number;
 }
 
-/** WorkSource over NatsBus.consume. */
-export function busWorkSource(bus: NatsBus, o: WorkSourceOptions): WorkSource {
+/** WorkSource over Bus.consume. */
+export function busWorkSource(bus: Bus, o: WorkSourceOptions): WorkSource {
   return {
     consume: (partition, signal, onPoke) =>
       bus.consume(
         WorkPoke,
         {
-          stream: Streams.work,
-          durable: Consumers.podWorkerPartition(o.node, partition),
-          filterSubject: Subjects.workPartition(o.node, partition),
-          ackWaitMs: o.ackWaitMs ?? 30_000,
-          maxAckPending: o.maxAckPending ?? 1000,
-          maxDeliver: 100,
+          ...CONSUMERS.podWorkerPartition(o.node, partition, {
+            ...(o.ackWaitMs !== undefined ? { ackWaitMs: o.ackWaitMs } : {}),
+            ...(o.maxAckPending !== undefined ? { maxAckPending: o.maxAckPending } : {}),
+          }),
           autoAck: false,
           concurrency: 256,
           signal,

@@ -13,7 +13,6 @@ import type { NatsBus } from '@splitlet/bus';
 import { realClock } from '@splitlet/service';
 import { eventually, startNatsServer } from '@splitlet/testkit';
 import type { NatsServer } from '@splitlet/testkit';
-import { keysWithMessages } from '../../src/adapters/kv-stores.js';
 import { startPodWorkerInstance } from '../../src/instance.js';
 import type { InstanceSettings, PodWorkerInstance } from '../../src/instance.js';
 import { createLogger } from '@splitlet/telemetry';
@@ -151,12 +150,12 @@ describe('pod-worker on a real nats-server', () => {
     );
     const killKv = await driver.kv(Buckets.kill, KillRequest);
     const workerKv = await driver.kv(Buckets.worker, WorkerRecord);
-    const live = async (bucket: string, kv: { get(k: string): Promise<unknown> }): Promise<number> => {
-      const keys = await keysWithMessages(driver, bucket, `${nodeToken(NODE)}.>`);
+    const live = async (kv: { get(k: string): Promise<unknown>; keys(filter: string): Promise<string[]> }): Promise<number> => {
+      const keys = await kv.keys(`${nodeToken(NODE)}.>`);
       return (await Promise.all(keys.map((k) => kv.get(k)))).filter((v) => v !== null).length;
     };
-    await eventually(async () => (await live(Buckets.kill, killKv)) === 0, { message: 'kill requests deleted' });
-    await eventually(async () => (await live(Buckets.worker, workerKv)) === 0, { message: 'worker records deleted' });
+    await eventually(async () => (await live(killKv)) === 0, { message: 'kill requests deleted' });
+    await eventually(async () => (await live(workerKv)) === 0, { message: 'worker records deleted' });
     for (const p of pods) {
       const kinds = statuses.kinds(p.metadata.uid);
       assert.deepEqual(kinds.slice(-2), ['terminated', 'removed'], `${p.metadata.uid}: ${kinds.join(',')}`);

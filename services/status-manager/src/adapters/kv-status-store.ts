@@ -2,11 +2,11 @@
  * The pod status cache in KV bucket `sl_status`, key `<node>.<uid>` → PodStatusRecord.
  */
 import { Buckets, Keys, PodStatusRecord } from '@splitlet/api';
-import type { NatsBus } from '@splitlet/bus';
+import type { Bus } from '@splitlet/bus';
 import type { StatusStore } from '../ports.js';
 
 /** A {@link StatusStore} over the node's keys of `sl_status`. */
-export async function createKvStatusStore(bus: Pick<NatsBus, 'kv'>, node: string): Promise<StatusStore> {
+export async function createKvStatusStore(bus: Pick<Bus, 'kv'>, node: string): Promise<StatusStore> {
   const kv = await bus.kv(Buckets.status, PodStatusRecord);
   return {
     async load(): Promise<PodStatusRecord[]> {

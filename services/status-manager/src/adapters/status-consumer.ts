@@ -3,8 +3,8 @@
  * status manager. The bus validates each message (invalid → dead letter), a retryable failure is
  * nak'ed with backoff, a non-retryable one dead-lettered.
  */
-import { Consumers, KubeletError, PodStatusUpdate, Streams, Subjects } from '@splitlet/api';
-import type { Consumption, NatsBus } from '@splitlet/bus';
+import { KubeletError, PodStatusUpdate } from '@splitlet/api';
+import { CONSUMERS, type Consumption, type Bus } from '@splitlet/bus';
 import type { StatusManager } from '../status/status-manager.js';
 
 /** Options of {@link consumeStatusUpdates}. */
@@ -16,13 +16,11 @@ export interface StatusConsumerOptions {
 }
 
 /** Starts the consumer; resolves once it is bound. */
-export function consumeStatusUpdates(bus: Pick<NatsBus, 'consume'>, manager: StatusManager, o: StatusConsumerOptions): Promise<Consumption> {
+export function consumeStatusUpdates(bus: Pick<Bus, 'consume'>, manager: StatusManager, o: StatusConsumerOptions): Promise<Consumption> {
   return bus.consume(
     PodStatusUpdate,
     {
-      stream: Streams.status,
-      durable: Consumers.statusManager(o.node),
-      filterSubject: Subjects.statusAll(o.node),
+      ...CONSUMERS.statusManager(o.node),
       concurrency: o.concurrency,
       signal: o.signal,
     },

@@ -17,11 +17,11 @@ import {
   partitionOf,
   type SyncPodType,
 } from '@splitlet/api';
-import type { NatsBus } from '@splitlet/bus';
+import type { Bus } from '@splitlet/bus';
 import { unsampledContext } from '@splitlet/telemetry';
 import type { EventRecorder, RuntimeGarbageCollector, StatusSink, VolumeCleaner, WorkPoker } from '../ports.js';
 
-type Publisher = Pick<NatsBus, 'publish'>;
+type Publisher = Pick<Bus, 'publish'>;
 
 /** Pokes `sl.<node>.work.<partition>.<uid>`; the poke carries `ctx` (default: active) as its trace parent. */
 export function createBusWorkPoker(bus: Publisher, node: string, partitions: number): WorkPoker {
@@ -58,7 +58,7 @@ export function createBusEventRecorder(bus: Publisher, node: string): EventRecor
  * Requests `sl.<node>.rpc.volume.cleanup`, untraced: it runs every housekeeping pass. The request
  * carries an unsampled trace context (not merely none), so volume-manager records no span either.
  */
-export function createBusVolumeCleaner(bus: Pick<NatsBus, 'request'>, node: string, timeoutMs: number): VolumeCleaner {
+export function createBusVolumeCleaner(bus: Pick<Bus, 'request'>, node: string, timeoutMs: number): VolumeCleaner {
   const subject = Subjects.rpc.volume(node, 'cleanup');
   return {
     async cleanup(keep: readonly string[]): Promise<readonly string[]> {
@@ -75,7 +75,7 @@ export function createBusVolumeCleaner(bus: Pick<NatsBus, 'request'>, node: stri
  * wait for pods' operations in progress, so the deadline is long; cri-adapter's progress beats tell
  * a slow run from a dead responder.
  */
-export function createBusRuntimeGarbageCollector(bus: Pick<NatsBus, 'request'>, node: string, timeoutMs: number): RuntimeGarbageCollector {
+export function createBusRuntimeGarbageCollector(bus: Pick<Bus, 'request'>, node: string, timeoutMs: number): RuntimeGarbageCollector {
   const subject = Subjects.rpc.runtime(node, 'garbageCollect');
   return {
     garbageCollect: (request) => bus.request(RuntimeGarbageCollectRequest, RuntimeGarbageCollectReply, subject, request, { timeoutMs }),

@@ -3,24 +3,24 @@
  * matters) and `SL_PLEG` (durable `sync-loop-pleg-<node>`). The bus validates each message
  * (invalid → dead letter); a retryable handler failure is nak'ed with backoff.
  */
-import { Consumers, PodLifecycleEvent, PodUpdate, Streams, Subjects } from '@splitlet/api';
-import type { Consumption, NatsBus } from '@splitlet/bus';
+import { PodLifecycleEvent, PodUpdate } from '@splitlet/api';
+import { CONSUMERS, type Consumption, type Bus } from '@splitlet/bus';
 import type { SyncLoop } from '../sync-loop/sync-loop.js';
 
 /** Consumes PodUpdates in order into the sync loop. */
-export function consumeConfig(bus: Pick<NatsBus, 'consume'>, loop: SyncLoop, node: string, signal: AbortSignal): Promise<Consumption> {
+export function consumeConfig(bus: Pick<Bus, 'consume'>, loop: SyncLoop, node: string, signal: AbortSignal): Promise<Consumption> {
   return bus.consume(
     PodUpdate,
-    { stream: Streams.config, durable: Consumers.syncLoopConfig(node), filterSubject: Subjects.configAll(node), concurrency: 1, signal },
+    { ...CONSUMERS.syncLoopConfig(node), concurrency: 1, signal },
     (d) => loop.handlePodUpdate(d.data),
   );
 }
 
 /** Consumes PLEG events (new ones only when the consumer is first created) into the sync loop. */
-export function consumePleg(bus: Pick<NatsBus, 'consume'>, loop: SyncLoop, node: string, signal: AbortSignal): Promise<Consumption> {
+export function consumePleg(bus: Pick<Bus, 'consume'>, loop: SyncLoop, node: string, signal: AbortSignal): Promise<Consumption> {
   return bus.consume(
     PodLifecycleEvent,
-    { stream: Streams.pleg, durable: Consumers.syncLoopPleg(node), filterSubject: Subjects.plegAll(node), concurrency: 16, deliverNew: true, signal },
+    { ...CONSUMERS.syncLoopPleg(node), concurrency: 16, signal },
     (d) => loop.handlePlegEvent(d.data),
   );
 }

@@ -2,11 +2,11 @@
  * The sync-loop leader lease in `sl_syncloop_leader`, key `<node>` (bucket TTL 10 s).
  */
 import { Buckets, Keys, PartitionLease } from '@splitlet/api';
-import { isBusError, type NatsBus } from '@splitlet/bus';
+import { isBusError, type Bus } from '@splitlet/bus';
 import type { LeaderLeaseStore } from '../sync-loop/leader-elector.js';
 
 /** A {@link LeaderLeaseStore} for `node`, held as `holder` (this instance's id). */
-export async function createKvLeaderLease(bus: Pick<NatsBus, 'kv'>, node: string, holder: string): Promise<LeaderLeaseStore> {
+export async function createKvLeaderLease(bus: Pick<Bus, 'kv'>, node: string, holder: string): Promise<LeaderLeaseStore> {
   const kv = await bus.kv(Buckets.syncLoopLeader, PartitionLease);
   const key = Keys.node(node);
   const value = (): PartitionLease => ({ type: 'kubelet.podworker.PartitionLease.v1', holder, acquiredAt: new Date().toISOString() });

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { Buckets, DesiredPod, KillRequest, Keys, PodSource, partitionOf } from '@splitlet/api';
-import { isBusError, type NatsBus } from '@splitlet/bus';
+import { isBusError, type Bus } from '@splitlet/bus';
 import type { DesiredStore, KillStore, SourcesSnapshot, SourcesStore, StoredKill } from '../ports.js';
 
 /** `sl_node` value: the sources config-source runs and those sync-loop has seen (sourcesReady). */
@@ -17,7 +17,7 @@ export const NodeSourcesRecord = z.object({
 export type NodeSourcesRecord = z.infer<typeof NodeSourcesRecord>;
 
 /** A {@link DesiredStore} over the node's keys of `sl_desired`. */
-export async function createKvDesiredStore(bus: Pick<NatsBus, 'kv'>, node: string, partitions: number): Promise<DesiredStore> {
+export async function createKvDesiredStore(bus: Pick<Bus, 'kv'>, node: string, partitions: number): Promise<DesiredStore> {
   const kv = await bus.kv(Buckets.desired, DesiredPod);
   const key = (uid: string): string => Keys.podInPartition(node, partitionOf(uid, partitions), uid);
   return {
@@ -36,7 +36,7 @@ export async function createKvDesiredStore(bus: Pick<NatsBus, 'kv'>, node: strin
 }
 
 /** A {@link KillStore} over the node's keys of `sl_kill`. */
-export async function createKvKillStore(bus: Pick<NatsBus, 'kv'>, node: string, partitions: number): Promise<KillStore> {
+export async function createKvKillStore(bus: Pick<Bus, 'kv'>, node: string, partitions: number): Promise<KillStore> {
   const kv = await bus.kv(Buckets.kill, KillRequest);
   const key = (uid: string): string => Keys.podInPartition(node, partitionOf(uid, partitions), uid);
   return {
@@ -66,7 +66,7 @@ export async function createKvKillStore(bus: Pick<NatsBus, 'kv'>, node: string, 
 }
 
 /** A {@link SourcesStore} at `sl_node` key `<node>`. */
-export async function createKvSourcesStore(bus: Pick<NatsBus, 'kv'>, node: string): Promise<SourcesStore> {
+export async function createKvSourcesStore(bus: Pick<Bus, 'kv'>, node: string): Promise<SourcesStore> {
   const kv = await bus.kv(Buckets.node, NodeSourcesRecord);
   return {
     async load(): Promise<SourcesSnapshot | undefined> {

@@ -5,7 +5,7 @@
 import { Buckets, Keys, KillRequest, RuntimeCacheEntry, WorkerRecord } from '@splitlet/api';
 import { RelistMark } from '@splitlet/api';
 import { z } from 'zod';
-import type { NatsBus, TypedKv } from '@splitlet/bus';
+import type { Bus, KvBucket } from '@splitlet/bus';
 import type { ClusterViews, KvView } from '../ports.js';
 
 /** A map kept current by a watch. */
@@ -28,7 +28,7 @@ function uidOfKey(key: string): string {
 }
 
 async function watchInto<V, T>(
-  kv: TypedKv<V>,
+  kv: KvBucket<V>,
   node: string,
   view: WatchedView<T>,
   pick: (v: V) => T | undefined,
@@ -60,7 +60,7 @@ export interface StartedViews extends ClusterViews {
 }
 
 /** Starts the three watches for `node` until `signal` aborts. */
-export async function startClusterViews(bus: Pick<NatsBus, 'kv'>, node: string, signal: AbortSignal): Promise<StartedViews> {
+export async function startClusterViews(bus: Pick<Bus, 'kv'>, node: string, signal: AbortSignal): Promise<StartedViews> {
   const workers = new WatchedView<WorkerRecord>();
   const runtime = new WatchedView<RuntimeCacheEntry>();
   const kills = new WatchedView<KillRequest>();

@@ -3,11 +3,11 @@
  * volume-manager.
  */
 import { Buckets, Keys, PodVolumeState } from '@splitlet/api';
-import type { NatsBus } from '@splitlet/bus';
+import type { Bus } from '@splitlet/bus';
 import type { VolumeStateStore } from '../ports.js';
 
 /** Opens the bucket and returns the store for `node`. */
-export async function kvVolumeStore(bus: NatsBus, node: string): Promise<VolumeStateStore> {
+export async function kvVolumeStore(bus: Bus, node: string): Promise<VolumeStateStore> {
   const kv = await bus.kv(Buckets.volumes, PodVolumeState);
   return {
     put: async (state) => {

@@ -12,14 +12,14 @@ import {
   VolumeUnmountReply,
   VolumeUnmountRequest,
 } from '@splitlet/api';
-import type { NatsBus } from '@splitlet/bus';
+import type { Bus } from '@splitlet/bus';
 import type { VolumeManager } from '../volumes/volume-manager.js';
 
 /** The NATS queue group every volume-manager replica of a node joins. */
 export const VOLUME_MANAGER_QUEUE = 'volume-manager';
 
 /** Serves the three volume operations until `signal` aborts. */
-export function serveVolumeRpc(bus: NatsBus, node: string, vm: VolumeManager, signal: AbortSignal): void {
+export function serveVolumeRpc(bus: Bus, node: string, vm: VolumeManager, signal: AbortSignal): void {
   const opts = { queue: VOLUME_MANAGER_QUEUE, signal };
   bus.serve(Subjects.rpc.volume(node, 'mount'), VolumeMountRequest, VolumeMountReply, (req) => vm.mount(req.pod, req.fence), opts);
   bus.serve(Subjects.rpc.volume(node, 'unmount'), VolumeUnmountRequest, VolumeUnmountReply, (req) => vm.unmount(req.uid, req.removeContent, req.fence), opts);

@@ -1,0 +1,99 @@
+/**
+ * `connectBus`: the Temporal-style eager factory of {@link NatsBus}. Connects (retrying until NATS
+ * answers or the signal aborts), then provisions the topology.
+ */
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { errorMessage } from '@splitlet/api';
+import type { BusLogger } from './bus.js';
+import type { BusMetrics } from './metrics.js';
+import { NatsBus } from './nats-bus.js';
+import { ensureTopology } from './topology.js';
+
+/** Options for {@link connectBus}. */
+export interface BusOptions {
+  /** NATS server URL(s), e.g. `nats://127.0.0.1:4222`. */
+  servers: string | string[];
+  /** The process name; used as the NATS connection name and the dead-letter origin. */
+  process: string;
+  /** The node this process serves; dead letters go to its subject. */
+  node: string;
+  logger: BusLogger;
+  /** Provision streams and buckets at connect. @default true */
+  provision?: boolean;
+  /**
+   * Where consumer progress (pending, redeliveries), dead letters and request latency are reported,
+   * e.g. `createBusMetrics(registry)` of `@splitlet/telemetry`. @default not reported
+   */
+  metrics?: BusMetrics;
+  /** Credentials, when auth is on. */
+  user?: string;
+  pass?: string;
+  token?: string;
+  /** How often `serve` tells a requester it is still working on a request. @default PROGRESS_BEAT_MS */
+  progressBeatMs?: number;
+  /**
+   * Ends the wait for the first connection (a shutdown while NATS is unreachable): connectBus then
+   * rejects with the signal's reason. Without it, connectBus waits until NATS answers.
+   */
+  signal?: AbortSignal;
+}
+
+/** Connects to NATS and returns a ready bus (topology provisioned unless `provision: false`). */
+export async function connectBus(opts: BusOptions): Promise<NatsBus> {
+  const connOpts: Parameters<typeof connect>[0] = {
+    servers: opts.servers,
+    name: `${opts.process}@${opts.node}`,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
+    waitOnFirstConnect: true,
+  };
+  if (opts.user !== undefined) connOpts.user = opts.user;
+  if (opts.pass !== undefined) connOpts.pass = opts.pass;
+  if (opts.token !== undefined) connOpts.token = opts.token;
+  const nc = await connectFirst(connOpts, opts);
+  const jsm = await jetstreamManager(nc);
+  const bus = new NatsBus(nc, jsm, opts);
+  if (opts.provision !== false) await ensureTopology(nc, jsm);
+  return bus;
+}
+
+const FIRST_CONNECT_RETRY_MAX_MS = 2000;
+
+/** Server URLs without any `user:password@` part, for logs. */
+function withoutCredentials(servers: string | string[]): string[] {
+  return (Array.isArray(servers) ? servers : [servers]).map((u) => u.replace(/\/\/[^/@]*@/, '//'));
+}
+
+/**
+ * The first connection: retried until NATS answers (every 250 ms, backing off to 2 s, with a warning
+ * on the first failure and then every 10th) or until `opts.signal` aborts. An attempt still in
+ * flight at the abort is closed when it settles.
+ */
+async function connectFirst(connOpts: Parameters<typeof connect>[0], opts: BusOptions): Promise<NatsConnection> {
+  const { signal } = opts;
+  if (signal === undefined) return connect(connOpts);
+  const aborted = new Promise<never>((_, reject) => {
+    const onAbort = (): void => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  aborted.catch(() => undefined);
+  for (let attempt = 1; ; attempt++) {
+    const pending = connect({ ...connOpts, waitOnFirstConnect: false });
+    try {
+      return await Promise.race([pending, aborted]);
+    } catch (e) {
+      if (signal.aborted) {
+        pending.then((nc) => nc.close(), () => undefined).catch(() => undefined);
+        throw e;
+      }
+      if (attempt === 1 || attempt % 10 === 0) {
+        opts.logger.warn('NATS not reachable yet', { servers: withoutCredentials(opts.servers), attempt, err: errorMessage(e) });
+      }
+    }
+    const waitMs = Math.min(250 * attempt, FIRST_CONNECT_RETRY_MAX_MS);
+    await Promise.race([new Promise((r) => setTimeout(r, waitMs).unref()), aborted]);
+  }
+}

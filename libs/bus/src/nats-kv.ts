@@ -1,0 +1,44 @@
+/**
+ * The {@link RawKv} of a NATS JetStream KV bucket: nats.js `KV` for reads and writes, STREAM.INFO
+ * for `keys`, and JetStream CAS failures mapped to BusError `Conflict`.
+ */
+import type { KV } from '@nats-io/kv';
+import { KvWatchInclude } from '@nats-io/kv';
+import type { JetStreamManager } from '@nats-io/jetstream';
+import { BusError } from './errors.js';
+import { isWrongLastSequence } from './js-api-codes.js';
+import type { RawKv, RawKvWatch } from './kv-bucket.js';
+
+async function mapConflict<R>(what: string, op: () => Promise<R>): Promise<R> {
+  try {
+    return await op();
+  } catch (e) {
+    if (isWrongLastSequence(e)) throw new BusError('Conflict', what, { cause: e });
+    throw e;
+  }
+}
+
+/** Adapts an open nats.js bucket. */
+export function natsRawKv(kv: KV, bucket: string, jsm: JetStreamManager): RawKv {
+  return {
+    get: (key) => kv.get(key),
+    put: (key, data) => kv.put(key, data),
+    create: (key, data) => mapConflict(`${bucket}/${key} exists`, () => kv.create(key, data)),
+    update: (key, data, revision) => mapConflict(`${bucket}/${key} moved on from ${revision}`, () => kv.update(key, data, revision)),
+    delete: (key, previousRevision) =>
+      mapConflict(`${bucket}/${key} moved on from ${previousRevision}`, () => kv.delete(key, previousRevision === undefined ? {} : { previousSeq: previousRevision })),
+    async watch(filter, include): Promise<RawKvWatch> {
+      return kv.watch({ key: filter, include: include === 'updates' ? KvWatchInclude.UpdatesOnly : KvWatchInclude.LastValue });
+    },
+    /**
+     * One STREAM.INFO request with a subjects filter. Unlike nats.js `keys()`, whose ordered
+     * consumer can wait forever when a key is overwritten or expires between its pending count and
+     * its delivery (observed with heartbeat buckets on nats-server 2.9), this answers at once.
+     */
+    async keys(filter) {
+      const prefix = `$KV.${bucket}.`;
+      const si = await jsm.streams.info(`KV_${bucket}`, { subjects_filter: `${prefix}${filter}` });
+      return Object.keys(si.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
+    },
+  };
+}
