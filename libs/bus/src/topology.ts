@@ -56,6 +56,8 @@ export const BUCKETS: readonly BucketSpec[] = [
   { name: Buckets.status, history: 1 },
   { name: Buckets.node, history: 1 },
   { name: Buckets.syncLoopLeader, history: 1, ttlMs: 10_000 },
+  { name: Buckets.nodeCapacity, history: 1 },
+  { name: Buckets.criFences, history: 1 },
 ];
 
 function streamConfig(s: StreamSpec): Partial<StreamConfig> & { name: string } {
