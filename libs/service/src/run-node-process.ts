@@ -62,6 +62,11 @@ export interface ProcessOptions<S extends ZodType<ProcessSettings>, Ctx> {
   readonly env: Env;
   /** The process instance (`service.instance.id`, the logger's `instance`). @default none (telemetry picks a UUID) */
   readonly instanceId?: (config: output<S>) => string;
+  /**
+   * Install the OpenTelemetry SDK from the `OTEL_*` variables. false: `telemetry` is the API's no-op
+   * (sim-runtime: a simulated runtime records no spans of its own). @default true
+   */
+  readonly traced?: boolean;
   /** The shutdown deadline. @default runService's (10 s) */
   readonly shutdownTimeoutMs?: (config: output<S>) => number;
   /** Builds the service from its parts; see `RunServiceOptions.start`. */
@@ -148,7 +153,7 @@ async function launch<S extends ZodType<ProcessSettings>, Ctx>(
       serviceName: service,
       ...(node === undefined ? {} : { nodeName: node }),
       ...(instanceId === undefined ? {} : { instanceId }),
-      env: otelEnv(options.env),
+      env: options.traced === false ? { OTEL_SDK_DISABLED: 'true' } : otelEnv(options.env),
       onError: (e) => logger.warn('telemetry error', { err: e }),
     });
   } catch (e) {

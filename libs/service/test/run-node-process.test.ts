@@ -74,13 +74,15 @@ describe('runNodeProcess: configuration errors', () => {
 });
 
 describe('runProcess', () => {
-  it('hands start the parsed config, logger, registry and telemetry; shutdown flushes telemetry and exits 0', async () => {
+  it('hands start the parsed config, registry, telemetry and instance; shutdown runs the closers and exits 0', async () => {
     const s = seams();
     const closed: string[] = [];
     const running = await runProcess({
       service: 'sim-runtime',
       schema: z.object({ ...ProcessEnv, SIM_SOCKET: z.string().min(1) }),
-      env: { SIM_SOCKET: '/run/sim.sock', LOG_LEVEL: 'error', HEALTH_PORT: '0', OTEL_SDK_DISABLED: 'true' },
+      // An invalid OTEL_* value is not even read when the process is not traced.
+      env: { SIM_SOCKET: '/run/sim.sock', LOG_LEVEL: 'error', HEALTH_PORT: '0', OTEL_TRACES_SAMPLER: 'sometimes' },
+      traced: false,
       exit: s.exit,
       stderr: s.stderr,
       handleProcessEvents: false,
@@ -89,7 +91,7 @@ describe('runProcess', () => {
         assert.equal(config.SIM_SOCKET, '/run/sim.sock');
         assert.equal(config.HEALTH_HOST, '127.0.0.1');
         assert.equal(instanceId, 'sim-13');
-        assert.equal(typeof telemetry.tracer.startSpan, 'function');
+        assert.equal(telemetry.settings.disabled, true);
         new Counter({ name: 'bootstrap_test_total', help: 'a metric of the service', registers: [registry] }).inc();
         onClose({ name: 'component', close: () => void closed.push('component') });
       },

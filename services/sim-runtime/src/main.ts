@@ -16,6 +16,7 @@ await runProcess({
   service: 'sim-runtime',
   schema: SimRuntimeEnv,
   env: processEnv(),
+  traced: false, // a simulated runtime records no spans of its own (the cri-adapter's client spans cover its calls)
   start: async ({ config: cfg, logger, health, onClose }) => {
     const sim = createSimRuntime({
       latencyMs: cfg.latencyMs,
