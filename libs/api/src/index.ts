@@ -32,9 +32,8 @@ export {
   Consumers,
   RuntimeOps,
   VolumeOps,
-  StatusOps,
 } from './names.js';
-export type { RuntimeOp, VolumeOp, StatusOp } from './names.js';
+export type { RuntimeOp, VolumeOp } from './names.js';
 export {
   TraceCarrier,
   WireError,
@@ -76,6 +75,9 @@ export {
   ContainerGCPolicy,
   RuntimeGarbageCollectRequest,
   RuntimeGarbageCollectReply,
+  FenceEpoch,
+  NodeResources,
+  NodeCapacity,
   VolumeMountRequest,
   VolumeMountReply,
   VolumeUnmountRequest,
@@ -83,7 +85,6 @@ export {
   VolumeCleanupRequest,
   VolumeCleanupReply,
   PodVolumeState,
-  StatusPodRef,
   PodStatusUpdate,
   PodStatusRecord,
   KubeEvent,

@@ -74,7 +74,11 @@ export const DesiredPod = z.object({
 });
 export type DesiredPod = z.infer<typeof DesiredPod>;
 
-export const KillReason = z.enum(['deleted', 'removed', 'evicted', 'orphaned', 'terminal']);
+/**
+ * Why a kill was requested, as sync-loop produces them: `removed` (a source removed the pod, or a
+ * worker's pod is no longer desired) and `orphaned` (a runtime pod nothing desires).
+ */
+export const KillReason = z.enum(['removed', 'orphaned']);
 export type KillReason = z.infer<typeof KillReason>;
 
 /** A runtime pod with no spec (an orphan found in the runtime). */
@@ -406,6 +410,51 @@ export const RuntimeGarbageCollectReply = z.object({
 });
 export type RuntimeGarbageCollectReply = z.infer<typeof RuntimeGarbageCollectReply>;
 
+/**
+ * Bucket `sl_cri_fences` (writer: the node's cri-adapter), key `<node>.<partition>`: the newest
+ * pod-worker epoch the cri-adapter accepted for the partition. Written before the request it came
+ * with acts, read at start, so a restarted cri-adapter still refuses an older epoch.
+ */
+export const FenceEpoch = z.object({
+  type: z.literal('kubelet.runtime.FenceEpoch.v1'),
+  partition: z.number().int().min(0),
+  epoch: z.number().int().min(0),
+});
+export type FenceEpoch = z.infer<typeof FenceEpoch>;
+
+// ---------------------------------------------------------------------------------------------
+// node facts (published by the node-local side)
+// ---------------------------------------------------------------------------------------------
+
+/** A resource quantity as Kubernetes writes it: `4`, `3500m`, `8Gi`, `20000000000`. */
+const Quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$/, 'must be a resource quantity, e.g. 4, 3500m, 8Gi');
+
+/** The resources admission counts: `cpu`, `memory`, `ephemeral-storage`, `pods`. */
+export const NodeResources = z.object({
+  cpu: Quantity,
+  memory: Quantity,
+  'ephemeral-storage': Quantity,
+  pods: Quantity,
+});
+export type NodeResources = z.infer<typeof NodeResources>;
+
+/**
+ * Bucket `sl_node_capacity` (writer: the node's volume-manager), key `<node>`: the node's resources
+ * as measured on the node itself (Node `status.capacity` / `status.allocatable`). sync-loop admits
+ * pods against `allocatable` once this record exists.
+ */
+export const NodeCapacity = z.object({
+  type: z.literal('kubelet.node.NodeCapacity.v1'),
+  node: z.string(),
+  /** What the node has: CPUs, total memory, the size of the filesystem holding the kubelet root dir, maxPods. */
+  capacity: NodeResources,
+  /** What pods may use: the capacity, or less where the node's configuration says so. */
+  allocatable: NodeResources,
+  /** When it was measured (RFC 3339). */
+  observedAt: z.string(),
+});
+export type NodeCapacity = z.infer<typeof NodeCapacity>;
+
 // ---------------------------------------------------------------------------------------------
 // pod-worker / sync-loop → volume-manager (request/reply)
 // ---------------------------------------------------------------------------------------------
@@ -461,14 +510,6 @@ export type PodVolumeState = z.infer<typeof PodVolumeState>;
 // ---------------------------------------------------------------------------------------------
 // → status-manager
 // ---------------------------------------------------------------------------------------------
-
-/** Pod identity and spec carried with a status so readers can render a full v1 Pod. */
-export const StatusPodRef = z.object({
-  uid: z.string(),
-  name: z.string(),
-  namespace: z.string(),
-  pod: BoundPod,
-});
 
 /**
  * Stream `SL_STATUS`: statusManager.SetPodStatus / TerminatePod / RemovePod as a message.

@@ -80,6 +80,16 @@ export const Buckets = {
   syncLoopLeader: 'sl_syncloop_leader',
   /** Writer: cri-adapter. Key `<node>` → BackoffTables (crash-loop and image-pull backoff survive a restart). */
   criBackoff: 'sl_cri_backoff',
+  /**
+   * Writer: the node's volume-manager (node-local: it measures the node it runs on). Key `<node>` →
+   * NodeCapacity. sync-loop watches it for admission.
+   */
+  nodeCapacity: 'sl_node_capacity',
+  /**
+   * Writer: the node's cri-adapter. Key `<node>.<partition>` → FenceEpoch, the newest pod-worker
+   * epoch it accepted for the partition, so a restarted cri-adapter still refuses older ones.
+   */
+  criFences: 'sl_cri_fences',
 } as const;
 
 /** Subject builders. `node` is the node *name*; it is encoded here. */
@@ -103,7 +113,6 @@ export const Subjects = {
   rpc: {
     runtime: (node: string, op: RuntimeOp) => `sl.${nodeToken(node)}.rpc.runtime.${op}`,
     volume: (node: string, op: VolumeOp) => `sl.${nodeToken(node)}.rpc.volume.${op}`,
-    status: (node: string, op: StatusOp) => `sl.${nodeToken(node)}.rpc.status.${op}`,
   },
 } as const;
 
@@ -111,8 +120,6 @@ export const RuntimeOps = ['syncPod', 'killPod', 'getPodStatus', 'relist', 'garb
 export type RuntimeOp = (typeof RuntimeOps)[number];
 export const VolumeOps = ['mount', 'unmount', 'cleanup'] as const;
 export type VolumeOp = (typeof VolumeOps)[number];
-export const StatusOps = ['get', 'list'] as const;
-export type StatusOp = (typeof StatusOps)[number];
 
 /** KV keys. */
 export const Keys = {
@@ -124,6 +131,8 @@ export const Keys = {
   lease: (node: string, partition: number) => `${nodeToken(node)}.${partition}`,
   member: (node: string, instance: string) => `${nodeToken(node)}.${instance}`,
   node: (node: string) => nodeToken(node),
+  /** `sl_cri_fences`: one key per partition of the node. */
+  fence: (node: string, partition: number) => `${nodeToken(node)}.${partition}`,
 } as const;
 
 /** Durable consumer names. */

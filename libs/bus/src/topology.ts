@@ -61,6 +61,8 @@ export const BUCKETS: readonly BucketSpec[] = [
   { name: Buckets.node, history: 1 },
   { name: Buckets.syncLoopLeader, history: 1, ttlMs: 10_000 },
   { name: Buckets.criBackoff, history: 1 },
+  { name: Buckets.nodeCapacity, history: 1 },
+  { name: Buckets.criFences, history: 1 },
 ];
 
 /**

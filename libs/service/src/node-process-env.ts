@@ -16,22 +16,33 @@ export const NodeNameSchema = z
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
 /**
- * The common variables as a zod shape, to spread into a service's `z.object({...})`:
- * `NATS_URL` (one or more URLs, comma-separated), `NODE_NAME`, `HEALTH_PORT` (0: a free port),
- * `HEALTH_PORT_FILE`, `HEALTH_HOST` (127.0.0.1), `LOG_LEVEL` (info) and `PUBLISH_SPANS` (true:
- * finished spans also go to `SL_SPANS` so `splitlet trace` works without a collector).
+ * The variables of every splitlet process, also those without a bus (sim-runtime), as a zod shape
+ * to spread into a service's `z.object({...})`: `HEALTH_PORT` (0: a free port), `HEALTH_PORT_FILE`,
+ * `HEALTH_HOST` (127.0.0.1) and `LOG_LEVEL` (info).
  */
-export const NodeProcessEnv = {
-  NATS_URL: z.string().min(1),
-  NODE_NAME: NodeNameSchema,
+export const ProcessEnv = {
   HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),
   HEALTH_PORT_FILE: z.string().min(1).optional(),
   HEALTH_HOST: z.string().min(1).default('127.0.0.1'),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+} as const;
+
+/** The parsed {@link ProcessEnv} variables. */
+export type ProcessSettings = z.output<z.ZodObject<typeof ProcessEnv>>;
+
+/**
+ * The variables of every node process on the bus: {@link ProcessEnv} plus `NATS_URL` (one or more
+ * URLs, comma-separated), `NODE_NAME` and `PUBLISH_SPANS` (true: finished spans also go to
+ * `SL_SPANS` so `splitlet trace` works without a collector). Spread it into a service's schema.
+ */
+export const NodeProcessEnv = {
+  NATS_URL: z.string().min(1),
+  NODE_NAME: NodeNameSchema,
+  ...ProcessEnv,
   PUBLISH_SPANS: z.stringbool().default(true),
 } as const;
 
-/** The parsed common variables. */
+/** The parsed {@link NodeProcessEnv} variables. */
 export type NodeProcessSettings = z.output<z.ZodObject<typeof NodeProcessEnv>>;
 
 /** The `OTEL_*` variables of `env`, for `startTelemetry` (the SDK's own configuration). */

@@ -4,8 +4,7 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
-import { loadConfig, NodeProcessEnv } from '@splitlet/service';
-import type { Env } from '@splitlet/service';
+import { NodeProcessEnv, type Env } from '@splitlet/service';
 
 /** `Key: Value` → the header; the value is a secret for logging purposes. */
 const header = z
@@ -22,8 +21,12 @@ const period = z.coerce.number().int().min(100);
 export const ConfigSchema = z
   .object({
     ...NodeProcessEnv,
-    /** The file source: a directory of static pod manifests (or one manifest file). */
-    MANIFEST_DIR: z.string().min(1).optional(),
+    /** The file source: a directory of static pod manifests (or one manifest file); made absolute. */
+    MANIFEST_DIR: z
+      .string()
+      .min(1)
+      .transform((p) => (isAbsolute(p) ? p.replace(/\/+$/, '') || '/' : resolve(p)))
+      .optional(),
     /** The http source. */
     MANIFEST_URL: z.url({ protocol: /^https?$/ }).optional(),
     /** An extra request header for the http source, `Key: Value`. */
@@ -33,31 +36,12 @@ export const ConfigSchema = z
   })
   .refine((e) => e.MANIFEST_DIR !== undefined || e.MANIFEST_URL !== undefined, {
     message: 'no pod source configured: set MANIFEST_DIR and/or MANIFEST_URL',
-  })
-  .transform((e) => ({
-    natsUrl: e.NATS_URL,
-    nodeName: e.NODE_NAME,
-    healthPort: e.HEALTH_PORT,
-    healthHost: e.HEALTH_HOST,
-    healthPortFile: e.HEALTH_PORT_FILE,
-    logLevel: e.LOG_LEVEL,
-    publishSpans: e.PUBLISH_SPANS,
-    manifestDir: e.MANIFEST_DIR === undefined ? undefined : isAbsolute(e.MANIFEST_DIR) ? e.MANIFEST_DIR.replace(/\/+$/, '') || '/' : resolve(e.MANIFEST_DIR),
-    manifestUrl: e.MANIFEST_URL,
-    manifestUrlHeader: e.MANIFEST_URL_HEADER,
-    fileCheckFrequencyMs: e.FILE_CHECK_FREQUENCY_MS,
-    httpCheckFrequencyMs: e.HTTP_CHECK_FREQUENCY_MS,
-  }));
+  });
 
 /** The validated configuration. */
 export type Config = z.output<typeof ConfigSchema>;
 
-/** Reads the configuration (default `process.env`). Throws ConfigError naming every bad variable. */
-export function readConfig(env: Env = process.env): Config {
-  return loadConfig(ConfigSchema, env);
-}
-
-/** The environment, for the OTEL_* variables telemetry reads. */
+/** The process environment, for `runNodeProcess` (this module is the only reader of `process.env`). */
 export function processEnv(): Env {
   return process.env;
 }

@@ -1,49 +1,32 @@
 /**
- * config-source's composition root: config → telemetry → logger → bus → PodConfig → sources →
- * runService. No logic lives here.
+ * config-source's composition root: PodConfig → sources, on the common process bootstrap. No logic
+ * lives here.
  */
 import { randomUUID } from 'node:crypto';
 import type { PodSource } from '@splitlet/api';
-import { connectNodeBus, ProgressMonitor, realClock, runService } from '@splitlet/service';
-import { createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
-import { processEnv, readConfig } from './config.js';
+import { ProgressMonitor, realClock, runNodeProcess } from '@splitlet/service';
+import { ConfigSchema, processEnv } from './config.js';
 import { promConfigMetrics } from './adapters/metrics.js';
 import { busEventRecorder, busUpdatePublisher } from './adapters/nats-publisher.js';
 import { PodConfig } from './pod-config/pod-config.js';
 import { FileSource } from './sources/file-source.js';
 import { HttpSource } from './sources/http-source.js';
 
-const NAME = 'config-source';
-
-const config = readConfig();
-const logger = createLogger({ service: NAME, level: config.logLevel, fields: { node: config.nodeName } });
-const telemetry = startTelemetry({
-  serviceName: NAME,
-  nodeName: config.nodeName,
+await runNodeProcess({
+  service: 'config-source',
+  schema: ConfigSchema,
   env: processEnv(),
-  onError: (e) => logger.warn('telemetry error', { err: e }),
-});
-const registry = createMetricsRegistry({ service: NAME });
-
-await runService({
-  name: NAME,
-  logger,
-  port: config.healthPort,
-  host: config.healthHost,
-  registry,
-  ...(config.healthPortFile !== undefined ? { portFile: config.healthPortFile } : {}),
-  start: async ({ signal, health, onClose }) => {
-    const bus = await connectNodeBus({ service: NAME, settings: { NATS_URL: config.natsUrl, NODE_NAME: config.nodeName, PUBLISH_SPANS: config.publishSpans }, logger, registry, telemetry, signal, onClose });
-
+  start: ({ config, bus, telemetry, registry, logger, signal, health, onClose }) => {
+    const node = config.NODE_NAME;
     const sources: PodSource[] = [];
-    if (config.manifestDir !== undefined) sources.push('file');
-    if (config.manifestUrl !== undefined) sources.push('http');
+    if (config.MANIFEST_DIR !== undefined) sources.push('file');
+    if (config.MANIFEST_URL !== undefined) sources.push('http');
     const metrics = promConfigMetrics(registry);
     const podConfig = new PodConfig({
-      nodeName: config.nodeName,
+      nodeName: node,
       sources,
-      publisher: busUpdatePublisher(bus, config.nodeName),
-      events: busEventRecorder(bus, config.nodeName),
+      publisher: busUpdatePublisher(bus, node),
+      events: busEventRecorder(bus, node),
       clock: realClock,
       logger,
       tracer: telemetry.tracer,
@@ -53,36 +36,38 @@ await runService({
     });
     const loops: Promise<void>[] = [];
 
-    if (config.manifestDir !== undefined) {
-      const progress = new ProgressMonitor({ name: 'file source relist', thresholdMs: 3 * config.fileCheckFrequencyMs });
+    if (config.MANIFEST_DIR !== undefined) {
+      const periodMs = config.FILE_CHECK_FREQUENCY_MS;
+      const progress = new ProgressMonitor({ name: 'file source relist', thresholdMs: 3 * periodMs });
       health.register('file-source', () => progress.healthy());
       const file = new FileSource({
-        path: config.manifestDir,
-        nodeName: config.nodeName,
-        periodMs: config.fileCheckFrequencyMs,
+        path: config.MANIFEST_DIR,
+        nodeName: node,
+        periodMs,
         clock: realClock,
         logger,
         onListing: (l) => podConfig.apply(l),
         onProgress: () => progress.progress(),
       });
-      logger.info('watching manifest path', { path: config.manifestDir, periodMs: config.fileCheckFrequencyMs });
+      logger.info('watching manifest path', { path: config.MANIFEST_DIR, periodMs });
       loops.push(file.run(signal));
     }
-    if (config.manifestUrl !== undefined) {
-      const progress = new ProgressMonitor({ name: 'http source poll', thresholdMs: 3 * config.httpCheckFrequencyMs });
+    if (config.MANIFEST_URL !== undefined) {
+      const periodMs = config.HTTP_CHECK_FREQUENCY_MS;
+      const progress = new ProgressMonitor({ name: 'http source poll', thresholdMs: 3 * periodMs });
       health.register('http-source', () => progress.healthy());
       const http = new HttpSource({
-        url: config.manifestUrl,
-        ...(config.manifestUrlHeader !== undefined ? { header: config.manifestUrlHeader } : {}),
-        nodeName: config.nodeName,
-        periodMs: config.httpCheckFrequencyMs,
+        url: config.MANIFEST_URL,
+        ...(config.MANIFEST_URL_HEADER !== undefined ? { header: config.MANIFEST_URL_HEADER } : {}),
+        nodeName: node,
+        periodMs,
         clock: realClock,
         logger,
         onListing: (l) => podConfig.apply(l),
         onProgress: () => progress.progress(),
         onError: () => metrics.manifestError('http'),
       });
-      logger.info('watching manifest URL', { periodMs: config.httpCheckFrequencyMs });
+      logger.info('watching manifest URL', { periodMs });
       loops.push(http.run(signal));
     }
     onClose({ name: 'sources', close: async () => void (await Promise.allSettled(loops)) });

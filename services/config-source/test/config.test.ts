@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { readConfig } from '../src/config.js';
+import { loadConfig, type Env } from '@splitlet/service';
+import { ConfigSchema } from '../src/config.js';
+
+const readConfig = (env: Env) => loadConfig(ConfigSchema, env);
 
 const base = { NATS_URL: 'nats://127.0.0.1:4222', NODE_NAME: 'node-a' };
 
@@ -16,11 +19,11 @@ describe('config-source config', () => {
 
   it('defaults the periods to 20 s and parses the header', () => {
     const c = readConfig({ ...base, MANIFEST_DIR: '/etc/kubernetes/manifests/', MANIFEST_URL: 'http://x/y', MANIFEST_URL_HEADER: 'Authorization: Bearer abc' });
-    assert.equal(c.manifestDir, '/etc/kubernetes/manifests');
-    assert.equal(c.manifestUrl, 'http://x/y');
-    assert.deepEqual(c.manifestUrlHeader, { name: 'Authorization', value: 'Bearer abc' });
-    assert.equal(c.fileCheckFrequencyMs, 20_000);
-    assert.equal(c.httpCheckFrequencyMs, 20_000);
+    assert.equal(c.MANIFEST_DIR, '/etc/kubernetes/manifests');
+    assert.equal(c.MANIFEST_URL, 'http://x/y');
+    assert.deepEqual(c.MANIFEST_URL_HEADER, { name: 'Authorization', value: 'Bearer abc' });
+    assert.equal(c.FILE_CHECK_FREQUENCY_MS, 20_000);
+    assert.equal(c.HTTP_CHECK_FREQUENCY_MS, 20_000);
   });
 
   it('rejects a bad header, URL or node name without echoing values', () => {

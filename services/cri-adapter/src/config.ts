@@ -3,7 +3,7 @@
  * reader of `process.env`.
  */
 import { isAbsolute, resolve } from 'node:path';
-import { loadConfig, type Env, NodeProcessEnv } from '@splitlet/service';
+import { NodeProcessEnv, type Env } from '@splitlet/service';
 import { z } from 'zod';
 
 const ipList = z
@@ -52,12 +52,7 @@ export const CriAdapterEnv = z.object({
 /** The validated configuration. */
 export type CriAdapterConfig = z.output<typeof CriAdapterEnv>;
 
-/** Parses the environment (default: the process's); throws a ConfigError naming each bad variable. */
-export function loadCriAdapterConfig(env: Env = process.env): CriAdapterConfig {
-  return loadConfig(CriAdapterEnv, env);
-}
-
-/** The process environment (for the OTEL_* variables telemetry reads). */
+/** The process environment, for `runNodeProcess` (this module is the only reader of `process.env`). */
 export function processEnv(): Env {
   return process.env;
 }

@@ -18,7 +18,7 @@ import { createStandalonePullSecretSource } from './adapters/standalone-pull-sec
 import type { CriAdapterConfig } from './config.js';
 import { createNodeKeyringProvider, type NodeKeyringProvider } from './credentials/node-keyring.js';
 import { createPullSecretResolver } from './credentials/pull-secrets.js';
-import { FenceKeeper } from './guard/fence-keeper.js';
+import { DurableFences, memoryFenceStore } from './guard/durable-fences.js';
 import { KeyedMutex } from './guard/keyed-mutex.js';
 import { ImageManager } from './images/image-manager.js';
 import { ContainerGC } from './kuberuntime/container-gc.js';
@@ -27,7 +27,7 @@ import type { KubeRuntimeMetrics } from './kuberuntime/metrics.js';
 import { RuntimeUpChecker } from './kuberuntime/runtime-health.js';
 import { KubeGenericRuntimeManager } from './kuberuntime/runtime-manager.js';
 import { RuntimeStatusReader } from './kuberuntime/runtime-status-reader.js';
-import type { LogFileRemover, NodeFiles, PullSecretSource, StateStore } from './ports.js';
+import type { FenceStore, LogFileRemover, NodeFiles, PullSecretSource, StateStore } from './ports.js';
 import { RuntimeOperations, type BackoffTables } from './runtime-operations.js';
 
 /** The configuration fields the assembly reads. */
@@ -59,6 +59,8 @@ export interface CriAdapterDeps {
   readonly metrics: KubeRuntimeMetrics;
   /** Persisted backoff tables; absent: memory only. */
   readonly backoffStore?: StateStore<BackoffTables> | undefined;
+  /** Persisted fence epochs (loaded before serving); absent: memory only. */
+  readonly fenceStore?: FenceStore | undefined;
   /** @default the local filesystem with `RESOLV_CONF` */
   readonly nodeFiles?: NodeFiles;
   /**
@@ -201,7 +203,7 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
     manager,
     pullSecrets: createPullSecretResolver({ source: deps.pullSecretSource ?? createStandalonePullSecretSource(), recorder: events, logger }),
     gc,
-    fences: new FenceKeeper(),
+    fences: await DurableFences.open(deps.fenceStore ?? memoryFenceStore()),
     podLocks: new KeyedMutex(),
     mutations: deps.mutations,
     pokePleg: () => bus.publishCore(Subjects.plegRelist(node), {}),

@@ -1,39 +1,22 @@
 /**
- * cri-adapter composition root: config → telemetry → logger → bus → CRI client (instrumented) →
- * domain → endpoints → runService.
+ * cri-adapter's composition root: CRI client (instrumented) → domain → endpoints, on the common
+ * process bootstrap.
  */
 import { Subjects } from '@splitlet/api';
 import { GrpcRuntimeService, instrument } from '@splitlet/cri';
-import { connectNodeBus, realClock, runService, sleep } from '@splitlet/service';
-import { createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
+import { realClock, runNodeProcess, sleep } from '@splitlet/service';
+import { createKvFenceStore } from './adapters/kv-fence-store.js';
 import { createKvBackoffStore } from './adapters/kv-state-store.js';
-import { loadCriAdapterConfig, processEnv } from './config.js';
+import { CriAdapterEnv, processEnv } from './config.js';
 import { createCriAdapter, isMutatingCriMethod } from './create-cri-adapter.js';
 import { createKubeRuntimeMetrics } from './kuberuntime/metrics.js';
 
-const SERVICE = 'cri-adapter';
-
-const config = loadCriAdapterConfig();
-const logger = createLogger({ service: SERVICE, level: config.LOG_LEVEL, fields: { node: config.NODE_NAME } });
-const telemetry = startTelemetry({
-  serviceName: SERVICE,
-  nodeName: config.NODE_NAME,
+await runNodeProcess({
+  service: 'cri-adapter',
+  schema: CriAdapterEnv,
   env: processEnv(),
-  onError: (e) => logger.warn('telemetry error', { err: e }),
-});
-const registry = createMetricsRegistry({ service: SERVICE });
-const metrics = createKubeRuntimeMetrics(registry);
-
-await runService({
-  name: SERVICE,
-  logger,
-  port: config.HEALTH_PORT,
-  host: config.HEALTH_HOST,
-  ...(config.HEALTH_PORT_FILE !== undefined ? { portFile: config.HEALTH_PORT_FILE } : {}),
-  registry,
-  start: async ({ signal, health, onClose }) => {
-    const bus = await connectNodeBus({ service: SERVICE, settings: config, logger, registry, telemetry, signal, onClose });
-
+  start: async ({ config, bus, telemetry, registry, logger, signal, health, onClose }) => {
+    const metrics = createKubeRuntimeMetrics(registry);
     // The runtime may come up after us: keep dialling until it answers or we are stopped.
     let client: GrpcRuntimeService | undefined;
     for (let attempt = 1; client === undefined; attempt++) {
@@ -71,12 +54,16 @@ await runService({
       tracer: telemetry.tracer,
       metrics,
       backoffStore: await createKvBackoffStore(bus, config.NODE_NAME),
+      fenceStore: await createKvFenceStore(bus, config.NODE_NAME),
       signal,
     });
-    onClose({ name: 'cri-adapter', close: async () => {
-      await adapter.done;
-      await adapter.flush();
-    } });
+    onClose({
+      name: 'cri-adapter',
+      close: async () => {
+        await adapter.done;
+        await adapter.flush();
+      },
+    });
     // A down runtime takes the adapter out of rotation (readiness); only a stuck loop fails liveness.
     health.register('container-runtime', () => adapter.runtimeHealthy(), { readiness: true });
     health.register('runtime-up-loop', () => adapter.loopAlive());

@@ -120,3 +120,11 @@ export interface LogFileRemover {
   /** Removes a directory and everything in it; a missing one is not an error. */
   removeAll(path: string): Promise<void>;
 }
+
+/** The newest accepted fence epoch per partition, persisted across restarts (bucket `sl_cri_fences`). */
+export interface FenceStore {
+  /** Every partition's stored epoch for this node. */
+  load(): Promise<ReadonlyMap<number, number>>;
+  /** Stores `epoch` as the partition's newest (callers only ever raise it). */
+  save(partition: number, epoch: number): Promise<void>;
+}

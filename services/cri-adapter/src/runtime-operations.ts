@@ -19,7 +19,7 @@ import type { Backoff, BackoffState } from '@splitlet/kube';
 import type { Clock } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
 import type { PullSecretResolver } from './credentials/pull-secrets.js';
-import type { FenceKeeper } from './guard/fence-keeper.js';
+import type { Fences } from './guard/durable-fences.js';
 import type { KeyedMutex } from './guard/keyed-mutex.js';
 import type { ContainerGC } from './kuberuntime/container-gc.js';
 import type { KubeGenericRuntimeManager } from './kuberuntime/runtime-manager.js';
@@ -38,7 +38,8 @@ export interface RuntimeOperationsOptions {
   readonly pullSecrets: PullSecretResolver;
   /** Container garbage collection (garbageCollect). */
   readonly gc: ContainerGC;
-  readonly fences: FenceKeeper;
+  /** Fencing; `admit` waits until a newer epoch is stored, so a restart keeps refusing older ones. */
+  readonly fences: Fences;
   readonly podLocks: KeyedMutex;
   /** How many mutating CRI calls were made so far (a counter over the shared client). */
   readonly mutations: () => number;
@@ -80,7 +81,7 @@ export class RuntimeOperations {
   syncPod(req: RuntimeSyncPodRequest): Promise<RuntimeSyncPodReply> {
     this.#o.fences.check(req.fence);
     return this.#track(this.#guarded(req.pod.metadata.uid, async () => {
-      this.#o.fences.check(req.fence);
+      await this.#o.fences.admit(req.fence);
       const pullSecrets = await this.#o.pullSecrets.getPullSecretsForPod(req.pod, req.pullSecrets);
       const r = await this.#o.manager.syncPod({ pod: req.pod, volumes: req.volumes, pullSecrets, podDir: req.podDir });
       return {
@@ -97,7 +98,7 @@ export class RuntimeOperations {
   killPod(req: RuntimeKillPodRequest): Promise<RuntimeKillPodReply> {
     this.#o.fences.check(req.fence);
     return this.#track(this.#guarded(req.runningPod.uid, async () => {
-      this.#o.fences.check(req.fence);
+      await this.#o.fences.admit(req.fence);
       const r = await this.#o.manager.killPod({ pod: req.pod, runningPod: req.runningPod, gracePeriodOverride: req.gracePeriodOverride });
       return { type: 'kubelet.runtime.KillPodReply.v1', results: r.results, podStatus: r.podStatus };
     }));

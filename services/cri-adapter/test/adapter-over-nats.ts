@@ -24,6 +24,8 @@ export interface AdapterOverNatsOptions {
   readonly logPrefix: string;
   /** Settings over the defaults (POD_LOG_DIR is the temp log root). */
   readonly settings?: Partial<CriAdapterDeps['settings']>;
+  /** A nats-server to use (and leave running at close); @default a new one, stopped at close */
+  readonly nats?: NatsServer;
   /** Extra adapter dependencies, given the adapter's own bus. */
   readonly deps?: (bus: NatsBus) => Promise<Partial<CriAdapterDeps>> | Partial<CriAdapterDeps>;
 }
@@ -50,7 +52,7 @@ export interface AdapterOverNats {
 /** Starts NATS, the simulator, the adapter and the caller. */
 export async function startAdapterOverNats(o: AdapterOverNatsOptions): Promise<AdapterOverNats> {
   const stop = new AbortController();
-  const nats: NatsServer = await startNatsServer();
+  const nats: NatsServer = o.nats ?? (await startNatsServer());
   const sim = await startSimCri();
   const logs = await makeTempDir(o.logPrefix);
   const bus = await connectBus({ servers: nats.url, process: 'cri-adapter', node: o.node, logger });
@@ -132,7 +134,7 @@ export async function startAdapterOverNats(o: AdapterOverNatsOptions): Promise<A
       await bus.close();
       client.close();
       await sim.close();
-      await nats.stop();
+      if (o.nats === undefined) await nats.stop();
       await logs.cleanup();
     },
   };

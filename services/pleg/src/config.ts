@@ -3,8 +3,7 @@
  */
 import { z } from 'zod';
 import { DEFAULT_PARTITIONS } from '@splitlet/api';
-import { loadConfig, type Env, NodeProcessEnv, otelEnv } from '@splitlet/service';
-
+import { NodeProcessEnv, type Env } from '@splitlet/service';
 
 /** The environment variables pleg reads. */
 export const PlegEnv = z.object({
@@ -19,14 +18,10 @@ export const PlegEnv = z.object({
   PARTITIONS: z.coerce.number().int().min(1).max(4096).default(DEFAULT_PARTITIONS),
 });
 
-/** pleg's typed configuration plus the `OTEL_*` variables for `startTelemetry`. */
-export type PlegConfig = z.output<typeof PlegEnv> & { readonly otelEnv: Env };
+/** pleg's typed configuration. */
+export type PlegConfig = z.output<typeof PlegEnv>;
 
-/**
- * Parses the environment. Throws `ConfigError` naming every bad variable.
- * @param env @default process.env
- */
-export function readConfig(env: Env = process.env): PlegConfig {
-  const config = loadConfig(PlegEnv, env);
-  return { ...config, otelEnv: otelEnv(env) };
+/** The process environment, for `runNodeProcess` (this module is the only reader of `process.env`). */
+export function processEnv(): Env {
+  return process.env;
 }

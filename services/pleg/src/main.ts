@@ -3,9 +3,8 @@
  * publishes PodLifecycleEvents and keeps the runtime pod cache in `sl_runtime`.
  */
 import type { Context } from '@opentelemetry/api';
-import { connectNodeBus, isConfigError, realClock, runService } from '@splitlet/service';
-import { createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
-import { readConfig, type PlegConfig } from './config.js';
+import { realClock, runNodeProcess } from '@splitlet/service';
+import { PlegEnv, processEnv } from './config.js';
 import { createBusEventSink } from './adapters/bus-event-sink.js';
 import { createKvDesiredReader } from './adapters/kv-desired-reader.js';
 import { createBusRuntimeLister } from './adapters/bus-runtime-lister.js';
@@ -15,67 +14,36 @@ import { GenericPleg } from './pleg/generic-pleg.js';
 import { createPlegMetrics } from './pleg/metrics.js';
 import { RelistLoop } from './pleg/relist-loop.js';
 
-const SERVICE = 'pleg';
+await runNodeProcess({
+  service: 'pleg',
+  schema: PlegEnv,
+  env: processEnv(),
+  start: async ({ config, bus, telemetry, registry, logger, signal, health, onClose }) => {
+    const pleg = new GenericPleg({
+      lister: createBusRuntimeLister(bus, config.NODE_NAME, config.RUNTIME_REQUEST_TIMEOUT_MS),
+      cache: createKvRuntimeCache(await openRuntimeKv(bus), config.NODE_NAME),
+      events: createBusEventSink(bus, config.NODE_NAME),
+      clock: realClock,
+      logger,
+      metrics: createPlegMetrics(registry),
+      relistThresholdMs: config.RELIST_THRESHOLD_MS,
+      tracer: telemetry.tracer,
+      desired: await createKvDesiredReader(bus, config.NODE_NAME, config.PARTITIONS),
+    });
+    await pleg.loadCache();
+    health.register('pleg', () => pleg.healthy());
 
-async function main(): Promise<void> {
-  let config: PlegConfig;
-  try {
-    config = readConfig();
-  } catch (e) {
-    if (!isConfigError(e)) throw e;
-    process.stderr.write(`${SERVICE}: ${e.message}\n`);
-    process.exit(2);
-  }
-  const logger = createLogger({ service: SERVICE, level: config.LOG_LEVEL, fields: { node: config.NODE_NAME } });
-  const telemetry = startTelemetry({
-    serviceName: SERVICE,
-    nodeName: config.NODE_NAME,
-    env: config.otelEnv,
-    onError: (e) => logger.warn('telemetry error', { err: e }),
-  });
-  const registry = createMetricsRegistry({ service: SERVICE });
-
-  await runService({
-    name: SERVICE,
-    logger,
-    port: config.HEALTH_PORT,
-    host: config.HEALTH_HOST,
-    registry,
-    ...(config.HEALTH_PORT_FILE === undefined ? {} : { portFile: config.HEALTH_PORT_FILE }),
-    start: async ({ signal, health, onClose }) => {
-      const bus = await connectNodeBus({ service: SERVICE, settings: config, logger, registry, telemetry, signal, onClose });
-
-      const pleg = new GenericPleg({
-        lister: createBusRuntimeLister(bus, config.NODE_NAME, config.RUNTIME_REQUEST_TIMEOUT_MS),
-        cache: createKvRuntimeCache(await openRuntimeKv(bus), config.NODE_NAME),
-        events: createBusEventSink(bus, config.NODE_NAME),
-        clock: realClock,
-        logger,
-        metrics: createPlegMetrics(registry),
-        relistThresholdMs: config.RELIST_THRESHOLD_MS,
-        tracer: telemetry.tracer,
-        desired: await createKvDesiredReader(bus, config.NODE_NAME, config.PARTITIONS),
-      });
-      await pleg.loadCache();
-      health.register('pleg', () => pleg.healthy());
-
-      const loop = new RelistLoop<Context>({
-        relist: (pokes) => pleg.relist(pokes),
-        onError: (e) => logger.error('relist threw', { err: e }),
-        periodMs: config.RELIST_PERIOD_MS,
-        clock: realClock,
-        signal,
-      });
-      subscribeRelistPokes(bus, config.NODE_NAME, (trigger) => loop.poke(trigger), signal);
-      loop.start();
-      // Closers run after the signal aborted: let the relist in progress finish before the bus closes.
-      onClose({ name: 'relist-loop', close: () => loop.idle() });
-      logger.info('pleg started', { relistPeriodMs: config.RELIST_PERIOD_MS, relistThresholdMs: config.RELIST_THRESHOLD_MS });
-    },
-  });
-}
-
-main().catch((e: unknown) => {
-  process.stderr.write(`${SERVICE}: fatal: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-  process.exit(1);
+    const loop = new RelistLoop<Context>({
+      relist: (pokes) => pleg.relist(pokes),
+      onError: (e) => logger.error('relist threw', { err: e }),
+      periodMs: config.RELIST_PERIOD_MS,
+      clock: realClock,
+      signal,
+    });
+    subscribeRelistPokes(bus, config.NODE_NAME, (trigger) => loop.poke(trigger), signal);
+    loop.start();
+    // Closers run after the signal aborted: let the relist in progress finish before the bus closes.
+    onClose({ name: 'relist-loop', close: () => loop.idle() });
+    logger.info('pleg started', { relistPeriodMs: config.RELIST_PERIOD_MS, relistThresholdMs: config.RELIST_THRESHOLD_MS });
+  },
 });

@@ -80,6 +80,9 @@ describe('PodSyncer: SyncPod', () => {
     h.desire(aPod({ metadata: { annotations: { 'kubernetes.io/config.source': 'file' } }, spec: { imagePullSecrets: [{ name: 'regcred' }] } }));
     await h.sync(UID);
     assert.equal(tracing.spansNamed('mirrorPod').length, 1);
+    // Standalone mode has no API server: the step's span says it did nothing.
+    assert.equal(tracing.spansNamed('mirrorPod')[0]?.attributes['splitlet.step.noop'], true);
+    assert.match(String(tracing.spansNamed('mirrorPod')[0]?.attributes['splitlet.step.noop_reason']), /no API server/);
     assert.deepEqual(h.runtime.syncCalls[0]!.pullSecrets, ['regcred']);
   });
 
@@ -224,7 +227,7 @@ describe('PodSyncer: termination', () => {
     h.desire(aPod({ spec: { terminationGracePeriodSeconds: 30 } }));
     await h.sync(UID);
     h.runtime.killError = new Error('runtime busy');
-    h.killReq(UID, { reason: 'evicted', evict: true, gracePeriodOverride: 5, pod: aPod() });
+    h.killReq(UID, { reason: 'removed', evict: true, gracePeriodOverride: 5, pod: aPod() });
     await h.sync(UID);
     let rec = h.rec(UID)!;
     assert.equal(rec.state, 'terminating');

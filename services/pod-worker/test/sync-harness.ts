@@ -130,7 +130,7 @@ export function harness(tracing: TestTracing, opts: { allowPrivileged?: boolean 
       return store.kill.create(key(uid), {
         type: 'kubelet.podworker.KillRequest.v1',
         uid,
-        reason: 'deleted',
+        reason: 'removed',
         requestedAt: new Date(clock.now()).toISOString(),
         ...extra,
       });

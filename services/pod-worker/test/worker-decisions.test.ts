@@ -13,7 +13,7 @@ const desired = (over: Partial<DesiredPod> = {}, revision = 10): Versioned<Desir
 });
 const kill = (over: Partial<KillRequest> = {}, revision = 20): Versioned<KillRequest> => ({
   revision,
-  value: { type: 'kubelet.podworker.KillRequest.v1', uid: '12345678', reason: 'deleted', requestedAt: '2026-01-01T00:00:00Z', pod: aPod(), ...over },
+  value: { type: 'kubelet.podworker.KillRequest.v1', uid: '12345678', reason: 'removed', requestedAt: '2026-01-01T00:00:00Z', pod: aPod(), ...over },
 });
 const record = (over: Partial<WorkerRecord> = {}): WorkerRecord => ({
   type: 'kubelet.podworker.WorkerRecord.v1',
@@ -52,7 +52,7 @@ describe('nextWorkerState', () => {
   });
 
   it('enters terminating on a kill, a deletionTimestamp or a terminal API phase', () => {
-    const k = nextWorkerState({ ...base, record: record(), desired: desired(), kill: kill({ reason: 'evicted', evict: true }) });
+    const k = nextWorkerState({ ...base, record: record(), desired: desired(), kill: kill({ evict: true }) });
     assert.equal(k.record.state, 'terminating');
     assert.equal(k.enteredTerminating, true);
     assert.equal(k.record.evicted, true);

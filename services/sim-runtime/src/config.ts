@@ -1,18 +1,15 @@
 /**
- * sim-runtime's configuration: the only reader of the environment.
+ * sim-runtime's configuration: the common process contract (`ProcessEnv`: health and log settings;
+ * sim-runtime has no bus) plus the simulator's `SIM_*` variables. The only reader of `process.env`.
  */
 import * as path from 'node:path';
 import { z } from 'zod';
 import { CriMethods, parseCriErrorCode, type CriMethod } from '@splitlet/cri';
+import { ProcessEnv, type Env, type ProcessSettings } from '@splitlet/service';
 import type { SimFailures, SimImageConfig, SimLatency, SimPrivateRegistry, SimRegistry } from '@splitlet/cri/testing';
 
-/** The environment is invalid; the message names the variable and what is wrong. */
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
-
-/** The validated configuration. */
-export interface SimRuntimeConfig {
+/** The validated configuration: the common settings under their env names, the simulator's parsed. */
+export interface SimRuntimeConfig extends ProcessSettings {
   /** Absolute path of the unix socket to serve CRI on. */
   socketPath: string;
   latencyMs: SimLatency;
@@ -25,14 +22,7 @@ export interface SimRuntimeConfig {
   registry: SimRegistry;
   /** Registries that answer 401 without their credentials. */
   privateRegistries: readonly SimPrivateRegistry[];
-  logLevel: LogLevel;
-  /** Health HTTP port (0 = any free port). */
-  healthPort: number;
-  healthPortFile: string | undefined;
 }
-
-export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
 
 const methodNames = Object.keys(CriMethods) as CriMethod[];
 const Method = z.enum(methodNames as [CriMethod, ...CriMethod[]]);
@@ -120,25 +110,8 @@ const PrivateRegistries = z
   })
   .pipe(z.array(z.object({ host: z.string().min(1), pathPrefix: z.string().optional(), username: z.string(), password: z.string() }).strict()));
 
-const Env = z.object({
-  SIM_SOCKET: z
-    .string({ error: 'is required: the unix socket path to serve CRI on' })
-    .min(1, 'is required: the unix socket path to serve CRI on')
-    .transform((s) => s.replace(/^unix:\/\//, ''))
-    .refine((s) => path.isAbsolute(s), 'must be an absolute path (optionally prefixed with unix://)'),
-  SIM_LATENCY_MS: Latency.optional(),
-  SIM_FAILURES: Failures.optional(),
-  SIM_POD_SUBNET: Cidr.default('10.88.0.0/16'),
-  SIM_IMAGES: Images.default('local'),
-  SIM_REGISTRY: z.enum(['unreachable', 'open']).default('unreachable'),
-  SIM_PRIVATE_REGISTRIES: PrivateRegistries.optional(),
-  LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
-  HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),
-  HEALTH_PORT_FILE: z.string().min(1).optional(),
-});
-
 /**
- * Reads and validates the environment.
+ * The environment sim-runtime reads, parsed by `runProcess` (`loadConfig`):
  *
  * - `SIM_SOCKET` (required): socket path, e.g. `/run/splitlet/sim.sock` or `unix:///run/splitlet/sim.sock`.
  * - `SIM_LATENCY_MS`: a number (every RPC) or JSON per RPC, e.g. `{"default":2,"PullImage":500}`.
@@ -151,29 +124,42 @@ const Env = z.object({
  * - `SIM_PRIVATE_REGISTRIES`: JSON `[{"host":"127.0.0.1:5000","pathPrefix":"private/","username":"u","password":"p"}]`:
  *   with `SIM_REGISTRY=open`, pulls from these answer containerd's 401 text unless the PullImage auth
  *   holds the credentials. @default none
- * - `LOG_LEVEL`: debug | info | warn | error. @default info
- *
- * @throws ConfigError listing every invalid variable.
+ * - `HEALTH_PORT`, `HEALTH_PORT_FILE`, `HEALTH_HOST`, `LOG_LEVEL`: the common process contract.
  */
-export function loadConfig(env: Readonly<Record<string, string | undefined>>): SimRuntimeConfig {
-  const parsed = Env.safeParse(env);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.map(String).join('.') || 'environment'} ${i.message}`);
-    throw new ConfigError(`invalid sim-runtime configuration: ${problems.join('; ')}`);
-  }
-  const e = parsed.data;
-  return {
-    socketPath: e.SIM_SOCKET,
-    latencyMs: e.SIM_LATENCY_MS ?? {},
-    failures: (e.SIM_FAILURES ?? {}) as SimFailures,
-    podSubnet: e.SIM_POD_SUBNET,
-    images: e.SIM_IMAGES === 'local' ? Object.keys(LOCAL_IMAGES) : e.SIM_IMAGES,
-    // busybox's Cmd ["sh"] for any busybox reference (also in `all` mode); the pause image's own.
-    imageConfig: (ref) => LOCAL_IMAGES[ref] ?? (/^docker\.io\/library\/busybox[:@]/.test(ref) ? BUSYBOX_CONFIG : undefined),
-    registry: e.SIM_REGISTRY,
-    privateRegistries: (e.SIM_PRIVATE_REGISTRIES ?? []).map(({ pathPrefix, ...r }) => ({ ...r, ...(pathPrefix !== undefined ? { pathPrefix } : {}) })),
-    logLevel: e.LOG_LEVEL,
-    healthPort: e.HEALTH_PORT,
-    healthPortFile: e.HEALTH_PORT_FILE,
-  };
+export const SimRuntimeEnv = z
+  .object({
+    ...ProcessEnv,
+    SIM_SOCKET: z
+      .string()
+      .min(1)
+      .transform((s) => s.replace(/^unix:\/\//, ''))
+      .refine((s) => path.isAbsolute(s), 'must be an absolute path (optionally prefixed with unix://)'),
+    SIM_LATENCY_MS: Latency.optional(),
+    SIM_FAILURES: Failures.optional(),
+    SIM_POD_SUBNET: Cidr.default('10.88.0.0/16'),
+    SIM_IMAGES: Images.default('local'),
+    SIM_REGISTRY: z.enum(['unreachable', 'open']).default('unreachable'),
+    SIM_PRIVATE_REGISTRIES: PrivateRegistries.optional(),
+  })
+  .transform(
+    (e): SimRuntimeConfig => ({
+      HEALTH_PORT: e.HEALTH_PORT,
+      ...(e.HEALTH_PORT_FILE === undefined ? {} : { HEALTH_PORT_FILE: e.HEALTH_PORT_FILE }),
+      HEALTH_HOST: e.HEALTH_HOST,
+      LOG_LEVEL: e.LOG_LEVEL,
+      socketPath: e.SIM_SOCKET,
+      latencyMs: e.SIM_LATENCY_MS ?? {},
+      failures: (e.SIM_FAILURES ?? {}) as SimFailures,
+      podSubnet: e.SIM_POD_SUBNET,
+      images: e.SIM_IMAGES === 'local' ? Object.keys(LOCAL_IMAGES) : e.SIM_IMAGES,
+      // busybox's Cmd ["sh"] for any busybox reference (also in `all` mode); the pause image's own.
+      imageConfig: (ref) => LOCAL_IMAGES[ref] ?? (/^docker\.io\/library\/busybox[:@]/.test(ref) ? BUSYBOX_CONFIG : undefined),
+      registry: e.SIM_REGISTRY,
+      privateRegistries: (e.SIM_PRIVATE_REGISTRIES ?? []).map(({ pathPrefix, ...r }) => ({ ...r, ...(pathPrefix !== undefined ? { pathPrefix } : {}) })),
+    }),
+  );
+
+/** The process environment, for `runProcess` (this module is the only reader of `process.env`). */
+export function processEnv(): Env {
+  return process.env;
 }

@@ -1,35 +1,23 @@
 /**
  * sim-runtime: serves the in-memory CRI simulator on a unix socket.
  *
- * Composition root only: config → simulator → gRPC server → runService (SIGTERM drain, /healthz,
- * /readyz). Health is by progress: the simulator answers its own Version call.
+ * Composition root only: simulator → gRPC server, on the common process bootstrap (`runProcess`:
+ * config errors exit 2, SIGTERM drain, /healthz, /readyz, /metrics). Health is by progress: the
+ * simulator answers its own Version call.
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { GrpcRuntimeService, instrument, serveCri } from '@splitlet/cri';
 import { createSimRuntime } from '@splitlet/cri/testing';
-import { runService } from '@splitlet/service';
-import { createLogger, createMetricsRegistry } from '@splitlet/telemetry';
-import { ConfigError, loadConfig } from './config.js';
+import { runProcess } from '@splitlet/service';
+import { processEnv, SimRuntimeEnv } from './config.js';
 
-let config;
-try {
-  config = loadConfig(process.env);
-} catch (e) {
-  if (!(e instanceof ConfigError)) throw e;
-  process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'error', service: 'sim-runtime', msg: e.message })}\n`);
-  process.exit(2);
-}
-const cfg = config;
-const logger = createLogger({ service: 'sim-runtime', level: cfg.logLevel });
-
-await runService({
-  name: 'sim-runtime',
-  logger,
-  registry: createMetricsRegistry({ service: 'sim-runtime' }),
-  port: cfg.healthPort,
-  ...(cfg.healthPortFile !== undefined ? { portFile: cfg.healthPortFile } : {}),
-  start: async ({ health, onClose }) => {
+await runProcess({
+  service: 'sim-runtime',
+  schema: SimRuntimeEnv,
+  env: processEnv(),
+  traced: false, // a simulated runtime records no spans of its own (the cri-adapter's client spans cover its calls)
+  start: async ({ config: cfg, logger, health, onClose }) => {
     const sim = createSimRuntime({
       latencyMs: cfg.latencyMs,
       failures: cfg.failures,

@@ -10,13 +10,17 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
 import { GrpcRuntimeService, isCriError } from '@splitlet/cri';
-import { loadConfig } from '../src/config.js';
+import { loadConfig as loadEnv, type Env } from '@splitlet/service';
+import { SimRuntimeEnv } from '../src/config.js';
+
+const loadConfig = (env: Env) => loadEnv(SimRuntimeEnv, env);
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const mainTs = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 
 interface Running {
   child: ChildProcess;
+  stderr: () => string;
   lines: () => Record<string, unknown>[];
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
@@ -25,13 +29,16 @@ function start(env: Record<string, string>): Running {
   const child = spawn(process.execPath, ['--import', 'tsx', mainTs], {
     cwd: repoRoot,
     env: { PATH: process.env['PATH'] ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
+  let err = '';
   child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr?.on('data', (b: Buffer) => (err += b.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   return {
     child,
+    stderr: () => err,
     exited,
     lines: () =>
       out
@@ -93,14 +100,13 @@ describe('sim-runtime process', { concurrency: true }, () => {
     assert.deepEqual(msgs.slice(-2), ['shutting down', 'stopped']);
   });
 
-  it('exits 2 with a JSON error naming the variable when SIM_SOCKET is missing', async () => {
+  it('exits 2 with one stderr line naming the variable when SIM_SOCKET is missing', async () => {
     const r = start({});
     running.push(r);
     const { code } = await r.exited;
     assert.equal(code, 2);
-    const [line] = r.lines();
-    assert.equal(line?.['level'], 'error');
-    assert.match(String(line?.['msg']), /SIM_SOCKET is required/);
+    assert.equal(r.stderr(), 'sim-runtime: invalid configuration: SIM_SOCKET: is required but not set\n');
+    assert.deepEqual(r.lines(), [], 'nothing started, nothing logged');
   });
 });
 
@@ -108,6 +114,9 @@ describe('loadConfig', () => {
   it('reads the socket, latency (number or per RPC), failures, subnet and log level', () => {
     const { imageConfig, ...defaults } = loadConfig({ SIM_SOCKET: 'unix:///run/sim.sock' });
     assert.deepEqual(defaults, {
+      HEALTH_PORT: 0,
+      HEALTH_HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
       socketPath: '/run/sim.sock',
       latencyMs: {},
       failures: {},
@@ -115,9 +124,6 @@ describe('loadConfig', () => {
       images: ['docker.io/library/busybox:1.36', 'docker.io/library/busybox:1.37', 'docker.io/library/busybox:latest', 'registry.k8s.io/pause:3.9'],
       registry: 'unreachable',
       privateRegistries: [],
-      logLevel: 'info',
-      healthPort: 0,
-      healthPortFile: undefined,
     });
     assert.deepEqual(imageConfig('docker.io/library/busybox:1.36')?.cmd, ['sh'], 'busybox runs sh, as the image splitlet builds');
     assert.deepEqual(imageConfig('registry.k8s.io/pause:3.9')?.entrypoint, ['/bin/sleep']);
@@ -126,7 +132,7 @@ describe('loadConfig', () => {
     assert.deepEqual([open.images, open.registry], ['all', 'open']);
     const priv = loadConfig({ SIM_SOCKET: '/s', SIM_PRIVATE_REGISTRIES: '[{"host":"127.0.0.1:5000","pathPrefix":"private/","username":"u","password":"p"}]' });
     assert.deepEqual(priv.privateRegistries, [{ host: '127.0.0.1:5000', pathPrefix: 'private/', username: 'u', password: 'p' }]);
-    assert.throws(() => loadConfig({ SIM_SOCKET: '/s', SIM_PRIVATE_REGISTRIES: '{"host":' }), /SIM_PRIVATE_REGISTRIES must be a JSON array/);
+    assert.throws(() => loadConfig({ SIM_SOCKET: '/s', SIM_PRIVATE_REGISTRIES: '{"host":' }), /SIM_PRIVATE_REGISTRIES: must be a JSON array/);
     assert.throws(() => loadConfig({ SIM_SOCKET: '/s', SIM_PRIVATE_REGISTRIES: '[{"host":"h"}]' }), /SIM_PRIVATE_REGISTRIES/);
     assert.deepEqual(loadConfig({ SIM_SOCKET: '/s', SIM_IMAGES: 'busybox:1.36, nginx:1.25' }).images, ['busybox:1.36', 'nginx:1.25']);
     const c = loadConfig({
@@ -143,20 +149,20 @@ describe('loadConfig', () => {
   });
 
   it('rejects bad values with every problem named', () => {
-    assert.throws(() => loadConfig({ SIM_SOCKET: 'relative.sock' }), /SIM_SOCKET must be an absolute path/);
-    assert.throws(() => loadConfig({ SIM_SOCKET: '/s', SIM_LATENCY_MS: '{"Bogus":1}' }), /SIM_LATENCY_MS .*Bogus/);
-    assert.throws(() => loadConfig({ SIM_SOCKET: '/s', SIM_LATENCY_MS: 'fast' }), /SIM_LATENCY_MS must be milliseconds/);
+    assert.throws(() => loadConfig({ SIM_SOCKET: 'relative.sock' }), /SIM_SOCKET: must be an absolute path/);
+    assert.throws(() => loadConfig({ SIM_SOCKET: '/s', SIM_LATENCY_MS: '{"Bogus":1}' }), /SIM_LATENCY_MS: Unrecognized key: "Bogus"/);
+    assert.throws(() => loadConfig({ SIM_SOCKET: '/s', SIM_LATENCY_MS: 'fast' }), /SIM_LATENCY_MS: must be milliseconds/);
     assert.throws(
       () => loadConfig({ SIM_SOCKET: '/s', SIM_FAILURES: '{"CreateContainer":{"code":"NOPE"}}', SIM_POD_SUBNET: '10.0.0.0/99', LOG_LEVEL: 'loud' }),
       (e: unknown) => {
         const m = (e as Error).message;
-        assert.match(m, /SIM_FAILURES\.CreateContainer\.code unknown/);
+        assert.match(m, /SIM_FAILURES\.CreateContainer\.code: unknown/);
         assert.match(m, /SIM_POD_SUBNET/);
         assert.match(m, /LOG_LEVEL/);
         return true;
       },
     );
-    assert.throws(() => loadConfig({ SIM_SOCKET: '/s', SIM_FAILURES: 'not json' }), /SIM_FAILURES not valid JSON/);
+    assert.throws(() => loadConfig({ SIM_SOCKET: '/s', SIM_FAILURES: 'not json' }), /SIM_FAILURES: not valid JSON/);
     assert.throws(() => loadConfig({ SIM_SOCKET: '/s', SIM_REGISTRY: 'sometimes' }), /SIM_REGISTRY/);
   });
 });

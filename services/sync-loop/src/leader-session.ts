@@ -6,7 +6,6 @@
 import type { Tracer } from '@opentelemetry/api';
 import type { ContainerGCPolicy } from '@splitlet/api';
 import type { Bus, Consumption } from '@splitlet/bus';
-import type { AdmissionNode } from '@splitlet/kube';
 import { ProgressMonitor, sleep, type Clock, type HealthStatus } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
 import { consumeConfig, consumePleg } from './adapters/consumers.js';
@@ -17,8 +16,10 @@ import {
   createBusVolumeCleaner,
   createBusWorkPoker,
 } from './adapters/bus-publishers.js';
+import type { NodeCapacityView } from './adapters/kv-node-capacity.js';
 import { createKvDesiredStore, createKvKillStore, createKvSourcesStore } from './adapters/kv-stores.js';
 import { startClusterViews } from './adapters/kv-views.js';
+import { admissionNode } from './sync-loop/admission.js';
 import { ContainerGarbageCollector } from './sync-loop/container-gc.js';
 import type { SyncLoopMetrics } from './sync-loop/metrics.js';
 import { SyncLoop } from './sync-loop/sync-loop.js';
@@ -37,7 +38,10 @@ export interface LeaderSessionDeps {
   readonly bus: Bus;
   readonly node: string;
   readonly partitions: number;
-  readonly admissionNode: AdmissionNode;
+  /** The node's labels (admission: node selector, affinity). */
+  readonly nodeLabels: Readonly<Record<string, string>>;
+  /** The node's capacity as the node publishes it; the session waits for it before it admits anything. */
+  readonly nodeCapacity: Pick<NodeCapacityView, 'present' | 'current'>;
   readonly syncTickMs: number;
   readonly housekeepingMs: number;
   /** ContainerGCPeriod. */
@@ -60,7 +64,8 @@ export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSig
   const { bus, node, partitions, clock, logger } = deps;
   const views = await startClusterViews(bus, node, signal);
   const aborted = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-  await Promise.race([views.ready, aborted]);
+  // No admission without the node's capacity: pods wait in SL_CONFIG until the node published it.
+  await Promise.race([Promise.all([views.ready, deps.nodeCapacity.present]), aborted]);
   if (signal.aborted) {
     await views.done;
     return;
@@ -68,7 +73,11 @@ export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSig
 
   const loop = new SyncLoop({
     node,
-    admissionNode: deps.admissionNode,
+    admissionNode: () => {
+      const capacity = deps.nodeCapacity.current();
+      if (capacity === undefined) throw new Error(`no capacity published for node ${node}`); // unreachable: awaited above
+      return admissionNode({ name: node, labels: deps.nodeLabels, allocatable: capacity.allocatable });
+    },
     desired: await createKvDesiredStore(bus, node, partitions),
     kills: await createKvKillStore(bus, node, partitions),
     work: createBusWorkPoker(bus, node, partitions),
@@ -121,7 +130,7 @@ export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSig
     logger,
     tracer: deps.tracer,
   }).run(deps.containerGcPeriodMs, signal);
-  logger.info('sync loop running', { desiredPods: loop.podManager.size, allSourcesReady: loop.sourcesReady.allReady() });
+  logger.info('sync loop running', { desiredPods: loop.desiredPodCount, allSourcesReady: loop.sourcesReady.allReady() });
 
   await Promise.all([ticking, housekeeping, containerGc, ...consumers.map((c) => c.done), views.done]);
   onHealth(undefined);

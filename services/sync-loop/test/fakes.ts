@@ -174,7 +174,7 @@ export async function harness(opts: { node?: AdmissionNode; sources?: SourcesSna
   const logger = createLogger({ service: 'sync-loop', level: 'debug', stream: { write: (l: string) => logs.push(l) } });
   const loop = new SyncLoop({
     node: 'node-1',
-    admissionNode: opts.node ?? aNode(),
+    admissionNode: () => opts.node ?? aNode(),
     desired,
     kills,
     work: poker,

@@ -84,7 +84,7 @@ describe('kill grace', () => {
     const pending: KillRequest = { ...kill('a'), pod: pod('a', { grace: 30 }) };
     assert.equal(shortenedKill(pending, { ...kill('a'), pod: pod('a', { grace: 30 }) }), undefined);
     assert.equal(shortenedKill(pending, { ...kill('a'), pod: pod('a', { grace: 60 }) }), undefined);
-    const shorter = shortenedKill(pending, { ...kill('a', 'evicted'), pod: pod('a', { grace: 30, deletionGrace: 2 }) });
+    const shorter = shortenedKill(pending, { ...kill('a', 'removed'), pod: pod('a', { grace: 30, deletionGrace: 2 }) });
     assert.equal(shorter?.gracePeriodOverride, 2);
     assert.equal(shorter?.reason, 'removed');
   });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { Buckets, DesiredPod, Keys, PodUpdate, Subjects, partitionOf } from '@splitlet/api';
+import { Buckets, DesiredPod, Keys, NodeCapacity, PodUpdate, Subjects, partitionOf } from '@splitlet/api';
 import { connectBus, type NatsBus } from '@splitlet/bus';
 import { aPod } from '@splitlet/kube/testing';
 import { createLogger } from '@splitlet/telemetry';
@@ -43,6 +43,15 @@ describe('sync-loop leadership (integration)', () => {
   before(async () => {
     nats = await startNatsServer();
     bus = await connectBus({ servers: nats.url, process: 'test', node: NODE, logger: createLogger({ service: 'test', stream: { write: () => true } }) });
+    // The node's capacity, as its volume-manager publishes it: admission needs it.
+    const resources = { cpu: '4', memory: '8Gi', 'ephemeral-storage': '100Gi', pods: '110' };
+    await (await bus.kv(Buckets.nodeCapacity, NodeCapacity)).put(Keys.node(NODE), {
+      type: 'kubelet.node.NodeCapacity.v1',
+      node: NODE,
+      capacity: resources,
+      allocatable: resources,
+      observedAt: new Date().toISOString(),
+    });
   });
 
   after(async () => {

@@ -15,6 +15,7 @@ import {
   KillRequest,
   Keys,
   KubeEvent,
+  NodeCapacity,
   PodStatusUpdate,
   PodUpdate,
   SpanBatch,
@@ -87,14 +88,13 @@ describe('sync-loop (integration)', () => {
         NODE_NAME: NODE,
         HEALTH_PORT: '0',
         HEALTH_PORT_FILE: join(dir.path, 'port'),
-        NODE_CPU: '1',
-        NODE_MEMORY: '4Gi',
         PARTITIONS: String(PARTITIONS),
         HOUSEKEEPING_MS: '300',
         SYNC_TICK_MS: '200',
       },
     });
-    await proc.waitForLine('sync loop running', 30_000);
+    // No capacity published for the node yet: sync-loop says so and admits nothing.
+    await proc.waitForLine('waiting for the node capacity record', 30_000);
   });
 
   after(async () => {
@@ -107,6 +107,32 @@ describe('sync-loop (integration)', () => {
   });
 
   const key = (uid: string) => Keys.podInPartition(NODE, partitionOf(uid, PARTITIONS), uid);
+
+  it('admits nothing until the node published its capacity, then admits against it', async () => {
+    const port = (await readFile(join(dir.path, 'port'), 'utf8')).trim();
+    const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+    assert.equal(ready.status, 503);
+    assert.match(await ready.text(), /node-capacity: no capacity published for node node-c\.local yet \(volume-manager publishes it\)/);
+    await bus.publish(PodUpdate, Subjects.config(NODE, 'file'), podUpdate('ADD', [pod('uid-early')]));
+    const desired = await bus.kv(Buckets.desired, DesiredPod);
+    assert.equal(proc.lines.some((l) => l.includes('sync loop running')), false, 'the leader session waits for the capacity');
+    assert.equal(await desired.get(key('uid-early')), null);
+
+    // What volume-manager publishes on the node (here: 1 CPU, 4Gi allocatable).
+    const resources = { cpu: '1', memory: String(4 * 1024 ** 3), 'ephemeral-storage': String(20 * 1024 ** 3), pods: '110' };
+    await (await bus.kv(Buckets.nodeCapacity, NodeCapacity)).put(Keys.node(NODE), {
+      type: 'kubelet.node.NodeCapacity.v1',
+      node: NODE,
+      capacity: { ...resources, cpu: '2' },
+      allocatable: resources,
+      observedAt: new Date().toISOString(),
+    });
+    await proc.waitForLine('node capacity received', 30_000);
+    await proc.waitForLine('sync loop running', 30_000);
+    const d = await eventually(async () => (await desired.get(key('uid-early')))?.value, { message: 'desired uid-early, admitted once the capacity is known' });
+    assert.equal(d.rejected, undefined);
+    await eventually(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200 || undefined, { message: 'ready once the capacity is known' });
+  });
 
   it('ADD → a desired record and a create poke that continues the pod\'s trace', async () => {
     await bus.publish(PodUpdate, Subjects.config(NODE, 'file'), podUpdate('ADD', [pod('uid-1')]));

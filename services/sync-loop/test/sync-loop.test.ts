@@ -39,7 +39,7 @@ describe('HandlePodAdditions', () => {
     assert.equal(d?.startTime, new Date(START).toISOString());
     assert.deepEqual(d?.trace, TRACE);
     assert.deepEqual(d?.creationTrace, TRACE);
-    assert.equal(h.loop.podManager.get('a')?.pod.metadata.uid, 'a');
+    assert.equal(h.loop.desiredPod('a')?.pod.metadata.uid, 'a');
     const poke = h.poker.pokes[0];
     assert.equal(poke?.kind, 'create');
     const [span] = h.tracing.spansNamed('admitPod');
@@ -120,10 +120,10 @@ describe('HandlePodAdditions', () => {
     const h = await harness();
     h.desired.failPut = true;
     await assert.rejects(h.loop.handlePodUpdate(update('ADD', [item(pod('a'))])), (e: unknown) => hasErrorCode(e, 'SyncLoopWriteFailed') && (e as { retryable: boolean }).retryable);
-    assert.equal(h.loop.podManager.get('a'), undefined);
+    assert.equal(h.loop.desiredPod('a'), undefined);
     h.desired.failPut = false;
     await h.loop.handlePodUpdate(update('ADD', [item(pod('a'))]));
-    assert.ok(h.loop.podManager.get('a'));
+    assert.ok(h.loop.desiredPod('a'));
     assert.deepEqual(h.poker.take(), ['create:a']);
   });
 
@@ -211,7 +211,7 @@ describe('HandlePodRemoves', () => {
     assert.deepEqual(k?.trace, TRACE);
     assert.equal(k?.gracePeriodOverride, undefined);
     assert.equal(h.desired.map.has('a'), false);
-    assert.equal(h.loop.podManager.has('a'), false);
+    assert.equal(h.loop.desiredPod('a'), undefined);
     assert.deepEqual(h.poker.take(), ['kill:a']);
   });
 
@@ -410,7 +410,7 @@ describe('start', () => {
     const first = await harness({ sources: READY });
     await first.loop.handlePodUpdate(update('ADD', [item(pod('a'))]));
     const second = await harness({ sources: READY, desired: [...first.desired.map.values()] });
-    assert.equal(second.loop.podManager.get('a')?.updateType, 'create');
+    assert.equal(second.loop.desiredPod('a')?.updateType, 'create');
     assert.equal(second.loop.sourcesReady.allReady(), true);
   });
 });

@@ -1,49 +1,42 @@
 /**
  * volume-manager's configuration: the common process contract (docs/architecture.md) plus
- * `ROOT_DIR` and `ALLOW_TMPFS`. The only reader of `process.env`.
+ * `ROOT_DIR`, `ALLOW_TMPFS` and the node's allocatable overrides (`NODE_CPU`, `NODE_MEMORY`,
+ * `NODE_EPHEMERAL_STORAGE`, `NODE_MAX_PODS`). The only reader of `process.env`.
  */
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
-import { loadConfig, NodeProcessEnv } from '@splitlet/service';
-import type { Env } from '@splitlet/service';
+import { NodeProcessEnv, type Env } from '@splitlet/service';
 
 const boolFromEnv = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
 
-/** Builds the env schema; `runningAsRoot` decides the `ALLOW_TMPFS` default. */
-export function configSchema(runningAsRoot: boolean) {
-  return z
-    .object({
-      ...NodeProcessEnv,
-      /** The kubelet root directory; pods live in `<ROOT_DIR>/pods/<uid>/…`. */
-      ROOT_DIR: z.string().min(1).transform((p) => (isAbsolute(p) ? p : resolve(p))),
-      /** May `emptyDir.medium: Memory` mount a tmpfs? @default true when running as root */
-      ALLOW_TMPFS: boolFromEnv.optional().transform((v) => v ?? runningAsRoot),
-    })
-    .transform((e) => ({
-      natsUrl: e.NATS_URL,
-      nodeName: e.NODE_NAME,
-      healthPort: e.HEALTH_PORT,
-      healthHost: e.HEALTH_HOST,
-      healthPortFile: e.HEALTH_PORT_FILE,
-      logLevel: e.LOG_LEVEL,
-      publishSpans: e.PUBLISH_SPANS,
-      rootDir: e.ROOT_DIR,
-      allowTmpfs: e.ALLOW_TMPFS,
-    }));
+const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$/, 'must be a resource quantity, e.g. 4, 3500m, 8Gi');
+
+/**
+ * Builds the env schema; `runningAsRoot` decides the `ALLOW_TMPFS` default.
+ * @param runningAsRoot @default whether this process runs as root
+ */
+export function configSchema(runningAsRoot: boolean = process.getuid?.() === 0) {
+  return z.object({
+    ...NodeProcessEnv,
+    /** The kubelet root directory; pods live in `<ROOT_DIR>/pods/<uid>/…`. */
+    ROOT_DIR: z.string().min(1).transform((p) => (isAbsolute(p) ? p : resolve(p))),
+    /** May `emptyDir.medium: Memory` mount a tmpfs? @default true when running as root */
+    ALLOW_TMPFS: boolFromEnv.optional().transform((v) => v ?? runningAsRoot),
+    /** Allocatable CPU published for admission. @default the node's CPU count */
+    NODE_CPU: quantity.optional(),
+    /** Allocatable memory (bytes or a quantity). @default the node's total memory */
+    NODE_MEMORY: quantity.optional(),
+    /** Allocatable ephemeral storage (bytes or a quantity). @default the size of the filesystem holding `ROOT_DIR` */
+    NODE_EPHEMERAL_STORAGE: quantity.optional(),
+    /** maxPods. @default 110 */
+    NODE_MAX_PODS: z.coerce.number().int().min(1).default(110),
+  });
 }
 
 /** The validated configuration. */
 export type Config = z.output<ReturnType<typeof configSchema>>;
 
-/**
- * Reads the configuration from `env` (default `process.env`). Throws ConfigError naming every bad
- * variable.
- */
-export function readConfig(env: Env = process.env, runningAsRoot: boolean = process.getuid?.() === 0): Config {
-  return loadConfig(configSchema(runningAsRoot), env);
-}
-
-/** The environment, for the OTEL_* variables telemetry reads. */
+/** The process environment, for `runNodeProcess` (this module is the only reader of `process.env`). */
 export function processEnv(): Env {
   return process.env;
 }

@@ -1,58 +1,60 @@
 /**
- * volume-manager's composition root: config → telemetry → logger → bus → domain → adapters →
- * runService. No logic lives here.
+ * volume-manager's composition root: domain → adapters (and the node's capacity publisher), on the
+ * common process bootstrap. No logic lives here.
  */
-import { connectNodeBus, realClock, runService } from '@splitlet/service';
-import { createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
-import { processEnv, readConfig } from './config.js';
+import { realClock, runNodeProcess } from '@splitlet/service';
+import { configSchema, processEnv } from './config.js';
 import { busEventRecorder } from './adapters/event-publisher.js';
 import { execMounter } from './adapters/exec-mounter.js';
+import { hostNodeProbe } from './adapters/host-node-probe.js';
+import { kvNodeCapacityStore } from './adapters/kv-node-capacity-store.js';
 import { kvVolumeStore } from './adapters/kv-volume-store.js';
 import { promVolumeMetrics } from './adapters/metrics.js';
 import { serveVolumeRpc } from './adapters/rpc-handlers.js';
+import { NodeCapacityPublisher } from './node/node-capacity-publisher.js';
 import { podPaths } from './volumes/pod-dirs.js';
 import { VolumeManager } from './volumes/volume-manager.js';
 
-const NAME = 'volume-manager';
 /** An operation running longer than this (a hung mount) makes the process unhealthy. */
 const STUCK_OPERATION_MS = 120_000;
 
-const config = readConfig();
-const logger = createLogger({ service: NAME, level: config.logLevel, fields: { node: config.nodeName } });
-const telemetry = startTelemetry({
-  serviceName: NAME,
-  nodeName: config.nodeName,
+await runNodeProcess({
+  service: 'volume-manager',
+  schema: configSchema(),
   env: processEnv(),
-  onError: (e) => logger.warn('telemetry error', { err: e }),
-});
-const registry = createMetricsRegistry({ service: NAME });
-
-await runService({
-  name: NAME,
-  logger,
-  port: config.healthPort,
-  host: config.healthHost,
-  registry,
-  ...(config.healthPortFile !== undefined ? { portFile: config.healthPortFile } : {}),
-  start: async ({ signal, health, onClose }) => {
-    const bus = await connectNodeBus({ service: NAME, settings: { NATS_URL: config.natsUrl, NODE_NAME: config.nodeName, PUBLISH_SPANS: config.publishSpans }, logger, registry, telemetry, signal, onClose });
-
+  start: async ({ config, bus, telemetry, registry, logger, signal, health, onClose }) => {
+    const node = config.NODE_NAME;
     const vm = new VolumeManager({
-      nodeName: config.nodeName,
-      paths: podPaths(config.rootDir),
+      nodeName: node,
+      paths: podPaths(config.ROOT_DIR),
       mounter: execMounter(),
-      store: await kvVolumeStore(bus, config.nodeName),
-      events: busEventRecorder(bus, config.nodeName),
+      store: await kvVolumeStore(bus, node),
+      events: busEventRecorder(bus, node),
       clock: realClock,
       logger,
       tracer: telemetry.tracer,
-      allowTmpfs: config.allowTmpfs,
+      allowTmpfs: config.ALLOW_TMPFS,
       metrics: promVolumeMetrics(registry),
     });
     const restored = await vm.reconstruct();
-    logger.info('volume state reconstructed', { pods: restored, rootDir: config.rootDir, allowTmpfs: config.allowTmpfs });
+    logger.info('volume state reconstructed', { pods: restored, rootDir: config.ROOT_DIR, allowTmpfs: config.ALLOW_TMPFS });
 
-    serveVolumeRpc(bus, config.nodeName, vm, signal);
+    // The node's capacity, measured here on the node, for sync-loop's admission.
+    const capacity = new NodeCapacityPublisher({
+      node,
+      rootDir: config.ROOT_DIR,
+      maxPods: config.NODE_MAX_PODS,
+      overrides: { cpu: config.NODE_CPU, memory: config.NODE_MEMORY, ephemeralStorage: config.NODE_EPHEMERAL_STORAGE },
+      probe: hostNodeProbe(),
+      store: await kvNodeCapacityStore(bus, node),
+      clock: realClock,
+      logger,
+    });
+    await capacity.publish();
+    const measuring = capacity.run(signal);
+    onClose({ name: 'node-capacity', close: () => measuring });
+
+    serveVolumeRpc(bus, node, vm, signal);
     health.register('volume-operations', () => {
       const age = vm.oldestOperationMs();
       return age <= STUCK_OPERATION_MS ? { ok: true } : { ok: false, reason: `a volume operation has been running for ${age} ms; threshold is ${STUCK_OPERATION_MS} ms` };

@@ -2,7 +2,7 @@
  * The narrow interfaces volume-manager consumes. The domain (`src/volumes`) depends only on these,
  * a clock and a logger; `src/adapters` implements them over NATS and the host.
  */
-import type { KubeEvent, PodVolumeState } from '@splitlet/api';
+import type { KubeEvent, NodeCapacity, PodVolumeState } from '@splitlet/api';
 
 /**
  * Mounts that need privileges (tmpfs for `emptyDir.medium: Memory`).
@@ -49,4 +49,19 @@ export interface VolumeMetrics {
   observeOperation(operation: 'volume_mount' | 'volume_unmount', plugin: string, ok: boolean, seconds: number): void;
   /** `volume_manager_total_volumes{plugin_name, state}`: volumes per plugin in the actual state of world. */
   setTotals(byPlugin: ReadonlyMap<string, number>): void;
+}
+
+/** The node's own facts, measured where this process runs (it is node-local). */
+export interface NodeProbe {
+  /** Logical CPUs of the machine (cadvisor's NumCores). */
+  cpuCount(): number;
+  /** Total memory in bytes (cadvisor's MemoryCapacity). */
+  memoryBytes(): number;
+  /** Size in bytes of the filesystem holding `path` (or its nearest existing parent). */
+  filesystemBytes(path: string): Promise<number>;
+}
+
+/** Where the node's capacity is published: bucket `sl_node_capacity`, key `<node>`, one writer (this process). */
+export interface NodeCapacityStore {
+  put(capacity: NodeCapacity): Promise<void>;
 }

@@ -3,7 +3,8 @@
  * KV state, dead letters and a clean SIGTERM.
  */
 import assert from 'node:assert/strict';
-import { lstat, mkdir, stat } from 'node:fs/promises';
+import { lstat, mkdir, stat, statfs } from 'node:fs/promises';
+import { cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Msg, Subscription } from '@nats-io/transport-node';
@@ -12,6 +13,7 @@ import {
   DeadLetter,
   Keys,
   KubeEvent,
+  NodeCapacity,
   PodVolumeState,
   SpanBatch,
   Subjects,
@@ -58,7 +60,7 @@ describe('volume-manager process (real nats-server)', () => {
       args: ['--import', 'tsx', 'services/volume-manager/src/main.ts'],
       cwd: REPO,
       name: 'volume-manager',
-      env: { NATS_URL: nats.url, NODE_NAME: NODE, ROOT_DIR: root, HEALTH_PORT: '0', LOG_LEVEL: 'debug', ALLOW_TMPFS: 'false', OTEL_TRACES_EXPORTER: 'none' },
+      env: { NATS_URL: nats.url, NODE_NAME: NODE, ROOT_DIR: root, HEALTH_PORT: '0', LOG_LEVEL: 'debug', ALLOW_TMPFS: 'false', NODE_CPU: '1500m', OTEL_TRACES_EXPORTER: 'none' },
     });
     await proc.waitForLine('"msg":"started"', 30_000);
     bus = await connectBus({ servers: nats.url, process: 'vm-test', node: NODE, logger: memoryLogger().logger, provision: false });
@@ -73,6 +75,17 @@ describe('volume-manager process (real nats-server)', () => {
 
   const mount = (pod: BoundPod) =>
     bus.request(VolumeMountRequest, VolumeMountReply, Subjects.rpc.volume(NODE, 'mount'), { type: 'kubelet.volume.MountRequest.v1', pod, fence }, { timeoutMs: 5000 });
+
+  it("publishes the node's capacity, measured on the node, with the configured allocatable CPU", async () => {
+    const kv = await bus.kv(Buckets.nodeCapacity, NodeCapacity);
+    const record = (await kv.get(Keys.node(NODE)))?.value;
+    assert.ok(record, 'published before the process reported started');
+    const fs = await statfs(tmp.path); // ROOT_DIR's filesystem (it is created under the temp dir)
+    const capacity = { cpu: String(cpus().length), memory: String(totalmem()), 'ephemeral-storage': String(Number(fs.blocks) * Number(fs.bsize)), pods: '110' };
+    assert.deepEqual(record.capacity, capacity);
+    assert.deepEqual(record.allocatable, { ...capacity, cpu: '1500m' });
+    assert.equal(record.node, NODE);
+  });
 
   it('mounts an emptyDir and a hostPath Directory: dirs, host paths, KV state', async () => {
     const host = join(tmp.path, 'host-data');

@@ -314,8 +314,11 @@ export class PodSyncer {
     checkpoint(ctl);
 
     if (isStaticPod(pod)) {
-      // Mirror pods are status-manager's (cluster mode); the step is kept for the trace's shape.
-      await this.#step('mirrorPod', ctx, () => undefined);
+      // Mirror pods are status-manager's (cluster mode); standalone mode has no API server, so the
+      // step does nothing, and its span says so.
+      await this.#step('mirrorPod', ctx, () => {
+        trace.getActiveSpan()?.setAttributes({ 'splitlet.step.noop': true, 'splitlet.step.noop_reason': MIRROR_POD_NOOP });
+      });
     }
 
     let volumes: MountedVolumes;
@@ -758,6 +761,9 @@ export class PodSyncer {
     return withSpan(this.#o.tracer, name, { attributes: { 'k8s.pod.uid': ctx.uid } }, () => fn());
   }
 }
+
+/** Why the mirrorPod step does nothing (until cluster mode makes it real). */
+const MIRROR_POD_NOOP = 'standalone mode: no API server, so no mirror pod';
 
 /** True when both contexts name valid spans of the same trace. */
 function sameTrace(a: Context, b: Context | undefined): boolean {

@@ -119,12 +119,12 @@ export function nextWorkerState(input: WorkerStateInput): WorkerStateDecision {
     if (killed || deleted || isTerminalPhase(desired?.value.pod.status?.phase)) {
       record = { ...record, state: 'terminating', terminatingAt: nowIso };
       enteredTerminating = true;
-      if (deleted || kill?.value.reason === 'deleted' || kill?.value.reason === 'removed') record.deleted = true;
-      if (kill?.value.evict === true || kill?.value.reason === 'evicted') record.evicted = true;
+      if (deleted || kill?.value.reason === 'removed') record.deleted = true;
+      if (kill?.value.evict === true) record.evicted = true;
     }
   } else if (record.state === 'terminating' && kill !== null) {
-    if (kill.value.reason === 'deleted' || kill.value.reason === 'removed') record.deleted = true;
-    if (kill.value.evict === true || kill.value.reason === 'evicted') record.evicted = true;
+    if (kill.value.reason === 'removed') record.deleted = true;
+    if (kill.value.evict === true) record.evicted = true;
   }
 
   if (record.state === 'terminating') {

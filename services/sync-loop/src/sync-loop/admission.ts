@@ -5,30 +5,19 @@
  * Models pkg/kubelet/kubelet.go (HandlePodAdditions admission, filterOutInactivePods,
  * recordAdmissionRejection).
  */
-import type { DesiredPod, WorkerRecord } from '@splitlet/api';
+import type { DesiredPod, NodeResources, WorkerRecord } from '@splitlet/api';
 import type { AdmissionNode } from '@splitlet/kube';
 
-/** The node's allocatable resources and labels (from configuration). */
-export interface NodeResources {
+/** The node as admission sees it: its name, labels (configuration) and allocatable resources (published by the node). */
+export interface NodeFacts {
   readonly name: string;
   readonly labels: Readonly<Record<string, string>>;
-  /** Allocatable CPU, a quantity (`4`, `3500m`). */
-  readonly cpu: string;
-  /** Allocatable memory, a quantity or bytes. */
-  readonly memory: string;
-  /** Allocatable ephemeral storage, a quantity or bytes. */
-  readonly ephemeralStorage: string;
-  readonly maxPods: number;
+  readonly allocatable: NodeResources;
 }
 
 /** The admission view of the node. */
-export function admissionNode(n: NodeResources): AdmissionNode {
-  return {
-    name: n.name,
-    labels: { ...n.labels },
-    allocatable: { cpu: n.cpu, memory: n.memory, 'ephemeral-storage': n.ephemeralStorage, pods: String(n.maxPods) },
-    os: 'linux',
-  };
+export function admissionNode(n: NodeFacts): AdmissionNode {
+  return { name: n.name, labels: { ...n.labels }, allocatable: { ...n.allocatable }, os: 'linux' };
 }
 
 /** True for Succeeded and Failed. */

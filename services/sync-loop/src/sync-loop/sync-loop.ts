@@ -46,7 +46,8 @@ const VOLUME_ERROR_LOG_EVERY_MS = 60_000;
 /** Dependencies of {@link SyncLoop}. */
 export interface SyncLoopOptions {
   readonly node: string;
-  readonly admissionNode: AdmissionNode;
+  /** The node as admission sees it now (its capacity is published by the node-local side). */
+  readonly admissionNode: () => AdmissionNode;
   readonly desired: DesiredStore;
   readonly kills: KillStore;
   readonly work: WorkPoker;
@@ -106,7 +107,8 @@ async function allOrFirstError(ps: readonly Promise<unknown>[]): Promise<void> {
 
 /** The sync loop of one node. Create it, `start()` it (rebuilds state from KV), then feed it. */
 export class SyncLoop {
-  readonly podManager = new PodManager();
+  // The loop's own state: read through desiredPod()/desiredPodCount, never changed from outside.
+  private readonly podManager = new PodManager();
   readonly #o: SyncLoopOptions;
   #sourcesReady = new SourcesReady();
   /** Pods removed from config, remembered while their worker may still be terminating them. */
@@ -129,6 +131,16 @@ export class SyncLoop {
       sources: this.#sourcesReady.snapshot(),
       allSourcesReady: this.#sourcesReady.allReady(),
     });
+  }
+
+  /** The pod manager's desired pod `uid` (as admitted or rejected), if known. */
+  desiredPod(uid: string): DesiredPod | undefined {
+    return this.podManager.get(uid);
+  }
+
+  /** How many pods the pod manager knows. */
+  get desiredPodCount(): number {
+    return this.podManager.size;
   }
 
   /** The seen-sources state (sourcesReady). */
@@ -315,7 +327,7 @@ export class SyncLoop {
   /** canAdmitPod; a pod admission cannot evaluate (e.g. an unparsable quantity) is rejected, not the whole update. */
   #canAdmitPod(uid: string, pod: BoundPod, decided: ReadonlyMap<string, DesiredPod>): ReturnType<typeof canAdmitPod> {
     try {
-      return canAdmitPod(this.#o.admissionNode, this.#activePods(uid, decided), pod);
+      return canAdmitPod(this.#o.admissionNode(), this.#activePods(uid, decided), pod);
     } catch (e) {
       return { admit: false, reason: 'UnexpectedAdmissionError', message: `Failed to admit pod: ${errorMessage(e)}` };
     }
