@@ -8,7 +8,8 @@ import type { Tracer } from '@opentelemetry/api';
 import { Subjects } from '@splitlet/api';
 import type { NatsBus } from '@splitlet/bus';
 import type { ImageService, RuntimeService } from '@splitlet/cri';
-import { Backoff, KubeletPeriods } from '@splitlet/kube';
+import { Backoff, FenceKeeper, KubeletPeriods } from '@splitlet/kube';
+import { KeyedMutex } from '@splitlet/service';
 import type { Clock, HealthStatus } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
 import { createEventPublisher, type EventPublisher } from './adapters/event-publisher.js';
@@ -18,8 +19,6 @@ import { createStandalonePullSecretSource } from './adapters/standalone-pull-sec
 import type { CriAdapterConfig } from './config.js';
 import { createNodeKeyringProvider, type NodeKeyringProvider } from './credentials/node-keyring.js';
 import { createPullSecretResolver } from './credentials/pull-secrets.js';
-import { FenceKeeper } from './guard/fence-keeper.js';
-import { KeyedMutex } from './guard/keyed-mutex.js';
 import { ImageManager } from './images/image-manager.js';
 import { ContainerGC } from './kuberuntime/container-gc.js';
 import { createLifecycleHandlerRunner } from './kuberuntime/lifecycle-handlers.js';

@@ -15,12 +15,10 @@ import type {
   RuntimeSyncPodReply,
   RuntimeSyncPodRequest,
 } from '@splitlet/api';
-import type { Backoff, BackoffState } from '@splitlet/kube';
-import type { Clock } from '@splitlet/service';
+import type { Backoff, BackoffState, FenceKeeper } from '@splitlet/kube';
+import type { Clock, KeyedMutex } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
 import type { PullSecretResolver } from './credentials/pull-secrets.js';
-import type { FenceKeeper } from './guard/fence-keeper.js';
-import type { KeyedMutex } from './guard/keyed-mutex.js';
 import type { ContainerGC } from './kuberuntime/container-gc.js';
 import type { KubeGenericRuntimeManager } from './kuberuntime/runtime-manager.js';
 import type { StateStore } from './ports.js';
