@@ -42,12 +42,17 @@ describe('KeyedMutex', () => {
     assert.equal(m.oldestRunningMs(), 0);
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const first = m.run('a', () => gate);
+    let running!: () => void;
+    const started = new Promise<void>((r) => (running = r));
+    const first = m.run('a', () => {
+      running();
+      return gate;
+    });
+    await started;
     clock.advance(300);
     const queued = m.run('a', async () => clock.now());
-    await Promise.resolve();
     clock.advance(200);
-    assert.equal(m.oldestRunningMs(), 500);
+    assert.equal(m.oldestRunningMs(), 500, 'the running operation, started 500 ms ago');
     release();
     await first;
     assert.equal(await queued, 1500);
