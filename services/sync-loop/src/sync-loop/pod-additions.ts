@@ -24,6 +24,10 @@ export class PodAdditions {
     this.#c = context;
   }
 
+  /**
+   * An ADD: pods sorted by creation time, admitted one after the other, their writes overlapping.
+   * @throws KubeletError `SyncLoopWriteFailed` (retryable) when a write failed.
+   */
   async handle(update: PodUpdate): Promise<void> {
     const { clock, logger } = this.#c.o;
     const items = update.items
