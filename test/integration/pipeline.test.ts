@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { logRecords } from '@splitlet/testkit';
 import { podNamed, startSplitlet, waitFor } from './harness.ts';
 import type { Instance, PodJson } from './harness.ts';
 
@@ -160,22 +161,36 @@ describe('pipeline on the simulated runtime', () => {
     await waitFor('crash gone', async () => !podNamed(await s.pods(), name));
   });
 
-  test('bad manifests get a clear error and nothing else is affected', async () => {
+  test('bad manifests get a clear error naming the file and what is wrong in it, and nothing else is affected', async () => {
     writeFileSync(join(manifests, 'good.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: {name: good}\nspec: {containers: [{name: c, image: busybox:1.36, command: [sleep, "3600"]}]}\n');
     writeFileSync(join(manifests, 'broken.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: {name: [unclosed\n');
     writeFileSync(join(manifests, 'noname.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: {}\nspec: {containers: [{name: c, image: busybox}]}\n');
     writeFileSync(join(manifests, 'kind.yaml'), 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n');
+    writeFileSync(join(manifests, 'policy.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: {name: policy}\nspec:\n  restartPolicy: Sometimes\n  containers: [{name: c, image: busybox}]\n');
     const big = join(manifests, 'huge.yaml');
-    writeFileSync(big, '');
     // 20 MiB: above the 10 MiB cap.
     writeFileSync(big, Buffer.alloc(20 * 1024 * 1024, 0x20));
+    const expected: Record<string, string> = {
+      'broken.yaml': 'error converting YAML to JSON: yaml: line 3: Flow sequence in block collection must be sufficiently indented and end with a ]',
+      'noname.yaml': 'invalid pod: name is needed for the pod',
+      'kind.yaml': 'unsupported kind "Deployment" (apiVersion "apps/v1"): a manifest must be a v1 Pod or a v1 PodList',
+      'policy.yaml': 'couldn\'t parse as pod: spec.restartPolicy: Invalid option: expected one of "Always"|"OnFailure"|"Never"',
+      'huge.yaml': `manifest file ${JSON.stringify(big)} is 20971520 bytes, larger than the limit of 10485760 bytes (maxConfigLength)`,
+    };
     await waitFor('good Running', async () => podNamed(await s.pods(), `good-${NODE}`)?.status?.phase === 'Running');
-    const logs = readFileSync(join(s.stateDir, 'logs', 'config-source.log'), 'utf8');
-    for (const f of ['broken.yaml', 'noname.yaml', 'kind.yaml', 'huge.yaml']) {
-      assert.ok(logs.includes(f), `config-source logged an error naming ${f}`);
+    const errors = await waitFor('an error logged for every bad manifest', async () => {
+      const logged = logRecords(readFileSync(join(s.stateDir, 'logs', 'config-source.log'), 'utf8').split('\n'), 'could not process manifest');
+      return Object.keys(expected).every((f) => logged.some((r) => r['file'] === join(manifests, f))) ? logged : undefined;
+    });
+    for (const [f, message] of Object.entries(expected)) {
+      const file = join(manifests, f);
+      const logged = new Set(errors.filter((r) => r['file'] === file).map((r) => r['err']));
+      assert.deepEqual([...logged], [message], `the error logged for ${f}`);
     }
-    assert.match(logs, /name is needed for the pod/);
-    for (const f of ['broken.yaml', 'noname.yaml', 'kind.yaml', 'huge.yaml', 'good.yaml']) rmSync(join(manifests, f));
+    assert.equal(errors.filter((r) => r['file'] === join(manifests, 'good.yaml')).length, 0, 'no error for the good manifest');
+    const names = (await s.pods()).map((p) => p.metadata.name);
+    for (const n of ['good', 'noname', 'd', 'policy']) assert.equal(names.includes(`${n}-${NODE}`), n === 'good', `pods: ${names.join(', ')}`);
+    for (const f of ['broken.yaml', 'noname.yaml', 'kind.yaml', 'policy.yaml', 'huge.yaml', 'good.yaml']) rmSync(join(manifests, f));
     // No process exited.
     assert.ok(!s.output.some((l) => /process exited with/.test(l)), 'no process exited');
   });

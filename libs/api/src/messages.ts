@@ -3,6 +3,10 @@
  *
  * Ids follow `kubelet.<domain>.<Name>.v1`. Evolution rule: add optional fields only; a breaking change
  * is a new `.v2` schema, and readers accept the old one for one release.
+ *
+ * Over ~450 lines on purpose: this is the wire contract (as pleg/pleg.go is for PLEG), a list of
+ * schemas with no behaviour, kept in one file so a reviewer sees every message of the bus and its
+ * evolution in one place; it grows by one schema per message, not by logic.
  */
 import { z } from 'zod';
 import { BoundPod, PodStatus } from './pod.js';

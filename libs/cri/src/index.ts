@@ -115,6 +115,8 @@ export { CriError, CriErrorCodes, GrpcStatusOf, isCriError, criErrorCodeFromGrpc
 export type { CriErrorCode, CriErrorOptions } from './cri-error.js';
 export { GrpcRuntimeService, DEFAULT_CRI_TIMEOUT_MS, criErrorFromGrpc } from './grpc-runtime-service.js';
 export type { GrpcRuntimeServiceOptions } from './grpc-runtime-service.js';
+export { parseCriLogLine } from './cri-log.js';
+export type { CriLogRecord } from './cri-log.js';
 export { instrument } from './instrument.js';
 export type { InstrumentOptions, CriCallRecord } from './instrument.js';
 export { serveCri } from './serve-cri.js';

@@ -6,6 +6,9 @@
  *
  * These are the *decoded* (response) shapes. Requests are written with {@link CriInput}, where every
  * field may be left out, as in proto3.
+ *
+ * Over ~450 lines on purpose: it mirrors `proto/api.proto` message for message, in the proto's order,
+ * so the two are compared side by side; it holds types only.
  */
 
 // ---------------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ export { jitter, requeueDelay } from './jitter.js';
 export type { SyncOutcome } from './jitter.js';
 export { Backoff, crashLoopBackOffKey } from './backoff.js';
 export type { BackoffOptions, BackoffEntry, BackoffState } from './backoff.js';
+export { FenceKeeper, FencedOffError, FENCED_OFF } from './fence-keeper.js';
 export { containerStatusFor, findRuntimeContainer, containersNewestFirst, podIPsAfterTeardown, sandboxesNewestFirst } from './runtime-status.js';
 export { podSandboxChanged } from './pod-sandbox-changed.js';
 export type { SandboxChange } from './pod-sandbox-changed.js';

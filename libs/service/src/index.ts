@@ -26,6 +26,7 @@ export type {
 } from './health-registry.js';
 export { ProgressMonitor } from './progress-monitor.js';
 export type { ProgressMonitorOptions } from './progress-monitor.js';
+export { KeyedMutex } from './keyed-mutex.js';
 export { realClock, sleep } from './clock.js';
 export type { Clock, TimerHandle } from './clock.js';
 export { LOG_LEVELS, NodeNameSchema, NodeProcessEnv, ProcessEnv, natsServers, otelEnv } from './node-process-env.js';

@@ -16,6 +16,8 @@ export type { Logger, LoggerOptions, LogFields, LogLevel, LogStream } from './lo
 export { redact, isSecretKey, REDACTED } from './redact.js';
 export { withSpan } from './with-span.js';
 export type { WithSpanOptions } from './with-span.js';
+export { podSpanAttributes } from './pod-span-attributes.js';
+export type { PodIdentity } from './pod-span-attributes.js';
 export { injectContext, extractContext, linkFromCarrier, currentTraceIds, unsampledContext, runUnsampled } from './trace-context.js';
 export { spanToRecord, createSpanRecordProcessor } from './span-record.js';
 export type { SpanRecordProcessorOptions } from './span-record.js';

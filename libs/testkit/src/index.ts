@@ -8,6 +8,7 @@ export type { NatsServer, NatsServerOptions } from './nats-server.js';
 export { spawnProcess } from './spawn-process.js';
 export type { ExitStatus, SpawnProcessOptions, SpawnedProcess } from './spawn-process.js';
 export { eventually } from './eventually.js';
+export { logRecords } from './log-records.js';
 export type { EventuallyOptions } from './eventually.js';
 export { freePort } from './free-port.js';
 export { makeTempDir } from './temp-dir.js';

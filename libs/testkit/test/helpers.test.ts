@@ -4,7 +4,7 @@ import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { eventually, freePort, isTestkitError, makeTempDir, spawnProcess } from '../src/index.js';
+import { eventually, freePort, isTestkitError, logRecords, makeTempDir, spawnProcess } from '../src/index.js';
 
 describe('eventually', () => {
   it('resolves with the first truthy value, retrying throws and falsy values', async () => {
@@ -123,5 +123,14 @@ describe('spawnProcess', () => {
     const p = await spawnProcess({ cmd: node, args: ['-e', 'setInterval(() => {}, 1000)'] });
     assert.equal(await p.kill(), 137);
     await assert.rejects(spawnProcess({ cmd: '/nonexistent/binary' }), /cannot start '\/nonexistent\/binary'/);
+  });
+});
+
+describe('logRecords', () => {
+  it('returns the JSON records, by exact msg when asked', () => {
+    const lines = ['plain text', '{"msg":"sync start","uid":"a"}', '{"msg":"sync start later"}', '{broken', '[1,2]', '{"msg":"sync end","uid":"a"}'];
+    assert.deepEqual(logRecords(lines, 'sync start'), [{ msg: 'sync start', uid: 'a' }]);
+    assert.equal(logRecords(lines).length, 3);
+    assert.deepEqual(logRecords(lines, 'sync'), []);
   });
 });

@@ -103,7 +103,9 @@ items:
   it('invalid YAML', () => {
     const r = decodeManifest('apiVersion: v1\nkind: Pod\nmetadata: {name: [\n', NODE, file());
     assert.equal(r.ok, false);
-    assert.match(!r.ok ? r.message : '', /^error converting YAML to JSON: /);
+    assert.match(!r.ok ? r.message : '', /^error converting YAML to JSON: yaml: line 3: /);
+    const r2 = decodeManifest('apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  labels: {a: b\nspec: {}\n', NODE, file());
+    assert.match(!r2.ok ? r2.message : '', /^error converting YAML to JSON: yaml: line [56]: /);
   });
 
   it('a validation failure uses the kubelet format', () => {

@@ -16,11 +16,10 @@ import type {
   RuntimeSyncPodRequest,
 } from '@splitlet/api';
 import type { Backoff, BackoffState } from '@splitlet/kube';
-import type { Clock } from '@splitlet/service';
+import type { Clock, KeyedMutex } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
 import type { PullSecretResolver } from './credentials/pull-secrets.js';
 import type { Fences } from './guard/durable-fences.js';
-import type { KeyedMutex } from './guard/keyed-mutex.js';
 import type { ContainerGC } from './kuberuntime/container-gc.js';
 import type { KubeGenericRuntimeManager } from './kuberuntime/runtime-manager.js';
 import type { StateStore } from './ports.js';

@@ -10,9 +10,16 @@ import { Buckets, DesiredPod, Keys, NodeCapacity, PodUpdate, Subjects, partition
 import { connectBus, type NatsBus } from '@splitlet/bus';
 import { aPod } from '@splitlet/kube/testing';
 import { createLogger } from '@splitlet/telemetry';
-import { eventually, spawnProcess, startNatsServer, type NatsServer, type SpawnedProcess } from '@splitlet/testkit';
+import { eventually, logRecords, spawnProcess, startNatsServer, type NatsServer, type SpawnedProcess } from '@splitlet/testkit';
 
 const NODE = 'node-d';
+/** The leader elector's log line when it takes the lease. */
+const LEADING = 'acquired the sync-loop leader lease; leading';
+
+/** The JSON log records of a process whose `msg` is `msg`. */
+function records(p: SpawnedProcess, msg: string): Record<string, unknown>[] {
+  return logRecords(p.lines, msg);
+}
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 
 function add(uid: string): PodUpdate {
@@ -72,12 +79,18 @@ describe('sync-loop leadership (integration)', () => {
     const key = (uid: string) => Keys.podInPartition(NODE, partitionOf(uid), uid);
     await bus.publish(PodUpdate, Subjects.config(NODE, 'file'), add('one'));
     await eventually(async () => (await desired.get(key('one')))?.value, { message: 'desired one' });
-    assert.equal(b.lines.some((l) => l.includes('leading')), false, 'the standby must not lead while the leader lives');
+    assert.equal(records(a, LEADING).length, 1, 'the leader logged taking the lease');
+    assert.equal(records(b, LEADING).length, 0, 'the standby must not lead while the leader lives');
 
     await a.kill();
     await b.waitForLine('sync loop running', 20_000);
     await bus.publish(PodUpdate, Subjects.config(NODE, 'file'), add('two'));
     await eventually(async () => (await desired.get(key('two')))?.value, { message: 'desired two, handled by the new leader' });
-    assert.ok(b.lines.some((l) => l.includes('"desiredPods":1')), 'the new leader rebuilt its pod manager from sl_desired');
+    assert.equal(records(b, LEADING).length, 1, 'the standby took the lease');
+    assert.deepEqual(
+      records(b, 'sync loop running').map((r) => r['desiredPods']),
+      [1],
+      'the new leader rebuilt its pod manager from sl_desired',
+    );
   });
 });

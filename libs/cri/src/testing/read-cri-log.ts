@@ -1,7 +1,9 @@
 /**
- * readCriLog(): parses a CRI container log file (what the kubelet's log reader does), for tests.
+ * readCriLog(): the records of a CRI container log file, for tests (the parsing is the shipped
+ * {@link parseCriLogLine}).
  */
 import { readFileSync } from 'node:fs';
+import { parseCriLogLine } from '../cri-log.js';
 
 /** One record of a CRI log file. */
 export interface CriLogRecord {
@@ -13,17 +15,15 @@ export interface CriLogRecord {
   text: string;
 }
 
-const LINE = /^(\S+) (stdout|stderr) ([FP]) (.*)$/;
-
 /** Parses CRI log text. Throws on a line that is not in the CRI format. */
 export function parseCriLog(text: string): CriLogRecord[] {
   return text
     .split('\n')
     .filter((l) => l !== '')
     .map((line) => {
-      const m = LINE.exec(line);
-      if (m === null) throw new Error(`not a CRI log line: ${JSON.stringify(line)}`);
-      return { time: m[1] as string, stream: m[2] as 'stdout' | 'stderr', tag: m[3] as 'F' | 'P', text: m[4] as string };
+      const r = parseCriLogLine(line);
+      if (r === undefined) throw new Error(`not a CRI log line: ${JSON.stringify(line)}`);
+      return { time: r.time, stream: r.stream, tag: r.partial ? 'P' : 'F', text: r.content.toString('utf8') };
     });
 }
 

@@ -7,6 +7,7 @@
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ContainerStatus } from '@splitlet/api';
+import { parseCriLogLine } from '@splitlet/cri';
 import type { InstanceInfo, StateDir } from '../state-dir.js';
 import { CliError } from '../state-dir.js';
 import { connectCli, findPod, listPods } from '../node-view.js';
@@ -24,18 +25,18 @@ export function parseCriLog(text: string): CriLogLine[] {
   let partial: CriLogLine | undefined;
   for (const raw of text.split('\n')) {
     if (raw === '') continue;
-    const m = /^(\S+) (stdout|stderr) ([PF])(?: (.*))?$/.exec(raw);
-    if (!m) {
+    const r = parseCriLogLine(raw);
+    if (r === undefined) {
       out.push({ time: '', stream: 'stdout', text: raw });
       continue;
     }
-    const piece = m[4] ?? '';
-    if (m[3] === 'P') {
-      partial = partial ? { ...partial, text: partial.text + piece } : { time: m[1]!, stream: m[2] as 'stdout' | 'stderr', text: piece };
-      continue;
+    const piece = r.content.toString('utf8');
+    const line = partial ? { ...partial, text: partial.text + piece } : { time: r.time, stream: r.stream, text: piece };
+    if (r.partial) partial = line;
+    else {
+      out.push(line);
+      partial = undefined;
     }
-    out.push(partial ? { ...partial, text: partial.text + piece } : { time: m[1]!, stream: m[2] as 'stdout' | 'stderr', text: piece });
-    partial = undefined;
   }
   if (partial) out.push(partial);
   return out;

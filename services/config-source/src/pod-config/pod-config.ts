@@ -24,7 +24,7 @@ import { PodStorage } from '@splitlet/kube';
 import type { PodConfigUpdate } from '@splitlet/kube';
 import type { Clock } from '@splitlet/service';
 import { sleep } from '@splitlet/service';
-import { injectContext } from '@splitlet/telemetry';
+import { injectContext, podSpanAttributes } from '@splitlet/telemetry';
 import type { Logger } from '@splitlet/telemetry';
 import type { ConfigMetrics, EventRecorder, UpdatePublisher } from '../ports.js';
 import type { ManifestError, SourceListing } from '../sources/listing.js';
@@ -192,9 +192,7 @@ export class PodConfig {
           root: true,
           links,
           attributes: {
-            'k8s.pod.uid': uid,
-            'k8s.pod.name': pod.metadata.name,
-            'k8s.namespace.name': pod.metadata.namespace,
+            ...podSpanAttributes({ ...pod.metadata, uid }),
             'k8s.pod.update_type': u.op,
             'k8s.node.name': this.#o.nodeName,
             'splitlet.config.source': u.source,

@@ -39,6 +39,17 @@ function dropNulls(v: unknown): unknown {
   return out;
 }
 
+/**
+ * The 1-based line of `offset` in `text` (how Go's yaml names where a parse error is); an error at
+ * the end of the input is on the last line.
+ */
+function lineOf(text: string, offset: number): number {
+  const end = Math.min(offset, text.trimEnd().length);
+  let line = 1;
+  for (let i = 0; i < end; i++) if (text.charCodeAt(i) === 0x0a) line++;
+  return line;
+}
+
 function firstLine(s: string): string {
   return s.split('\n')[0]?.trim() ?? s;
 }
@@ -66,7 +77,8 @@ export function decodeManifest(text: string, nodeName: string, origin: StaticPod
   for (const [i, doc] of list.entries()) {
     const at = list.length > 1 ? { document: i } : {};
     const fail = (message: string): DecodeResult => ({ ok: false, message: list.length > 1 ? `document[${i}]: ${message}` : message, ...at });
-    if (doc.errors.length > 0) return fail(`error converting YAML to JSON: ${firstLine(doc.errors[0]?.message ?? 'invalid YAML')}`);
+    const parseError = doc.errors[0];
+    if (parseError !== undefined) return fail(`error converting YAML to JSON: yaml: line ${lineOf(text, parseError.pos[0])}: ${firstLine(parseError.message)}`);
     let obj: unknown;
     try {
       obj = doc.toJS({ maxAliasCount: 100 });

@@ -11,7 +11,7 @@
  */
 import type { Fence } from '@splitlet/api';
 import type { FenceStore } from '../ports.js';
-import { FenceKeeper } from './fence-keeper.js';
+import { FenceKeeper } from '@splitlet/kube';
 
 /** The fence checks {@link RuntimeOperations} makes. */
 export interface Fences {

@@ -16,7 +16,7 @@ import { isCriError } from '@splitlet/cri';
 import { defaultPullPolicy, formatGoDuration, type Backoff } from '@splitlet/kube';
 import type { Clock } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
-import { withSpan } from '@splitlet/telemetry';
+import { podSpanAttributes, withSpan } from '@splitlet/telemetry';
 import type { DockerKeyring, TrackedAuthConfig } from '../credentials/keyring.js';
 import type { NodeKeyringProvider } from '../credentials/node-keyring.js';
 import { makeDockerKeyring } from '../credentials/pull-secrets.js';
@@ -130,9 +130,7 @@ export class ImageManager {
       'EnsureImageExists',
       {
         attributes: {
-          'k8s.pod.uid': pod.metadata.uid,
-          'k8s.pod.name': pod.metadata.name,
-          'k8s.namespace.name': pod.metadata.namespace,
+          ...podSpanAttributes(pod.metadata),
           'k8s.container.name': container.name,
           'container.image.name': requested,
         },

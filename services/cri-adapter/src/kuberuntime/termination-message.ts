@@ -7,12 +7,13 @@
  * makeUID, getTerminationMessage, readLastStringFromContainerLogs, convertToKubeContainerStatus),
  * pkg/kubelet/kubelet_pods.go (the PodContainerDir part of GenerateRunContainerOptions),
  * pkg/kubelet/container/runtime.go (the MaxContainerTerminationMessage* limits) and the CRI log
- * parsing of pkg/kubelet/kuberuntime/logs/logs.go (parseCRILog).
+ * reading of pkg/kubelet/kuberuntime/logs/logs.go (ReadLogs; the line parser is `parseCriLogLine`).
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Container } from '@splitlet/api';
 import type { ContainerStatus as CriContainerStatus, CriInput, Mount } from '@splitlet/cri';
+import { parseCriLogLine } from '@splitlet/cri';
 import type { Logger } from '@splitlet/telemetry';
 import type { NodeFiles } from '../ports.js';
 
@@ -122,30 +123,6 @@ export async function getTerminationMessage(
   return { message: data.toString('utf8'), checkLogs: fallbackToLogs && data.length === 0 };
 }
 
-const CRI_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
-
-/**
- * The content of one CRI log line (`<time> <stdout|stderr> <tag> <content>\n`): the content with its
- * newline for a full (`F`) line, without it for a partial (`P`) one; undefined when the line is
- * not in the CRI format.
- *
- * Models logs.parseCRILog.
- */
-function criLogContent(line: Buffer): Buffer | undefined {
-  const sp1 = line.indexOf(0x20);
-  if (sp1 < 0 || !CRI_TIMESTAMP.test(line.subarray(0, sp1).toString('latin1'))) return undefined;
-  const sp2 = line.indexOf(0x20, sp1 + 1);
-  if (sp2 < 0) return undefined;
-  const stream = line.subarray(sp1 + 1, sp2).toString('latin1');
-  if (stream !== 'stdout' && stream !== 'stderr') return undefined;
-  const sp3 = line.indexOf(0x20, sp2 + 1);
-  if (sp3 < 0) return undefined;
-  const partial = line.subarray(sp2 + 1, sp3).toString('latin1').split(':')[0] === 'P';
-  let content = line.subarray(sp3 + 1);
-  if (partial && content.length > 0 && content[content.length - 1] === 0x0a) content = content.subarray(0, -1);
-  return content;
-}
-
 /**
  * The output in the tail of a CRI log (stdout and stderr in file order, partial lines joined), at
  * most its last 2048 bytes. Lines that are not in the CRI format are skipped; when the first one is
@@ -163,7 +140,7 @@ export function lastStringFromCriLog(tail: Buffer): string {
     const end = nl < 0 ? tail.length : nl + 1;
     const line = tail.subarray(start, end);
     start = end;
-    const content = criLogContent(line);
+    const content = parseCriLogLine(line)?.content;
     if (content === undefined) {
       if (first) throw new Error(`failed to get parse function: unsupported log format: ${JSON.stringify(line.toString('utf8'))}`);
       continue;

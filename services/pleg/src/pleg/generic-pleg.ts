@@ -18,7 +18,7 @@ import type { PodLifecycleEvent, RuntimeCacheEntry, RuntimePodStatus } from '@sp
 import { errorMessage } from '@splitlet/api';
 import { formatGoDuration, jsonEqual, podIPsAfterTeardown } from '@splitlet/kube';
 import type { Clock, HealthStatus } from '@splitlet/service';
-import { injectContext, unsampledContext, type Logger } from '@splitlet/telemetry';
+import { injectContext, podSpanAttributes, unsampledContext, type Logger } from '@splitlet/telemetry';
 import type { DesiredPodReader, LifecycleEventSink, RuntimeCacheStore, RuntimeLister } from '../ports.js';
 import { computePodEvents, type PlegEvent } from './generate-events.js';
 import type { PlegMetrics } from './metrics.js';
@@ -250,9 +250,7 @@ export class GenericPleg {
     }
     const pod = next ?? before;
     const attributes: Attributes = {
-      'k8s.pod.uid': uid,
-      'k8s.pod.name': pod?.name ?? '',
-      'k8s.namespace.name': pod?.namespace ?? '',
+      ...podSpanAttributes({ uid, name: pod?.name ?? '', namespace: pod?.namespace ?? '' }),
       'k8s.container.name': first.name,
       'k8s.container.restart_count': first.restartCount,
       'container.id': first.id,

@@ -8,6 +8,9 @@
  * window is kept in the pod's worker record (so another replica can finish the observation) from
  * what cri-adapter reports per runtime SyncPod, until the SLI is observed.
  */
+import type { BoundPod, DesiredPod, PodStatus, WorkerRecord } from '@splitlet/api';
+import { ConfigAnnotations, parseTime } from '@splitlet/kube';
+import type { SyncMetrics } from '../ports.js';
 
 /** An image-pull window, ms since the epoch; either end may be unknown. */
 export interface PullWindow {
@@ -40,6 +43,53 @@ export function podStartDurations(createdMs: number, runningMs: number, window: 
   const { imagePullStartedAt: start, imagePullFinishedAt: end } = window;
   const pullMs = start !== undefined && end !== undefined && end > start ? end - start : 0;
   return { totalSeconds: totalMs / 1000, sliSeconds: Math.max(0, totalMs - pullMs) / 1000 };
+}
+
+/**
+ * Observes, once per pod, its first Running (pod_start_duration_seconds, from config.seen, image
+ * pulls included) and the first status with every regular container running
+ * (pod_start_total_duration_seconds from the creation timestamp, else config.seen, and
+ * pod_start_sli_duration_seconds: the same less the record's image-pull window), then forgets
+ * the window. Returns the record with what was observed marked.
+ *
+ * Models PodStartupLatencyTracker.ObservedPodOnWatch.
+ */
+export function observeRunning(
+  metrics: SyncMetrics,
+  now: number,
+  pod: BoundPod,
+  desired: DesiredPod | undefined,
+  rec: WorkerRecord,
+  status: PodStatus,
+): WorkerRecord {
+  let out = rec;
+  if (out.runningObserved !== true && status.phase === 'Running') {
+    const seen = firstSeen(pod, desired);
+    if (seen !== undefined) metrics.observePodStart(Math.max(0, now - seen) / 1000);
+    out = { ...out, runningObserved: true };
+  }
+  if (out.startedObserved !== true && allContainersStarted(pod, status)) {
+    const created = parseTime(pod.metadata.creationTimestamp) ?? firstSeen(pod, desired);
+    if (created !== undefined) {
+      const d = podStartDurations(created, now, out);
+      metrics.observePodStartSli?.(d.sliSeconds, d.totalSeconds);
+    }
+    out = { ...out, startedObserved: true };
+    delete out.imagePullStartedAt;
+    delete out.imagePullFinishedAt;
+  }
+  return out;
+}
+
+/** config.seen (or, failing that, when the update entered sync-loop), ms since the epoch. */
+export function firstSeen(pod: BoundPod, desired: DesiredPod | undefined): number | undefined {
+  return parseTime(pod.metadata.annotations?.[ConfigAnnotations.seen]) ?? parseTime(desired?.startTime);
+}
+
+/** Every regular container of the spec has a running state in `status` (hasPodStartedSLO). */
+function allContainersStarted(pod: BoundPod, status: PodStatus): boolean {
+  const running = new Set((status.containerStatuses ?? []).filter((c) => c.state?.running != null).map((c) => c.name));
+  return pod.spec.containers.length > 0 && pod.spec.containers.every((c) => running.has(c.name));
 }
 
 function minDefined(a: number | undefined, b: number | undefined): number | undefined {

@@ -25,22 +25,52 @@ import {
 } from '@splitlet/api';
 import type { BoundPod, Fence, SyncPodType } from '@splitlet/api';
 import type { NatsBus } from '@splitlet/bus';
+import { FenceKeeper } from '@splitlet/kube';
 
-/** Per-pod concurrency and fencing checks shared by the fake responders. */
+/** A request held before its fence check (as a slow receiver would hold it), until released. */
+export interface HeldRequest {
+  /** Resolves with the fence of the held request once it arrived. */
+  readonly arrived: Promise<Fence>;
+  /** Lets the held request go on to its fence check. */
+  release(): void;
+}
+
+/**
+ * Per-pod concurrency and fencing checks shared by the fake responders. The fence check is the
+ * receivers' own (`FenceKeeper`): a refused request is recorded in `staleFences` and answered
+ * with the `FencedOff` error.
+ */
 export class CallLedger {
   readonly active = new Map<string, number>();
   readonly overlaps: string[] = [];
   readonly staleFences: string[] = [];
-  readonly maxEpoch = new Map<number, number>();
+  readonly fences = new FenceKeeper();
   readonly calls: { op: string; uid: string; fence: Fence }[] = [];
+  readonly #holds = new Map<string, { fence: (f: Fence) => void; gate: Promise<void> }>();
+
+  /** Holds the next `op` request for `uid` before its fence check, until released. */
+  hold(op: string, uid: string): HeldRequest {
+    let arrived!: (f: Fence) => void;
+    let release!: () => void;
+    const arrivedP = new Promise<Fence>((r) => (arrived = r));
+    const gate = new Promise<void>((r) => (release = r));
+    this.#holds.set(`${op} ${uid}`, { fence: arrived, gate });
+    return { arrived: arrivedP, release };
+  }
 
   async run<T>(op: string, uid: string, fence: Fence, work: () => Promise<T>): Promise<T> {
-    const seen = this.maxEpoch.get(fence.partition) ?? 0;
-    if (fence.epoch < seen) {
-      this.staleFences.push(`${op} ${uid} epoch ${fence.epoch} < ${seen}`);
-      throw Object.assign(new Error(`stale fence: partition ${fence.partition} epoch ${fence.epoch} < ${seen}`), { code: 'StaleFence' });
+    const held = this.#holds.get(`${op} ${uid}`);
+    if (held !== undefined) {
+      this.#holds.delete(`${op} ${uid}`);
+      held.fence(fence);
+      await held.gate;
     }
-    this.maxEpoch.set(fence.partition, fence.epoch);
+    try {
+      this.fences.check(fence);
+    } catch (e) {
+      this.staleFences.push(`${op} ${uid}: ${(e as Error).message}`);
+      throw e;
+    }
     const n = (this.active.get(uid) ?? 0) + 1;
     this.active.set(uid, n);
     if (n > 1) this.overlaps.push(`${op} ${uid}`);

@@ -1,8 +1,9 @@
 /**
  * pod-worker against a real nats-server: two instances in one process (one bus connection each),
  * fake cri-adapter / volume-manager responders on the bus that fail on per-pod overlap, 200 pods
- * created in a burst and then removed, a poison poke dead-lettered, and a crashed instance's
- * partitions taken over by the other.
+ * created in a burst and then removed, a poison poke dead-lettered, and an instance that leaves
+ * (abandon: its leases left to expire) taken over by the other. A real crash (SIGKILL) and a
+ * paused owner (SIGSTOP) of real processes are in pod-worker.process.test.ts.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -96,7 +97,7 @@ describe('pod-worker on a real nats-server', () => {
     await server?.stop();
   });
 
-  it('two instances split the partitions, converge 200 pods through create and removal with no per-pod overlap, and a crashed instance is taken over', { timeout: 90_000 }, async () => {
+  it('two instances split the partitions, converge 200 pods through create and removal with no per-pod overlap, and an abandoning instance is taken over', { timeout: 90_000 }, async () => {
     const a = await startInstance('inst-a');
     const b = await startInstance('inst-b');
     await eventually(() => a.partitions.owned().length === P / 2 && b.partitions.owned().length === P / 2, {
@@ -164,7 +165,7 @@ describe('pod-worker on a real nats-server', () => {
       assert.equal(ledger.count('unmount', p.metadata.uid) >= 1, true);
     }
 
-    // Crash instance A while new pods arrive: B takes over A's partitions after the lease TTL and finishes the work.
+    // Instance A abandons its partitions (no release) while new pods arrive: B takes them over after the lease TTL and finishes the work.
     const more = Array.from({ length: 50 }, (_, i) => testPod(i, 'q'));
     const aOwned = a.partitions.owned();
     await Promise.all(more.map((p) => loop.create(p)));

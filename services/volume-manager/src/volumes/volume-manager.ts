@@ -25,16 +25,15 @@ import { join } from 'node:path';
 import type { Tracer } from '@opentelemetry/api';
 import { KubeletError, errorMessage } from '@splitlet/api';
 import type { BoundPod, Fence, KubeEvent, MountedVolumes, PodVolumeState, Volume, VolumeCleanupReply, VolumeMountReply, VolumeUnmountReply } from '@splitlet/api';
-import type { DownwardApiContext } from '@splitlet/kube';
-import { withSpan } from '@splitlet/telemetry';
+import { FenceKeeper, type DownwardApiContext } from '@splitlet/kube';
+import { KeyedMutex } from '@splitlet/service';
+import { podSpanAttributes, withSpan } from '@splitlet/telemetry';
 import type { Logger } from '@splitlet/telemetry';
 import type { Clock, EventRecorder, Mounter, VolumeMetrics, VolumeStateStore } from '../ports.js';
 import { writeAtomically } from './atomic-writer.js';
 import { downwardApiInputs, downwardApiPayload } from './downward-api-volume.js';
-import { FenceTracker } from './fence-tracker.js';
 import { setUpHostPath } from './host-path.js';
 import type { HostPathType, HostPathTypeChecker } from './host-path.js';
-import { KeyedMutex } from './keyed-mutex.js';
 import { listPodsFromDisk, makeEmptyDir, makePodDataDirs, PluginNames, removeAllOneFilesystem } from './pod-dirs.js';
 import type { PodPaths } from './pod-dirs.js';
 import { parseByteQuantity } from './quantity.js';
@@ -120,13 +119,13 @@ interface VolumeFailure {
 /** Volume-manager's domain object. Create one per process; see the file comment for the contract. */
 export class VolumeManager {
   readonly #d: VolumeManagerDeps;
-  readonly #fences = new FenceTracker();
+  readonly #fences = new FenceKeeper();
   readonly #mutex: KeyedMutex;
   readonly #asw = new Map<string, AswEntry>();
 
   constructor(deps: VolumeManagerDeps) {
     this.#d = deps;
-    this.#mutex = new KeyedMutex(() => deps.clock.now());
+    this.#mutex = new KeyedMutex(deps.clock);
   }
 
   /**
@@ -166,10 +165,10 @@ export class VolumeManager {
    */
   async mount(pod: BoundPod, fence: Fence): Promise<VolumeMountReply> {
     const uid = pod.metadata.uid;
-    this.#fences.admit(fence);
+    this.#fences.check(fence);
     const podDir = this.#podDir(uid);
     return this.#mutex.run(uid, async () => {
-      this.#fences.admit(fence);
+      this.#fences.check(fence);
       const volumes = pod.spec.volumes ?? [];
       // A downwardAPI volume also depends on the pod's labels and annotations: a change re-projects it.
       const volumesKey = JSON.stringify(volumes) + (volumes.some((v) => volumeType(v) === 'downwardAPI') ? downwardApiInputs(pod) : '');
@@ -195,7 +194,7 @@ export class VolumeManager {
           const hostPath = await withSpan(
             this.#d.tracer,
             `volume.mount ${v.name}`,
-            { attributes: { 'k8s.pod.uid': uid, 'k8s.pod.name': pod.metadata.name, 'k8s.namespace.name': pod.metadata.namespace, 'k8s.volume.name': v.name, 'k8s.volume.type': type } },
+            { attributes: { ...podSpanAttributes(pod.metadata), 'k8s.volume.name': v.name, 'k8s.volume.type': type } },
             () => this.#setUp(pod, v, type),
           );
           mounted[v.name] = { hostPath };
@@ -244,10 +243,10 @@ export class VolumeManager {
    * Models volumeManager.WaitForUnmount + emptyDir TearDownAt + removeOrphanedPodDir.
    */
   async unmount(uid: string, removeContent: boolean, fence: Fence): Promise<VolumeUnmountReply> {
-    this.#fences.admit(fence);
+    this.#fences.check(fence);
     const podDir = this.#podDir(uid);
     return this.#mutex.run(uid, async () => {
-      this.#fences.admit(fence);
+      this.#fences.check(fence);
       const names = new Set<string>();
       const known = this.#asw.get(uid)?.state ?? (await this.#d.store.get(uid));
       for (const n of Object.keys(known?.volumes ?? {})) names.add(n);

@@ -1,0 +1,96 @@
+/**
+ * What one sync of one pod carries between its steps, and the options every sync shares.
+ *
+ * Models the arguments of pkg/kubelet/kubelet.go's SyncPod / SyncTerminatingPod /
+ * SyncTerminatedPod (the pod, its status, the update type), read here from KV instead.
+ */
+import type { Context, Tracer } from '@opentelemetry/api';
+import type { BoundPod, DesiredPod, KillRequest, PodStatus, RuntimePodStatus } from '@splitlet/api';
+import { hasErrorCode } from '@splitlet/api';
+import type {
+  Clock,
+  EventSink,
+  Log,
+  PodStateStore,
+  RuntimeClient,
+  RuntimeStatusSource,
+  StatusSink,
+  SyncMetrics,
+  Versioned,
+  VolumeClient,
+} from '../ports.js';
+import type { PartitionGuard } from '../partitions/partition-guard.js';
+import type { SyncControl } from '../pod-workers/pod-workers.js';
+import type { WorkerStateDecision } from './worker-decisions.js';
+
+/** Options of the pod syncer. */
+export interface PodSyncerOptions {
+  readonly node: string;
+  /** Prefix of container IDs in statuses (`containerd://…`). */
+  readonly runtimeName: string;
+  /** canRunPod: allow privileged containers and host namespaces. */
+  readonly allowPrivileged: boolean;
+  /** makePodDataDirs + WaitForAttachAndMount deadline. */
+  readonly volumeTimeoutMs: number;
+  /** runtime SyncPod deadline. */
+  readonly runtimeSyncTimeoutMs: number;
+  readonly store: PodStateStore;
+  readonly runtimeCache: RuntimeStatusSource;
+  readonly runtime: RuntimeClient;
+  readonly volumes: VolumeClient;
+  readonly status: StatusSink;
+  readonly events: EventSink;
+  readonly metrics: SyncMetrics;
+  readonly tracer: Tracer;
+  readonly clock: Clock;
+  readonly logger: Log;
+  /** @default Math.random */
+  readonly random?: () => number;
+  /** The node's IPs for hostIP/hostIPs (optional). */
+  readonly hostIPs?: readonly string[];
+}
+
+/** Everything one sync read, passed between its steps. */
+export interface SyncCtx {
+  readonly guard: PartitionGuard;
+  readonly ctl: SyncControl;
+  readonly uid: string;
+  readonly pod: BoundPod;
+  readonly desired: Versioned<DesiredPod> | null;
+  readonly kill: Versioned<KillRequest> | null;
+  /** The status-manager's cached status (generateAPIPodStatus's old status). */
+  readonly oldStatus: PodStatus | undefined;
+  readonly runtimeStatus: RuntimePodStatus;
+  readonly decision: WorkerStateDecision;
+  /** The span of this pod's previous sync, when this sync continues it (a worker state transition). */
+  readonly continues: Context | undefined;
+  /** A runtime episode (a container death pleg began a trace for) this worker has not synced on yet. */
+  readonly newEpisode: Context | undefined;
+  /** `episode.at` of the runtime status this sync is based on (persisted as `WorkerRecord.episodeAt`). */
+  readonly episodeAt: number | undefined;
+}
+
+/** A handled SyncPod / SyncTerminatingPod outcome. */
+export interface StateSyncOutcome {
+  readonly terminal: boolean;
+  readonly error?: string;
+  /** The runtime status right after the step (cri-adapter's reply), for the next sync. */
+  readonly runtimeStatus?: RuntimePodStatus;
+  /** The earliest backoff expiry the runtime reported (ms since the epoch), to requeue then. */
+  readonly backoffUntil?: number;
+}
+
+/** Throws the abort reason when the sync was aborted (a kill arrived, the partition stopped). */
+export function checkpoint(ctl: SyncControl): void {
+  ctl.signal.throwIfAborted();
+}
+
+/** True for the error an aborted sync throws. */
+export function isAbort(e: unknown): boolean {
+  return hasErrorCode(e, 'SyncAborted');
+}
+
+/** True for an error the sync must not handle itself: it was aborted, or its lease is gone. */
+export function isFatalToSync(e: unknown): boolean {
+  return isAbort(e) || hasErrorCode(e, 'LeaseLost');
+}

@@ -1,0 +1,208 @@
+/**
+ * The steps every pod sync is built from, bound to the syncer's options: spans (the sync's own and
+ * one per step), status generation and updates, events, the KillPod request, worker-record
+ * writes, and the hand-over of a fresh runtime status to the pod's next sync. Each write and side
+ * effect checks the partition lease first.
+ *
+ * Models the helpers pkg/kubelet/kubelet.go's sync functions share (generateAPIPodStatus calls,
+ * statusManager.SetPodStatus, recorder.Eventf, killPod) and pod_workers.go's completeWork.
+ */
+import { ROOT_CONTEXT, SpanStatusCode, context } from '@opentelemetry/api';
+import type { Attributes, Context, Span } from '@opentelemetry/api';
+import type { BoundPod, KillRequest, PodStatus, PodStatusUpdate, RuntimePodStatus, WorkerRecord } from '@splitlet/api';
+import { errorMessage, hasErrorCode } from '@splitlet/api';
+import { generateAPIPodStatus, podIPsAfterTeardown, requeueDelay } from '@splitlet/kube';
+import { injectContext, withSpan } from '@splitlet/telemetry';
+import type { Versioned } from '../ports.js';
+import type { PartitionGuard } from '../partitions/partition-guard.js';
+import { abortable } from './abortable.js';
+import { podEvent } from './pod-event.js';
+import type { PodSyncerOptions, SyncCtx } from './sync-context.js';
+import { syncSpanParent } from './sync-span-parent.js';
+import { requeued } from './worker-requeue.js';
+
+/** A runtime status handed from one sync of a pod to the next, with the span that handed it over. */
+export interface RuntimeHandoff {
+  readonly status: RuntimePodStatus;
+  readonly epoch: number;
+  readonly parent: Context | undefined;
+}
+
+/** The shared sync steps. One per {@link PodSyncer}; stateless except the hand-over table. */
+export class SyncEffects {
+  readonly o: PodSyncerOptions;
+  readonly random: () => number;
+  /**
+   * Runtime status from cri-adapter's last reply, used by the immediately following sync of the
+   * pod, and the span of the sync that handed it over (the next sync continues its trace).
+   */
+  readonly handoff = new Map<string, RuntimeHandoff>();
+
+  constructor(options: PodSyncerOptions) {
+    this.o = options;
+    this.random = options.random ?? Math.random;
+  }
+
+  /**
+   * Runs `body` in the sync's span `name` (parented by {@link syncSpanParent}); an outcome with an
+   * error marks the span failed. Returns the outcome and the span's context.
+   */
+  async inSyncSpan<T extends { readonly error?: string | undefined }>(
+    name: string,
+    ctx: SyncCtx,
+    attributes: Attributes,
+    body: (span: Span) => Promise<T>,
+  ): Promise<{ outcome: T; spanCtx: Context }> {
+    const { parent, links } = syncSpanParent(ctx);
+    let spanCtx: Context = ROOT_CONTEXT;
+    const outcome = await withSpan(this.o.tracer, name, { parent, links, attributes }, async (span) => {
+      spanCtx = context.active();
+      const r = await body(span);
+      if (r.error !== undefined) failSpan(span, r.error);
+      return r;
+    });
+    return { outcome, spanCtx };
+  }
+
+  /** One sync step as a child span of the active sync span. */
+  step<T>(name: string, ctx: SyncCtx, fn: () => Promise<T> | T): Promise<T> {
+    return withSpan(this.o.tracer, name, { attributes: { 'k8s.pod.uid': ctx.uid } }, () => fn());
+  }
+
+  generate(pod: BoundPod, runtimeStatus: RuntimePodStatus, rec: WorkerRecord, oldStatus: PodStatus | undefined, podIsTerminal: boolean): PodStatus {
+    return generateAPIPodStatus({
+      pod,
+      runtimeStatus,
+      runtimeName: this.o.runtimeName,
+      reasons: rec.reasons,
+      ...(oldStatus !== undefined ? { oldStatus } : {}),
+      podIsTerminal,
+      now: this.o.clock.now(),
+      ...(this.o.hostIPs !== undefined ? { hostIPs: this.o.hostIPs } : {}),
+    });
+  }
+
+  /** statusManager.SetPodStatus. */
+  async sendStatus(ctx: SyncCtx, status: PodStatus, couldHaveRunningContainers: boolean): Promise<void> {
+    await this.send(ctx.guard, {
+      type: 'kubelet.status.PodStatusUpdate.v1',
+      kind: 'set',
+      uid: ctx.uid,
+      name: ctx.pod.metadata.name,
+      namespace: ctx.pod.metadata.namespace,
+      pod: ctx.pod,
+      status,
+      couldHaveRunningContainers,
+      at: new Date(this.o.clock.now()).toISOString(),
+      trace: injectContext(),
+    });
+  }
+
+  async send(guard: PartitionGuard, update: PodStatusUpdate): Promise<void> {
+    guard.assertHeld();
+    await this.o.status.send(update);
+  }
+
+  /** Records a pod event; a failure to record is logged, never fails the sync. */
+  async event(guard: PartitionGuard, pod: BoundPod, eventType: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    const ev = podEvent(this.o.node, pod, eventType, reason, message, this.o.clock.now());
+    guard.assertHeld();
+    try {
+      await this.o.events.record(ev);
+    } catch (e) {
+      this.o.logger.warn('recording event failed', { uid: pod.metadata.uid, reason, err: errorMessage(e) });
+    }
+  }
+
+  /** KillPod through cri-adapter (grace from the override, else the pod's, else 30 s); waits until the partition stops. */
+  async killPod(ctx: SyncCtx, gracePeriod: number | undefined): Promise<{ podStatus: RuntimePodStatus }> {
+    const { pod, guard, ctl } = ctx;
+    guard.assertHeld();
+    const graceMs = (gracePeriod ?? pod.spec.terminationGracePeriodSeconds ?? 30) * 1000;
+    return this.step('killPod', ctx, () =>
+      abortable(
+        this.o.runtime.killPod(
+          {
+            type: 'kubelet.runtime.KillPodRequest.v1',
+            pod,
+            runningPod: { uid: ctx.uid, name: pod.metadata.name, namespace: pod.metadata.namespace },
+            ...(gracePeriod !== undefined ? { gracePeriodOverride: gracePeriod } : {}),
+            fence: guard.fence(),
+          },
+          graceMs + 30_000,
+        ),
+        ctl.stopSignal,
+      ),
+    );
+  }
+
+  /** Writes the worker record, stamped with this sync (time, epoch, runtime episode, desired revision). */
+  async persist(ctx: SyncCtx, rec: WorkerRecord): Promise<void> {
+    const now = this.o.clock.now();
+    const out: WorkerRecord = {
+      ...rec,
+      lastSyncTime: now,
+      syncedAt: new Date(now).toISOString(),
+      epoch: ctx.guard.epoch,
+    };
+    if (ctx.episodeAt !== undefined) out.episodeAt = ctx.episodeAt;
+    const rev = ctx.desired?.revision ?? rec.syncedRevision;
+    if (rev !== undefined) out.syncedRevision = rev;
+    ctx.guard.assertHeld();
+    await this.o.store.putWorker(ctx.guard.partition, out);
+  }
+
+  /** A failed `what`: logs it and persists `record` due again after the error backoff, continuing `spanCtx`. */
+  async requeueAfterError(ctx: SyncCtx, record: WorkerRecord, what: string, error: string, spanCtx: Context): Promise<void> {
+    const delay = requeueDelay({ error }, this.random);
+    this.o.logger.warn(`${what} failed, requeued`, { uid: ctx.uid, err: error, retryInMs: Math.round(delay) });
+    await this.persist(ctx, requeued(record, this.o.clock.now() + Math.round(delay), spanCtx));
+  }
+
+  /** Hands the runtime status a step ended with to the pod's next sync (a worker state transition). */
+  handOver(ctx: SyncCtx, status: RuntimePodStatus | undefined, parent: Context): void {
+    // A reply after a teardown has no IPs: keep the ones the sync started with, as the pleg cache
+    // would (GenericPLEG.getPodIPs), so a completed pod still shows its IP.
+    if (status !== undefined) this.handoff.set(ctx.uid, { status: { ...status, ips: podIPsAfterTeardown(ctx.runtimeStatus, status) }, epoch: ctx.guard.epoch, parent });
+  }
+
+  /** The pod is finished and no longer desired: status-manager forgets it, then the kill and the record go. */
+  async forget(guard: PartitionGuard, uid: string, record: WorkerRecord | undefined, kill: Versioned<KillRequest> | null, pod: BoundPod | undefined): Promise<void> {
+    this.handoff.delete(uid);
+    await this.send(guard, {
+      type: 'kubelet.status.PodStatusUpdate.v1',
+      kind: 'removed',
+      uid,
+      name: pod?.metadata.name ?? record?.name ?? '',
+      namespace: pod?.metadata.namespace ?? record?.namespace ?? '',
+      ...(pod !== undefined ? { pod } : {}),
+      couldHaveRunningContainers: false,
+      at: new Date(this.o.clock.now()).toISOString(),
+    });
+    if (kill !== null) await this.deleteKill(guard, uid, kill);
+    guard.assertHeld();
+    await this.o.store.deleteWorker(guard.partition, uid);
+    this.o.logger.debug('pod worker forgotten', { uid });
+  }
+
+  /** Deletes the kill request carried out; when sync-loop shortened its grace meanwhile, the newer one. */
+  async deleteKill(guard: PartitionGuard, uid: string, kill: Versioned<KillRequest>): Promise<void> {
+    guard.assertHeld();
+    try {
+      await this.o.store.deleteKill(guard.partition, uid, kill.revision);
+    } catch (e) {
+      if (!hasErrorCode(e, 'Conflict')) throw e;
+      // sync-loop shortened the grace meanwhile (CAS): the kill is carried out all the same.
+      const again = await this.o.store.getKill(guard.partition, uid);
+      if (again !== null) {
+        guard.assertHeld();
+        await this.o.store.deleteKill(guard.partition, uid, again.revision);
+      }
+    }
+  }
+}
+
+/** Marks `span` failed with `message`. */
+export function failSpan(span: Span, message: string): void {
+  span.setStatus({ code: SpanStatusCode.ERROR, message });
+}
