@@ -33,8 +33,9 @@ export {
   RuntimeOps,
   VolumeOps,
   StatusOps,
+  ConfigOps,
 } from './names.js';
-export type { RuntimeOp, VolumeOp, StatusOp } from './names.js';
+export type { RuntimeOp, VolumeOp, StatusOp, ConfigOp } from './names.js';
 export {
   TraceCarrier,
   WireError,
@@ -91,4 +92,14 @@ export {
   SpanRecord,
   SpanBatch,
 } from './messages.js';
+export {
+  ApiPodRecord,
+  ApplyPodsRequest,
+  ApplyOutcome,
+  ApplyPodsReply,
+  DeletePodRequest,
+  DeletePodReply,
+  ContainerLogsRequest,
+  ContainerLogsReply,
+} from './remote-messages.js';
 export { KubeletError, hasErrorCode, errorMessage } from './errors.js';

@@ -78,6 +78,8 @@ export const Buckets = {
   node: 'sl_node',
   /** Writer: sync-loop (one active per node). Key `<node>` → leader lease. */
   syncLoopLeader: 'sl_syncloop_leader',
+  /** Writer: config-source (its `api` source). Key `<node>.<namespace>.<name>` → ApiPodRecord. */
+  apiPods: 'sl_api_pods',
 } as const;
 
 /** Subject builders. `node` is the node *name*; it is encoded here. */
@@ -102,6 +104,10 @@ export const Subjects = {
     runtime: (node: string, op: RuntimeOp) => `sl.${nodeToken(node)}.rpc.runtime.${op}`,
     volume: (node: string, op: VolumeOp) => `sl.${nodeToken(node)}.rpc.volume.${op}`,
     status: (node: string, op: StatusOp) => `sl.${nodeToken(node)}.rpc.status.${op}`,
+    /** config-source's `api` source: `splitlet apply` / `delete` over the bus. */
+    config: (node: string, op: ConfigOp) => `sl.${nodeToken(node)}.rpc.config.${op}`,
+    /** Container log files, served by cri-adapter on the node (the kubelet's containerLogs). */
+    logs: (node: string) => `sl.${nodeToken(node)}.rpc.logs.read`,
   },
 } as const;
 
@@ -111,6 +117,8 @@ export const VolumeOps = ['mount', 'unmount', 'cleanup'] as const;
 export type VolumeOp = (typeof VolumeOps)[number];
 export const StatusOps = ['get', 'list'] as const;
 export type StatusOp = (typeof StatusOps)[number];
+export const ConfigOps = ['apply', 'delete'] as const;
+export type ConfigOp = (typeof ConfigOps)[number];
 
 /** KV keys. */
 export const Keys = {
@@ -122,6 +130,7 @@ export const Keys = {
   lease: (node: string, partition: number) => `${nodeToken(node)}.${partition}`,
   member: (node: string, instance: string) => `${nodeToken(node)}.${instance}`,
   node: (node: string) => nodeToken(node),
+  apiPod: (node: string, namespace: string, name: string) => `${nodeToken(node)}.${namespace}.${name}`,
 } as const;
 
 /** Durable consumer names. */

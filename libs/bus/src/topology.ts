@@ -56,6 +56,7 @@ export const BUCKETS: readonly BucketSpec[] = [
   { name: Buckets.status, history: 1 },
   { name: Buckets.node, history: 1 },
   { name: Buckets.syncLoopLeader, history: 1, ttlMs: 10_000 },
+  { name: Buckets.apiPods, history: 1 },
 ];
 
 function streamConfig(s: StreamSpec): Partial<StreamConfig> & { name: string } {

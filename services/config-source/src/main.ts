@@ -9,6 +9,8 @@ import { createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/t
 import { processEnv, readConfig } from './config.js';
 import { promConfigMetrics } from './adapters/metrics.js';
 import { busEventRecorder, busUpdatePublisher } from './adapters/nats-publisher.js';
+import { createKvApiPodStore, serveApiSource } from './adapters/api-rpc.js';
+import { ApiSource } from './sources/api-source.js';
 import { PodConfig } from './pod-config/pod-config.js';
 import { FileSource } from './sources/file-source.js';
 import { HttpSource } from './sources/http-source.js';
@@ -38,6 +40,7 @@ await runService({
     const sources: PodSource[] = [];
     if (config.manifestDir !== undefined) sources.push('file');
     if (config.manifestUrl !== undefined) sources.push('http');
+    if (config.apiSource) sources.push('api');
     const metrics = promConfigMetrics(registry);
     const podConfig = new PodConfig({
       nodeName: config.nodeName,
@@ -84,6 +87,12 @@ await runService({
       });
       logger.info('watching manifest URL', { periodMs: config.httpCheckFrequencyMs });
       loops.push(http.run(signal));
+    }
+    if (config.apiSource) {
+      const api = new ApiSource({ nodeName: config.nodeName, store: await createKvApiPodStore(bus, config.nodeName), clock: realClock, logger, onListing: (l) => podConfig.apply(l) });
+      await api.start();
+      serveApiSource(bus, config.nodeName, api, signal);
+      logger.info('serving the api source', { subjects: 'rpc.config.{apply,delete}' });
     }
     onClose({ name: 'sources', close: async () => void (await Promise.allSettled(loops)) });
   },

@@ -7,6 +7,7 @@ import { GrpcRuntimeService, instrument } from '@splitlet/cri';
 import { connectNodeBus, realClock, runService, sleep } from '@splitlet/service';
 import { createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
 import { createKvBackoffStore } from './adapters/kv-state-store.js';
+import { serveContainerLogs } from './adapters/container-logs-rpc.js';
 import { loadCriAdapterConfig, processEnv } from './config.js';
 import { createCriAdapter, isMutatingCriMethod } from './create-cri-adapter.js';
 import { createKubeRuntimeMetrics } from './kuberuntime/metrics.js';
@@ -33,6 +34,8 @@ await runService({
   registry,
   start: async ({ signal, health, onClose }) => {
     const bus = await connectNodeBus({ service: SERVICE, settings: config, logger, registry, telemetry, signal, onClose });
+    // Log files are on disk: served even while the runtime is unreachable.
+    serveContainerLogs(bus, config.NODE_NAME, config.POD_LOG_DIR, signal);
 
     // The runtime may come up after us: keep dialling until it answers or we are stopped.
     let client: GrpcRuntimeService | undefined;

@@ -3,8 +3,7 @@
  * `-w` keeps streaming new ones until Ctrl-C.
  */
 import { KubeEvent, Streams, Subjects } from '@splitlet/api';
-import type { InstanceInfo } from '../state-dir.js';
-import { connectCli } from '../node-view.js';
+import type { CliTarget } from '../target.js';
 import { humanDuration } from '../printers/pod-table.js';
 
 function row(e: KubeEvent, now: number): string[] {
@@ -12,8 +11,8 @@ function row(e: KubeEvent, now: number): string[] {
   return [humanDuration(now - Date.parse(e.timestamp)), e.eventType, e.reason, obj, e.message];
 }
 
-export async function events(inst: InstanceInfo, opts: { watch: boolean; output: string | undefined }, out: NodeJS.WritableStream): Promise<void> {
-  const bus = await connectCli(inst);
+export async function events(t: CliTarget, opts: { watch: boolean; output: string | undefined }, out: NodeJS.WritableStream): Promise<void> {
+  const bus = t.bus;
   const ac = new AbortController();
   const stop = (): void => ac.abort();
   process.once('SIGINT', stop);
@@ -26,7 +25,7 @@ export async function events(inst: InstanceInfo, opts: { watch: boolean; output:
     await bus.readStream(
       KubeEvent,
       Streams.events,
-      Subjects.eventsAll(inst.nodeName),
+      Subjects.eventsAll(t.nodeName),
       (e) => {
         if (opts.output === 'json') {
           out.write(`${JSON.stringify(e)}\n`);
@@ -44,6 +43,5 @@ export async function events(inst: InstanceInfo, opts: { watch: boolean; output:
   } finally {
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
-    await bus.close();
   }
 }
