@@ -45,6 +45,10 @@ const CONNECT_TIMEOUT_MS = 10_000;
 
 /** Connects as a short-lived CLI client; a NATS that does not answer within 10 s is an error naming it. */
 export async function connectCliBus(natsUrl: string, node: string): Promise<NatsBus> {
+  // A ref'd timer: the bus's retry timers are unref'd, and a CLI with nothing else pending would
+  // otherwise exit 0 in silence while NATS is unreachable.
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(new Error('timed out')), CONNECT_TIMEOUT_MS);
   try {
     return await connectBus({
       servers: natsUrl,
@@ -52,11 +56,13 @@ export async function connectCliBus(natsUrl: string, node: string): Promise<Nats
       node,
       logger: createLogger({ service: 'cli', level: 'error', stream: process.stderr }),
       provision: false,
-      signal: AbortSignal.timeout(CONNECT_TIMEOUT_MS),
+      signal: ac.signal,
     });
   } catch (e) {
     const safe = natsUrl.replace(/\/\/[^/@]*@/, '//');
     throw new CliError(`cannot reach NATS at ${safe} within ${CONNECT_TIMEOUT_MS / 1000} s: ${e instanceof Error ? e.message : String(e)}`);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
