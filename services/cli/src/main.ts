@@ -23,6 +23,7 @@ import { trace } from './commands/trace.js';
 import { events } from './commands/events.js';
 import { logs } from './commands/logs.js';
 import { ensureLocalRuntime, missingPrerequisites, runtimeCommand } from './runtime/index.js';
+import { withProgress } from './up/progress.js';
 
 const USAGE = `splitlet: the kubelet's pod lifecycle as separate processes over NATS JetStream
 
@@ -122,10 +123,15 @@ async function main(rawArgv: string[]): Promise<number> {
         process.stdout.write(canRunContainerd ? 'runtime: containerd (found on this machine; --runtime sim for the simulator)\n' : 'runtime: sim-runtime (containerd not available here)\n');
       }
       if (runtime !== 'sim' && runtime !== 'containerd') throw new CliError(`--runtime must be sim or containerd, got ${runtime}`);
+      const logFormat = values['log-format'] ?? 'console';
+      if (logFormat !== 'console' && logFormat !== 'json') throw new CliError(`--log-format must be console or json, got ${logFormat}`);
       let criEndpoint = values['cri-endpoint'];
       if (runtime === 'containerd' && !criEndpoint) {
-        // The project's own containerd under the state dir, with its images imported.
-        const { runtime: rt } = await ensureLocalRuntime(stateDir.root);
+        // The project's own containerd under the state dir, with its images imported (built from the
+        // host's busybox on the first run: the long step).
+        const { runtime: rt, images } = await withProgress(process.stdout, 'Starting containerd and importing its images', () => ensureLocalRuntime(stateDir.root));
+        const imported = images.filter((i) => i.imported);
+        if (imported.length > 0) process.stdout.write(`  images built and imported: ${imported.map((i) => i.names[0]).join(', ')}\n`);
         process.stdout.write(`containerd ${rt.version.runtimeVersion} at ${rt.socket} (pod network ${rt.network.subnet}); stop it with \`splitlet runtime down\`\n`);
         criEndpoint = rt.socket;
       }
@@ -140,6 +146,7 @@ async function main(rawArgv: string[]): Promise<number> {
           restart: !values['no-restart'],
           partitions,
           extraEnv: {},
+          logFormat,
         },
         process.env,
         process.stdout,
