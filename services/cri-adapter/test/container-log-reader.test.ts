@@ -46,9 +46,9 @@ describe('readContainerLog', () => {
     assert.equal((await read({ tailLines: 0 })).data, '');
   });
 
-  it('a tail keeps the partial (P) pieces with their line', async () => {
-    assert.equal(text((await read({ attempt: 1, tailLines: 1 })).data), 't stdout P thr\nt stdout P e\nt stdout F e\n');
-    assert.equal(text((await read({ attempt: 1, tailLines: 2 })).data), 't stdout F two\nt stdout P thr\nt stdout P e\nt stdout F e\n');
+  it('a tail counts raw CRI lines, partial (P) pieces included, as the kubelet does', async () => {
+    assert.equal(text((await read({ attempt: 1, tailLines: 1 })).data), 't stdout F e\n');
+    assert.equal(text((await read({ attempt: 1, tailLines: 4 })).data), 't stdout F two\nt stdout P thr\nt stdout P e\nt stdout F e\n');
   });
 
   it('a missing run is NotFound; names that could leave the log dir are refused', async () => {

@@ -29,8 +29,8 @@ export interface ConsoleFormatOptions {
 const LEVELS = { debug: 0, info: 1, warn: 2, error: 3 } as const;
 type Level = keyof typeof LEVELS;
 
-/** Fields never printed: the frame (time, level, service, msg), the same node on every line, span ids. */
-const HIDDEN = new Set(['time', 'level', 'service', 'msg', 'node', 'span_id', 'trace_id', 'nodeName']);
+/** Fields never printed: the frame (time, level, service, msg), the node and instance (the same on every line of a process), span ids. */
+const HIDDEN = new Set(['time', 'level', 'service', 'msg', 'node', 'nodeName', 'instance', 'span_id', 'trace_id']);
 const MAX_VALUE = 160;
 
 const sgr = (on: boolean, code: string, s: string): string => (on ? `\u001b[${code}m${s}\u001b[0m` : s);

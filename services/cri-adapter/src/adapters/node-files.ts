@@ -62,7 +62,7 @@ async function readFully(fh: FileHandle, position: number, length: number): Prom
  * The offset where the last `n` lines of the file start (a last line without a newline is not
  * counted). Models tail.FindTailLineStartIndex.
  */
-async function findTailLineStartIndex(fh: FileHandle, n: number): Promise<number> {
+export async function findTailLineStartIndex(fh: FileHandle, n: number): Promise<number> {
   if (n < 0) return 0;
   const { size } = await fh.stat();
   let left = 0;

@@ -5,21 +5,20 @@
  * CLI decodes the CRI lines (`<time> <stream> <P|F> <text>`), so `--timestamps` costs nothing.
  *
  * - `offset` reads from a byte offset (follow = ask again from `nextOffset`);
- * - `tailLines` without an offset starts where the last N lines start (read backwards in 64 KiB
- *   blocks, counting full `F` records so partial `P` pieces stay with their line);
+ * - `tailLines` without an offset starts where the last N lines of the file start (the kubelet's
+ *   tail.FindTailLineStartIndex: raw lines, so a long line's partial `P` pieces count one each);
  * - at most `limitBytes` per reply, so a chunk fits a NATS message after base64.
  *
  * The path is built from the request's namespace, pod name, UID and container, each checked to be
  * a name token (no `/`, no `..`), so a request can only read inside the pod log directory.
  */
 import { open } from 'node:fs/promises';
-import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KubeletError } from '@splitlet/api';
 import type { ContainerLogsReply, ContainerLogsRequest } from '@splitlet/api';
+import { findTailLineStartIndex } from '../adapters/node-files.js';
 
 const DEFAULT_LIMIT = 256 * 1024;
-const BLOCK = 64 * 1024;
 const TOKEN = /^[a-z0-9A-Z]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$/;
 
 /** A log request that cannot be served; `NotFound` when the run has no log file (yet, or any more). */
@@ -38,38 +37,6 @@ export function containerLogPath(podLogDir: string, req: Pick<ContainerLogsReque
   return join(podLogDir, `${req.namespace}_${req.podName}_${req.podUid}`, req.container, `${req.attempt}.log`);
 }
 
-const FULL_RECORD = /^\S+ \S+ F( |$)/;
-
-/**
- * Where the last `tail` lines begin: reads backwards in blocks until `tail + 1` full (`F`) records
- * are found (the tail starts right after the last of them, so a `P` piece before a tail line stays
- * with it), else the file start. Bytes are handled as latin1, so string offsets are byte offsets.
- */
-async function tailOffset(fh: FileHandle, size: number, tail: number): Promise<number> {
-  if (tail === 0) return size;
-  let start = size;
-  let text = '';
-  while (start > 0) {
-    const from = Math.max(0, start - BLOCK);
-    const buf = Buffer.alloc(start - from);
-    await fh.read(buf, 0, buf.length, from);
-    text = buf.toString('latin1') + text;
-    start = from;
-    // Line starts we are sure of: after each newline, and the file start.
-    const starts: number[] = start === 0 ? [0] : [];
-    for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) if (i + 1 < text.length) starts.push(i + 1);
-    let full = 0;
-    for (let k = starts.length - 1; k >= 0; k--) {
-      const from = starts[k]!;
-      const nl = text.indexOf('\n', from);
-      const line = text.slice(from, nl < 0 ? text.length : nl);
-      if (!FULL_RECORD.test(line)) continue;
-      if (++full === tail + 1) return start + (nl < 0 ? text.length : nl + 1);
-    }
-  }
-  return 0;
-}
-
 /** Reads one chunk of a container's log file. */
 export async function readContainerLog(podLogDir: string, req: ContainerLogsRequest): Promise<ContainerLogsReply> {
   const path = containerLogPath(podLogDir, req);
@@ -82,7 +49,7 @@ export async function readContainerLog(podLogDir: string, req: ContainerLogsRequ
   }
   try {
     const size = (await fh.stat()).size;
-    let offset = req.offset ?? (req.tailLines !== undefined ? await tailOffset(fh, size, req.tailLines) : 0);
+    let offset = req.offset ?? (req.tailLines !== undefined ? await findTailLineStartIndex(fh, req.tailLines) : 0);
     offset = Math.min(offset, size);
     const n = Math.min(size - offset, req.limitBytes ?? DEFAULT_LIMIT);
     const buf = Buffer.alloc(n);
