@@ -4,6 +4,7 @@
  */
 import { KubeEvent, Streams, Subjects } from '@splitlet/api';
 import type { CliTarget } from '../target.js';
+import { untilInterrupted } from '../interruptible.js';
 import { humanDuration } from '../printers/pod-table.js';
 
 function row(e: KubeEvent, now: number): string[] {
@@ -13,11 +14,7 @@ function row(e: KubeEvent, now: number): string[] {
 
 export async function events(t: CliTarget, opts: { watch: boolean; output: string | undefined }, out: NodeJS.WritableStream): Promise<void> {
   const bus = t.bus;
-  const ac = new AbortController();
-  const stop = (): void => ac.abort();
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-  try {
+  await untilInterrupted(async (signal) => {
     const widths = [9, 7, 18, 40];
     const header = ['LAST SEEN', 'TYPE', 'REASON', 'OBJECT', 'MESSAGE'];
     const line = (cells: string[]): string => cells.map((c, i) => (i < widths.length ? c.padEnd(Math.max(widths[i]!, c.length) + 3) : c)).join('').trimEnd();
@@ -37,11 +34,8 @@ export async function events(t: CliTarget, opts: { watch: boolean; output: strin
         }
         out.write(`${line(row(e, Date.now()))}\n`);
       },
-      { follow: opts.watch, signal: ac.signal },
+      { follow: opts.watch, signal },
     );
     if (!printedHeader && opts.output !== 'json') out.write('No events found.\n');
-  } finally {
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
-  }
+  });
 }

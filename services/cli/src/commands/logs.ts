@@ -12,6 +12,7 @@ import type { NatsBus } from '@splitlet/bus';
 import { CliError } from '../state-dir.js';
 import { findPod, listPods } from '../node-view.js';
 import type { CliTarget } from '../target.js';
+import { pollUntilInterrupted } from '../interruptible.js';
 
 /** One decoded CRI log record. */
 export interface CriLogLine {
@@ -176,21 +177,7 @@ export async function logs(t: CliTarget, name: string, opts: LogsOptions, out: N
     if (carry.length > 0) for (const l of parseCriLog(carry.toString('utf8'))) out.write(format(l, opts.timestamps));
     return;
   }
-  const ac = new AbortController();
-  const stop = (): void => ac.abort();
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-  try {
-    while (!ac.signal.aborted) {
-      await new Promise<void>((r) => {
-        const timer = setTimeout(r, source.pollMs);
-        ac.signal.addEventListener('abort', () => (clearTimeout(timer), r()), { once: true });
-      });
-      if (ac.signal.aborted) break;
-      for (const l of await drain(false)) out.write(format(l, opts.timestamps));
-    }
-  } finally {
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
-  }
+  await pollUntilInterrupted(source.pollMs, async () => {
+    for (const l of await drain(false)) out.write(format(l, opts.timestamps));
+  });
 }

@@ -7,6 +7,7 @@ import { Buckets, Keys, MemberHeartbeat, PartitionLease } from '@splitlet/api';
 import type { CliTarget } from '../target.js';
 import { CliError } from '../state-dir.js';
 import { formatTable, humanDuration } from '../printers/pod-table.js';
+import { pollUntilInterrupted } from '../interruptible.js';
 
 /** One partition's lease as read from KV. */
 export interface PartitionRow {
@@ -82,27 +83,15 @@ export async function getPartitions(t: CliTarget, opts: { output: string | undef
     out.write(await render());
     return;
   }
-  const ac = new AbortController();
-  const stop = (): void => ac.abort();
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-  try {
-    // Holders only: heartbeat ages change every read and would reprint the table each time.
-    let last = '';
-    while (!ac.signal.aborted) {
-      const { rows, members } = await read(t);
-      const key = JSON.stringify([rows.map((r) => [r.partition, r.holder]).sort(), members.map((m) => m.instance).sort()]);
-      if (key !== last) {
-        last = key;
-        out.write(`${new Date().toISOString()}\n${partitionsTable(rows, members, Date.now(), opts.output === 'wide')}\n`);
-      }
-      await new Promise<void>((r) => {
-        const timer = setTimeout(r, 1000);
-        ac.signal.addEventListener('abort', () => (clearTimeout(timer), r()), { once: true });
-      });
-    }
-  } finally {
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
-  }
+  // Holders only: heartbeat ages change every read and would reprint the table each time.
+  let last = '';
+  const show = async (): Promise<void> => {
+    const { rows, members } = await read(t);
+    const key = JSON.stringify([rows.map((r) => [r.partition, r.holder]).sort(), members.map((m) => m.instance).sort()]);
+    if (key === last) return;
+    last = key;
+    out.write(`${new Date().toISOString()}\n${partitionsTable(rows, members, Date.now(), opts.output === 'wide')}\n`);
+  };
+  await show();
+  await pollUntilInterrupted(1000, show);
 }

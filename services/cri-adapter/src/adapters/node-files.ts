@@ -47,7 +47,8 @@ function pathError(e: unknown, path: string, op?: string, prefix = ''): NodeFile
   return new NodeFileError(`${prefix}${goPathErrorText(e, path, op)}`, (e as NodeJS.ErrnoException)?.code, { cause: e });
 }
 
-async function readFully(fh: FileHandle, position: number, length: number): Promise<Buffer> {
+/** Reads up to `length` bytes at `position` (fewer at the end of the file). */
+export async function readFully(fh: FileHandle, position: number, length: number): Promise<Buffer> {
   const buf = Buffer.alloc(length);
   let off = 0;
   while (off < length) {

@@ -16,7 +16,7 @@ import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KubeletError } from '@splitlet/api';
 import type { ContainerLogsReply, ContainerLogsRequest } from '@splitlet/api';
-import { findTailLineStartIndex } from '../adapters/node-files.js';
+import { findTailLineStartIndex, readFully } from '../adapters/node-files.js';
 
 const DEFAULT_LIMIT = 256 * 1024;
 const TOKEN = /^[a-z0-9A-Z]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$/;
@@ -51,15 +51,8 @@ export async function readContainerLog(podLogDir: string, req: ContainerLogsRequ
     const size = (await fh.stat()).size;
     let offset = req.offset ?? (req.tailLines !== undefined ? await findTailLineStartIndex(fh, req.tailLines) : 0);
     offset = Math.min(offset, size);
-    const n = Math.min(size - offset, req.limitBytes ?? DEFAULT_LIMIT);
-    const buf = Buffer.alloc(n);
-    let got = 0;
-    while (got < n) {
-      const { bytesRead } = await fh.read(buf, got, n - got, offset + got);
-      if (bytesRead === 0) break;
-      got += bytesRead;
-    }
-    return { type: 'kubelet.logs.Chunk.v1', data: buf.subarray(0, got).toString('base64'), offset, nextOffset: offset + got, size };
+    const buf = await readFully(fh, offset, Math.min(size - offset, req.limitBytes ?? DEFAULT_LIMIT));
+    return { type: 'kubelet.logs.Chunk.v1', data: buf.toString('base64'), offset, nextOffset: offset + buf.length, size };
   } finally {
     await fh.close();
   }
