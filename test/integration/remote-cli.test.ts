@@ -13,6 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
+import { z } from 'zod';
+import { Buckets, Keys } from '@splitlet/api';
+import { connectCliBus } from '../../services/cli/src/target.ts';
 import { repoRoot, startSplitlet, waitFor } from './harness.ts';
 import type { Instance, PodJson } from './harness.ts';
 
@@ -132,6 +135,17 @@ describe('splitlet with --nats-url only (remote stack)', { timeout: 240_000 }, (
 
   test('the node is named or found; a wrong NATS URL or node is a clear error', async () => {
     assert.match((await remote(['get', 'pods', '--node-name', 'remote-node'])).stdout, /No resources found|NAME/);
+    // A second node on the same NATS: the CLI no longer guesses.
+    const bus = await connectCliBus(s.info().natsUrl, 'remote-node');
+    try {
+      const nodes = await bus.kv(Buckets.node, z.unknown());
+      await nodes.put(Keys.node('other.node'), { type: 'test' });
+      await assert.rejects(remote(['get', 'pods']), /several nodes share this NATS \(other\.node, remote-node\): pick one with --node-name/);
+      await nodes.delete(Keys.node('other.node'));
+      assert.match((await remote(['get', 'pods'])).stdout, /No resources found|NAME/, 'a deleted node key no longer counts');
+    } finally {
+      await bus.close();
+    }
     await assert.rejects(remote(['get', 'pods', '--nats-url', 'nats://127.0.0.1:1', '--node-name', 'x']), /cannot reach NATS at nats:\/\/127\.0\.0\.1:1/);
     await assert.rejects(remote(['apply', '-f', '-', '--node-name', 'no-such-node'], POD), /no config-source with the api source answers/);
   });

@@ -148,7 +148,8 @@ async function main(rawArgv: string[]): Promise<number> {
           extraEnv: {},
           logFormat,
         },
-        process.env,
+        // --nats-url: run the node's processes against that NATS instead of spawning one.
+        values['nats-url'] !== undefined ? { ...process.env, NATS_URL: values['nats-url'] } : process.env,
         process.stdout,
       );
     }

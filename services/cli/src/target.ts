@@ -69,7 +69,7 @@ export async function connectCliBus(natsUrl: string, node: string): Promise<Nats
 /** The nodes the bus knows: one `sl_node` key per node whose sync-loop ran. */
 export async function knownNodes(bus: NatsBus): Promise<string[]> {
   const kv = await bus.kv(Buckets.node, z.unknown());
-  return (await kv.storedKeys('*')).map(nodeFromToken).sort();
+  return (await kv.list('*')).filter((e) => e.value !== null).map((e) => nodeFromToken(e.key)).sort();
 }
 
 /**
