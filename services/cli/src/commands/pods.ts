@@ -81,8 +81,7 @@ export function apply(s: StateDir, text: string, origin: string, out: NodeJS.Wri
 function remoteError(e: unknown, what: string): CliError {
   if (hasErrorCode(e, 'NoResponders')) return new CliError(`cannot ${what}: no config-source with the api source answers for this node (is it running, with API_SOURCE on?)`);
   if (hasErrorCode(e, 'Remote')) {
-    const code = (e as { remoteCode?: string }).remoteCode ?? 'Unknown';
-    return new CliError(`Error from server (${code === 'Invalid' ? 'Invalid' : code}): ${(e as Error).message}`);
+    return new CliError(`Error from server (${(e as { remoteCode?: string }).remoteCode ?? 'Unknown'}): ${(e as Error).message}`);
   }
   return new CliError(`cannot ${what}: ${e instanceof Error ? e.message : String(e)}`);
 }
