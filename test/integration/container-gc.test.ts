@@ -19,8 +19,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Buckets, Keys, PodLifecycleEvent, RuntimeCacheEntry, Streams, Subjects, type ContainerStatus as ApiContainerStatus } from '@splitlet/api';
 import { GrpcRuntimeService } from '@splitlet/cri';
-import { connectCli } from '../../services/cli/src/node-view.ts';
-import type { InstanceInfo } from '../../services/cli/src/state-dir.ts';
+import { connectCliBus } from '../../services/cli/src/target.ts';
 import { containerdSkipReason, criEndpointOf, podNamed, startSplitlet, stopSplitlet, waitFor, type Instance, type PodJson } from './harness.ts';
 
 const NODE = 'gc-node';
@@ -125,7 +124,7 @@ function gcSuite(runtime: 'sim' | 'containerd'): void {
       assert.deepEqual(left, { sandboxes: [], containers: [], dir: false });
 
       // pleg saw them go: ContainerRemoved for each, and the pod's runtime cache entry deleted.
-      const bus = await connectCli(s.info() as unknown as InstanceInfo);
+      const bus = await connectCliBus(s.info().natsUrl, s.info().nodeName);
       try {
         const kv = await bus.kv(Buckets.runtime, RuntimeCacheEntry);
         await waitFor('the runtime cache entry of doomed deleted', async () => (await kv.get(Keys.pod(NODE, uid))) === null, 10_000, 250);

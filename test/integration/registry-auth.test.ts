@@ -28,7 +28,7 @@ import { Subjects, type SpanRecord } from '@splitlet/api';
 import type { KubeEvent } from '@splitlet/api';
 import { containerdPaths } from '../../services/cli/src/runtime/index.ts';
 import { busyboxLayer, MediaTypes, ociImage } from '../../services/cli/src/runtime/oci-image.ts';
-import { connectCli } from '../../services/cli/src/node-view.ts';
+import { connectCliBus } from '../../services/cli/src/target.ts';
 import type { InstanceInfo } from '../../services/cli/src/state-dir.ts';
 import { NodeObserver } from './contract/node-observer.ts';
 import { containerdSkipReason, startSplitlet, stopSplitlet, waitFor } from './harness.ts';
@@ -208,7 +208,7 @@ describe('image pull credentials on containerd', { skip: skip ?? false, timeout:
   it('the password is in no log line, no output, no span and nowhere on the bus', async () => {
     const secrets = [PASSWORD, WRONG_PASSWORD, Buffer.from(`${USER}:${PASSWORD}`).toString('base64'), Buffer.from(`${USER}:${WRONG_PASSWORD}`).toString('base64')];
     // The spans published to the bus: the CRI PullImage spans are among them.
-    const bus = await connectCli(s.info() as unknown as InstanceInfo);
+    const bus = await connectCliBus(s.info().natsUrl, s.info().nodeName);
     const spans: SpanRecord[] = [];
     try {
       await bus.readSpans(Subjects.spansAll(NODE), (r) => spans.push(r));

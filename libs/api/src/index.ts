@@ -32,8 +32,9 @@ export {
   Consumers,
   RuntimeOps,
   VolumeOps,
+  ConfigOps,
 } from './names.js';
-export type { RuntimeOp, VolumeOp } from './names.js';
+export type { RuntimeOp, VolumeOp, ConfigOp } from './names.js';
 export {
   TraceCarrier,
   WireError,
@@ -92,4 +93,14 @@ export {
   SpanRecord,
   SpanBatch,
 } from './messages.js';
+export {
+  ApiPodRecord,
+  ApplyPodsRequest,
+  ApplyOutcome,
+  ApplyPodsReply,
+  DeletePodRequest,
+  DeletePodReply,
+  ContainerLogsRequest,
+  ContainerLogsReply,
+} from './remote-messages.js';
 export { KubeletError, hasErrorCode, errorMessage } from './errors.js';

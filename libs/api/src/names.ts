@@ -90,6 +90,8 @@ export const Buckets = {
    * epoch it accepted for the partition, so a restarted cri-adapter still refuses older ones.
    */
   criFences: 'sl_cri_fences',
+  /** Writer: config-source (its `api` source). Key `<node>.<namespace>.<name>` → ApiPodRecord. */
+  apiPods: 'sl_api_pods',
 } as const;
 
 /** Subject builders. `node` is the node *name*; it is encoded here. */
@@ -113,6 +115,10 @@ export const Subjects = {
   rpc: {
     runtime: (node: string, op: RuntimeOp) => `sl.${nodeToken(node)}.rpc.runtime.${op}`,
     volume: (node: string, op: VolumeOp) => `sl.${nodeToken(node)}.rpc.volume.${op}`,
+    /** config-source's `api` source: `splitlet apply` / `delete` over the bus. */
+    config: (node: string, op: ConfigOp) => `sl.${nodeToken(node)}.rpc.config.${op}`,
+    /** Container log files, served by cri-adapter on the node (the kubelet's containerLogs). */
+    logs: (node: string) => `sl.${nodeToken(node)}.rpc.logs.read`,
   },
 } as const;
 
@@ -120,6 +126,8 @@ export const RuntimeOps = ['syncPod', 'killPod', 'getPodStatus', 'relist', 'garb
 export type RuntimeOp = (typeof RuntimeOps)[number];
 export const VolumeOps = ['mount', 'unmount', 'cleanup'] as const;
 export type VolumeOp = (typeof VolumeOps)[number];
+export const ConfigOps = ['apply', 'delete'] as const;
+export type ConfigOp = (typeof ConfigOps)[number];
 
 /** KV keys. */
 export const Keys = {
@@ -133,6 +141,7 @@ export const Keys = {
   node: (node: string) => nodeToken(node),
   /** `sl_cri_fences`: one key per partition of the node. */
   fence: (node: string, partition: number) => `${nodeToken(node)}.${partition}`,
+  apiPod: (node: string, namespace: string, name: string) => `${nodeToken(node)}.${namespace}.${name}`,
 } as const;
 
 /** Durable consumer names. */

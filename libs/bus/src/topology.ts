@@ -63,6 +63,7 @@ export const BUCKETS: readonly BucketSpec[] = [
   { name: Buckets.criBackoff, history: 1 },
   { name: Buckets.nodeCapacity, history: 1 },
   { name: Buckets.criFences, history: 1 },
+  { name: Buckets.apiPods, history: 1 },
 ];
 
 /**

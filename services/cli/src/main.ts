@@ -7,35 +7,43 @@
  *   splitlet get pods [NAME] [-o wide|json|yaml|name]
  *   splitlet describe pod NAME
  *
- * Every command finds its instance through the state dir: --state-dir, SPLITLET_STATE_DIR, or
- * `.splitlet/` in the current directory.
+ * Every command finds its node through --nats-url / SPLITLET_NATS_URL (plus --node-name, or the
+ * one node on that NATS), else through the state dir of a local `splitlet up`: --state-dir,
+ * SPLITLET_STATE_DIR, or `.splitlet/` in the current directory (see target.ts).
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { CliError, readInstance, resolveStateDir, ensureStateDir } from './state-dir.js';
+import { CliError, resolveStateDir, ensureStateDir } from './state-dir.js';
 import { defaultNodeName, up } from './commands/up.js';
-import { apply, deletePod, describe, getPods } from './commands/pods.js';
+import { apply, applyRemote, deletePod, describe, getPods } from './commands/pods.js';
+import { getPartitions } from './commands/partitions.js';
+import { openTarget, targetFlags } from './target.js';
+import type { CliTarget } from './target.js';
 import { trace } from './commands/trace.js';
 import { events } from './commands/events.js';
 import { logs } from './commands/logs.js';
 import { ensureLocalRuntime, missingPrerequisites, runtimeCommand } from './runtime/index.js';
-import { DEFAULT_PARTITIONS } from '@splitlet/api';
+import { withProgress } from './up/progress.js';
 
 const USAGE = `splitlet: the kubelet's pod lifecycle as separate processes over NATS JetStream
 
 Usage:
-  splitlet up [--node-name NAME] [--pod-workers N] [--manifest-url URL] [--runtime sim|containerd] [--cri-endpoint unix:///path] [--no-restart]
+  splitlet up [--node-name NAME] [--pod-workers N] [--manifest-url URL] [--runtime sim|containerd] [--cri-endpoint unix:///path] [--no-restart] [--log-format console|json]
   splitlet apply -f FILE|-
   splitlet delete pod NAME [-n NAMESPACE] [--wait=false]
   splitlet get pods [NAME] [-n NAMESPACE] [-o wide|json|yaml|name]
+  splitlet get partitions [-o wide|json] [-w]
   splitlet describe pod NAME [-n NAMESPACE]
-  splitlet logs POD [-c CONTAINER] [-p|--previous] [-f] [--timestamps]
+  splitlet logs POD [-c CONTAINER] [-p|--previous] [-f] [--tail N] [--timestamps]
   splitlet runtime up|down|status [--purge] [-o json]
   splitlet trace [pod] NAME [-o json] [--jaeger URL] [--trace-id ID] [--episodes | --latest]
   splitlet events [-w] [-o json]
 
 Global flags:
-  --state-dir DIR   where the running instance keeps its state (default: $SPLITLET_STATE_DIR or ./.splitlet)
+  --nats-url URL    the NATS of a running stack (compose, a cluster, another host): $SPLITLET_NATS_URL.
+                    With it, apply sends pods over the bus and logs come from the node over the bus.
+  --node-name NAME  the node to talk to ($SPLITLET_NODE_NAME; default: the one node on that NATS)
+  --state-dir DIR   a local \`splitlet up\`'s state (default: $SPLITLET_STATE_DIR or ./.splitlet), used without --nats-url
 `;
 
 function resourceArg(positionals: string[], verb: string): { kind: string; name: string | undefined } {
@@ -44,7 +52,8 @@ function resourceArg(positionals: string[], verb: string): { kind: string; name:
   let kind = kindRaw;
   let n = name;
   if (kind.includes('/')) [kind, n] = kind.split('/', 2) as [string, string];
-  if (!['pod', 'pods', 'po'].includes(kind)) throw new CliError(`error: the server doesn't have a resource type "${kind}" (splitlet serves pods)`);
+  if (['partition', 'partitions'].includes(kind) && verb === 'get') return { kind: 'partitions', name: n };
+  if (!['pod', 'pods', 'po'].includes(kind)) throw new CliError(`error: the server doesn't have a resource type "${kind}" (splitlet serves pods${verb === 'get' ? ' and partitions' : ''})`);
   return { kind: 'pods', name: n };
 }
 
@@ -56,6 +65,9 @@ async function main(rawArgv: string[]): Promise<number> {
     allowPositionals: true,
     options: {
       'state-dir': { type: 'string' },
+      'nats-url': { type: 'string' },
+      'log-format': { type: 'string' },
+      tail: { type: 'string' },
       'node-name': { type: 'string' },
       'pod-workers': { type: 'string' },
       'manifest-url': { type: 'string' },
@@ -87,6 +99,17 @@ async function main(rawArgv: string[]): Promise<number> {
     return cmd || values.help ? 0 : 1;
   }
   const stateDir = resolveStateDir(values['state-dir'], process.env, process.cwd());
+  const flags = targetFlags(values, process.env);
+  /** Runs a command against the target node (remote or the local instance), then disconnects. */
+  const withTarget = async (fn: (t: CliTarget) => Promise<void>): Promise<number> => {
+    const t = await openTarget(flags, stateDir);
+    try {
+      await fn(t);
+    } finally {
+      await t.close();
+    }
+    return 0;
+  };
   switch (cmd) {
     case 'up': {
       const workers = Number(values['pod-workers'] ?? '1');
@@ -100,10 +123,15 @@ async function main(rawArgv: string[]): Promise<number> {
         process.stdout.write(canRunContainerd ? 'runtime: containerd (found on this machine; --runtime sim for the simulator)\n' : 'runtime: sim-runtime (containerd not available here)\n');
       }
       if (runtime !== 'sim' && runtime !== 'containerd') throw new CliError(`--runtime must be sim or containerd, got ${runtime}`);
+      const logFormat = values['log-format'] ?? 'console';
+      if (logFormat !== 'console' && logFormat !== 'json') throw new CliError(`--log-format must be console or json, got ${logFormat}`);
       let criEndpoint = values['cri-endpoint'];
       if (runtime === 'containerd' && !criEndpoint) {
-        // The project's own containerd under the state dir, with its images imported.
-        const { runtime: rt } = await ensureLocalRuntime(stateDir.root);
+        // The project's own containerd under the state dir, with its images imported (built from the
+        // host's busybox on the first run: the long step).
+        const { runtime: rt, images } = await withProgress(process.stdout, 'Starting containerd and importing its images', () => ensureLocalRuntime(stateDir.root));
+        const imported = images.filter((i) => i.imported);
+        if (imported.length > 0) process.stdout.write(`  images built and imported: ${imported.map((i) => i.names[0]).join(', ')}\n`);
         process.stdout.write(`containerd ${rt.version.runtimeVersion} at ${rt.socket} (pod network ${rt.network.subnet}); stop it with \`splitlet runtime down\`\n`);
         criEndpoint = rt.socket;
       }
@@ -118,8 +146,10 @@ async function main(rawArgv: string[]): Promise<number> {
           restart: !values['no-restart'],
           partitions,
           extraEnv: {},
+          logFormat,
         },
-        process.env,
+        // --nats-url: run the node's processes against that NATS instead of spawning one.
+        values['nats-url'] !== undefined ? { ...process.env, NATS_URL: values['nats-url'] } : process.env,
         process.stdout,
       );
     }
@@ -127,42 +157,37 @@ async function main(rawArgv: string[]): Promise<number> {
       const f = values.filename;
       if (!f) throw new CliError('error: must specify -f FILE (or -f - for stdin)');
       const text = f === '-' ? readFileSync(0, 'utf8') : readFileSync(f, 'utf8');
+      const origin = f === '-' ? 'stdin' : f;
+      if (flags.natsUrl !== undefined) return withTarget((t) => applyRemote(t, text, origin, process.stdout));
       ensureStateDir(stateDir);
-      apply(stateDir, text, f === '-' ? 'stdin' : f, process.stdout);
+      apply(stateDir, text, origin, process.stdout);
       return 0;
     }
     case 'delete': {
       const { name } = resourceArg(rest, 'delete');
       if (!name) throw new CliError('error: resource name is required: splitlet delete pod NAME');
-      const inst = readInstance(stateDir);
-      await deletePod(stateDir, inst, name, values.namespace ?? 'default', { wait: values.wait !== 'false', timeoutMs: Number(values.timeout ?? 300) * 1000 }, process.stdout);
-      return 0;
+      const opts = { wait: values.wait !== 'false', timeoutMs: Number(values.timeout ?? 300) * 1000 };
+      return withTarget((t) => deletePod(t, name, values.namespace ?? 'default', opts, process.stdout));
     }
     case 'get': {
-      const { name } = resourceArg(rest, 'get');
-      await getPods(readInstance(stateDir), name, values.namespace, values.output, process.stdout);
-      return 0;
+      const { kind, name } = resourceArg(rest, 'get');
+      if (kind === 'partitions') return withTarget((t) => getPartitions(t, { output: values.output, watch: values.watch ?? false }, process.stdout));
+      return withTarget((t) => getPods(t, name, values.namespace, values.output, process.stdout));
     }
     case 'describe': {
       const { name } = resourceArg(rest, 'describe');
       if (!name) throw new CliError('error: resource name is required: splitlet describe pod NAME');
-      await describe(readInstance(stateDir), name, values.namespace ?? 'default', process.stdout);
-      return 0;
+      return withTarget((t) => describe(t, name, values.namespace ?? 'default', process.stdout));
     }
     case 'logs': {
       const args = rest[0] === 'pod' || rest[0] === 'pods' || rest[0] === 'po' ? rest.slice(1) : rest;
       const [first] = args;
       if (!first) throw new CliError('error: a pod name is required: splitlet logs POD [-c CONTAINER]');
       const name = first.startsWith('pod/') ? first.slice(4) : first;
-      await logs(
-        stateDir,
-        readInstance(stateDir),
-        name,
-        { namespace: values.namespace ?? 'default', container: values.container, previous: values.previous ?? false, follow: values.follow ?? false, timestamps: values.timestamps ?? false },
-        process.stdout,
-        process.stderr,
-      );
-      return 0;
+      const tail = values.tail === undefined ? undefined : Number(values.tail);
+      if (tail !== undefined && (!Number.isInteger(tail) || tail < -1)) throw new CliError(`--tail must be an integer (-1 for all), got ${values.tail}`);
+      const opts = { namespace: values.namespace ?? 'default', container: values.container, previous: values.previous ?? false, follow: values.follow ?? false, timestamps: values.timestamps ?? false, tail };
+      return withTarget((t) => logs(t, name, opts, process.stdout, process.stderr));
     }
     case 'runtime': {
       return runtimeCommand({ sub: rest[0], stateDir: stateDir.root, purge: values.purge ?? false, json: values.output === 'json' }, process.stdout);
@@ -173,26 +198,17 @@ async function main(rawArgv: string[]): Promise<number> {
       if (!name && !values['trace-id']) throw new CliError('error: a pod name is required: splitlet trace POD');
       if (values.episodes && values.latest) throw new CliError('error: --episodes and --latest cannot be used together');
       if ((values.episodes || values.latest) && values['trace-id']) throw new CliError(`error: --${values.episodes ? 'episodes' : 'latest'} picks from a pod's traces: give the pod, not --trace-id`);
-      const inst = readInstance(stateDir);
-      await trace(
-        inst,
-        name ?? '',
-        values.namespace ?? 'default',
-        {
-          output: values.output,
-          jaeger: values.jaeger ?? process.env['JAEGER_QUERY_URL'],
-          traceId: values['trace-id'],
-          partitions: inst.partitions ?? DEFAULT_PARTITIONS,
-          episodes: values.episodes ?? false,
-          latest: values.latest ?? false,
-        },
-        process.stdout,
-      );
-      return 0;
+      const opts = {
+        output: values.output,
+        jaeger: values.jaeger ?? process.env['JAEGER_QUERY_URL'],
+        traceId: values['trace-id'],
+        episodes: values.episodes ?? false,
+        latest: values.latest ?? false,
+      };
+      return withTarget((t) => trace(t, name ?? '', values.namespace ?? 'default', opts, process.stdout));
     }
     case 'events': {
-      await events(readInstance(stateDir), { watch: values.watch ?? false, output: values.output }, process.stdout);
-      return 0;
+      return withTarget((t) => events(t, { watch: values.watch ?? false, output: values.output }, process.stdout));
     }
     default:
       throw new CliError(`unknown command "${cmd}"\n\n${USAGE}`);

@@ -4,27 +4,15 @@
  */
 import { Buckets, DesiredPod, KillRequest, KubeEvent, Keys, PodStatusRecord, Streams, Subjects } from '@splitlet/api';
 import type { Pod } from '@splitlet/api';
-import { connectBus } from '@splitlet/bus';
 import type { Bus } from '@splitlet/bus';
-import { createLogger } from '@splitlet/telemetry';
-import type { InstanceInfo } from './state-dir.js';
 
 /** A pod as the CLI lists it. */
 export interface PodView {
   pod: Pod;
   /** A kill is pending and the pod has not finished. */
   terminating: boolean;
-}
-
-/** Connects to the instance's NATS as a short-lived CLI client. */
-export async function connectCli(inst: InstanceInfo): Promise<Bus> {
-  return connectBus({
-    servers: inst.natsUrl,
-    process: 'cli',
-    node: inst.nodeName,
-    logger: createLogger({ service: 'cli', level: 'error', stream: process.stderr }),
-    provision: false,
-  });
+  /** The W3C trace context of the pod's creation episode (from its desired record). */
+  creationTrace?: Record<string, string> | undefined;
 }
 
 /** Every pod of the node: those with a status, plus desired pods not yet reported (Pending). */
@@ -53,9 +41,9 @@ export async function listPods(bus: Bus, node: string): Promise<PodView[]> {
     const known = byUid.get(uid);
     if (known) {
       // The desired spec is newer than the one the status was written with.
-      byUid.set(uid, { pod: { ...d.pod, status: known.pod.status ?? {} }, terminating: known.terminating });
+      byUid.set(uid, { pod: { ...d.pod, status: known.pod.status ?? {} }, terminating: known.terminating, creationTrace: d.creationTrace });
     } else {
-      byUid.set(uid, { pod: { ...d.pod, status: d.pod.status ?? { phase: 'Pending' } }, terminating: killed.has(uid) });
+      byUid.set(uid, { pod: { ...d.pod, status: d.pod.status ?? { phase: 'Pending' } }, terminating: killed.has(uid), creationTrace: d.creationTrace });
     }
   }
   return [...byUid.values()].sort((a, b) => {

@@ -31,11 +31,13 @@ export const ConfigSchema = z
     MANIFEST_URL: z.url({ protocol: /^https?$/ }).optional(),
     /** An extra request header for the http source, `Key: Value`. */
     MANIFEST_URL_HEADER: header.optional(),
+    /** The api source: pods applied and deleted over the bus (`splitlet apply -f` with --nats-url). @default true */
+    API_SOURCE: z.stringbool().default(true),
     FILE_CHECK_FREQUENCY_MS: period.default(20_000),
     HTTP_CHECK_FREQUENCY_MS: period.default(20_000),
   })
-  .refine((e) => e.MANIFEST_DIR !== undefined || e.MANIFEST_URL !== undefined, {
-    message: 'no pod source configured: set MANIFEST_DIR and/or MANIFEST_URL',
+  .refine((e) => e.MANIFEST_DIR !== undefined || e.MANIFEST_URL !== undefined || e.API_SOURCE, {
+    message: 'no pod source configured: set MANIFEST_DIR and/or MANIFEST_URL, or leave API_SOURCE on',
   });
 
 /** The validated configuration. */

@@ -8,6 +8,8 @@ import { ProgressMonitor, realClock, runNodeProcess } from '@splitlet/service';
 import { ConfigSchema, processEnv } from './config.js';
 import { promConfigMetrics } from './adapters/metrics.js';
 import { busEventRecorder, busUpdatePublisher } from './adapters/nats-publisher.js';
+import { createKvApiPodStore, serveApiSource } from './adapters/api-rpc.js';
+import { ApiSource } from './sources/api-source.js';
 import { PodConfig } from './pod-config/pod-config.js';
 import { FileSource } from './sources/file-source.js';
 import { HttpSource } from './sources/http-source.js';
@@ -16,11 +18,12 @@ await runNodeProcess({
   service: 'config-source',
   schema: ConfigSchema,
   env: processEnv(),
-  start: ({ config, bus, telemetry, registry, logger, signal, health, onClose }) => {
+  start: async ({ config, bus, telemetry, registry, logger, signal, health, onClose }) => {
     const node = config.NODE_NAME;
     const sources: PodSource[] = [];
     if (config.MANIFEST_DIR !== undefined) sources.push('file');
     if (config.MANIFEST_URL !== undefined) sources.push('http');
+    if (config.API_SOURCE) sources.push('api');
     const metrics = promConfigMetrics(registry);
     const podConfig = new PodConfig({
       nodeName: node,
@@ -69,6 +72,12 @@ await runNodeProcess({
       });
       logger.info('watching manifest URL', { periodMs });
       loops.push(http.run(signal));
+    }
+    if (config.API_SOURCE) {
+      const api = new ApiSource({ nodeName: node, store: await createKvApiPodStore(bus, node), clock: realClock, logger, onListing: (l) => podConfig.apply(l) });
+      await api.start();
+      serveApiSource(bus, node, api, signal);
+      logger.info('serving the api source', { subjects: 'rpc.config.{apply,delete}' });
     }
     onClose({ name: 'sources', close: async () => void (await Promise.allSettled(loops)) });
   },

@@ -9,12 +9,17 @@ const base = { NATS_URL: 'nats://127.0.0.1:4222', NODE_NAME: 'node-a' };
 
 describe('config-source config', () => {
   it('needs at least one source', () => {
-    assert.throws(() => readConfig(base), (e: unknown) => {
+    assert.throws(() => readConfig({ ...base, API_SOURCE: 'false' }), (e: unknown) => {
       const err = e as { code: string; message: string };
       assert.equal(err.code, 'InvalidConfig');
-      assert.match(err.message, /no pod source configured: set MANIFEST_DIR and\/or MANIFEST_URL/);
+      assert.match(err.message, /no pod source configured: set MANIFEST_DIR and\/or MANIFEST_URL, or leave API_SOURCE on/);
       return true;
     });
+  });
+
+  it('runs the api source by default (pods over the bus), and only it when no manifest source is set', () => {
+    assert.equal(readConfig(base).API_SOURCE, true);
+    assert.equal(readConfig({ ...base, MANIFEST_DIR: '/m', API_SOURCE: 'false' }).API_SOURCE, false);
   });
 
   it('defaults the periods to 20 s and parses the header', () => {

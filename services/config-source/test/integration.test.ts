@@ -49,7 +49,7 @@ describe('config-source process (real nats-server)', () => {
       args: ['--import', 'tsx', 'services/config-source/src/main.ts'],
       cwd: REPO,
       name: 'config-source',
-      env: { NATS_URL: nats.url, NODE_NAME: NODE, MANIFEST_DIR: dir(), HEALTH_PORT: '0', LOG_LEVEL: 'info', OTEL_TRACES_EXPORTER: 'none' },
+      env: { NATS_URL: nats.url, NODE_NAME: NODE, MANIFEST_DIR: dir(), API_SOURCE: 'false', HEALTH_PORT: '0', LOG_LEVEL: 'info', OTEL_TRACES_EXPORTER: 'none' },
     });
     await proc.waitForLine('"msg":"started"', 30_000);
   });

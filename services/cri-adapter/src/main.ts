@@ -7,6 +7,7 @@ import { GrpcRuntimeService, instrument } from '@splitlet/cri';
 import { realClock, runNodeProcess, sleep } from '@splitlet/service';
 import { createKvFenceStore } from './adapters/kv-fence-store.js';
 import { createKvBackoffStore } from './adapters/kv-state-store.js';
+import { serveContainerLogs } from './adapters/container-logs-rpc.js';
 import { CriAdapterEnv, processEnv } from './config.js';
 import { createCriAdapter, isMutatingCriMethod } from './create-cri-adapter.js';
 import { createKubeRuntimeMetrics } from './kuberuntime/metrics.js';
@@ -17,6 +18,8 @@ await runNodeProcess({
   env: processEnv(),
   start: async ({ config, bus, telemetry, registry, logger, signal, health, onClose }) => {
     const metrics = createKubeRuntimeMetrics(registry);
+    // Log files are on disk: served even while the runtime is unreachable.
+    serveContainerLogs(bus, config.NODE_NAME, config.POD_LOG_DIR, signal);
     // The runtime may come up after us: keep dialling until it answers or we are stopped.
     let client: GrpcRuntimeService | undefined;
     for (let attempt = 1; client === undefined; attempt++) {

@@ -6,7 +6,8 @@
 import { KubeEvent, Streams, Subjects } from '@splitlet/api';
 import type { Pod } from '@splitlet/api';
 import type { Bus } from '@splitlet/bus';
-import { connectCli, listPods } from '../../../services/cli/src/node-view.ts';
+import { listPods } from '../../../services/cli/src/node-view.ts';
+import { connectCliBus } from '../../../services/cli/src/target.ts';
 import type { InstanceInfo } from '../../../services/cli/src/state-dir.ts';
 
 /** A pod's status as observed at `at` (ms since the epoch). */
@@ -35,7 +36,7 @@ export class NodeObserver {
 
   /** Connects to the instance's NATS and starts polling pods and following events. */
   static async start(info: InstanceInfo): Promise<NodeObserver> {
-    const o = new NodeObserver(await connectCli(info), info.nodeName);
+    const o = new NodeObserver(await connectCliBus(info.natsUrl, info.nodeName), info.nodeName);
     o.#loop = o.#poll();
     o.#follow = o.#bus
       .readStream(KubeEvent, Streams.events, Subjects.eventsAll(info.nodeName), (e) => o.#events.push(e), { follow: true, signal: o.#ac.signal })

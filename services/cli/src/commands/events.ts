@@ -3,8 +3,8 @@
  * `-w` keeps streaming new ones until Ctrl-C.
  */
 import { KubeEvent, Streams, Subjects } from '@splitlet/api';
-import type { InstanceInfo } from '../state-dir.js';
-import { connectCli } from '../node-view.js';
+import type { CliTarget } from '../target.js';
+import { untilInterrupted } from '../interruptible.js';
 import { humanDuration } from '../printers/pod-table.js';
 
 function row(e: KubeEvent, now: number): string[] {
@@ -12,13 +12,9 @@ function row(e: KubeEvent, now: number): string[] {
   return [humanDuration(now - Date.parse(e.timestamp)), e.eventType, e.reason, obj, e.message];
 }
 
-export async function events(inst: InstanceInfo, opts: { watch: boolean; output: string | undefined }, out: NodeJS.WritableStream): Promise<void> {
-  const bus = await connectCli(inst);
-  const ac = new AbortController();
-  const stop = (): void => ac.abort();
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-  try {
+export async function events(t: CliTarget, opts: { watch: boolean; output: string | undefined }, out: NodeJS.WritableStream): Promise<void> {
+  const bus = t.bus;
+  await untilInterrupted(async (signal) => {
     const widths = [9, 7, 18, 40];
     const header = ['LAST SEEN', 'TYPE', 'REASON', 'OBJECT', 'MESSAGE'];
     const line = (cells: string[]): string => cells.map((c, i) => (i < widths.length ? c.padEnd(Math.max(widths[i]!, c.length) + 3) : c)).join('').trimEnd();
@@ -26,7 +22,7 @@ export async function events(inst: InstanceInfo, opts: { watch: boolean; output:
     await bus.readStream(
       KubeEvent,
       Streams.events,
-      Subjects.eventsAll(inst.nodeName),
+      Subjects.eventsAll(t.nodeName),
       (e) => {
         if (opts.output === 'json') {
           out.write(`${JSON.stringify(e)}\n`);
@@ -38,12 +34,8 @@ export async function events(inst: InstanceInfo, opts: { watch: boolean; output:
         }
         out.write(`${line(row(e, Date.now()))}\n`);
       },
-      { follow: opts.watch, signal: ac.signal },
+      { follow: opts.watch, signal },
     );
     if (!printedHeader && opts.output !== 'json') out.write('No events found.\n');
-  } finally {
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
-    await bus.close();
-  }
+  });
 }

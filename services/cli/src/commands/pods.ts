@@ -1,16 +1,22 @@
 /**
  * `apply`, `delete pod`, `get pods`, `describe pod`.
  *
- * In standalone mode the manifest directory is the API: `apply` writes a manifest file there and
- * `delete` removes it; the file source picks the change up through inotify within milliseconds.
+ * Two ways in for a pod:
+ * - on the machine of a `splitlet up`, the manifest directory is the API: `apply` writes a manifest
+ *   file there (a static pod, named `<name>-<node>`) and `delete` removes it; the file source picks
+ *   the change up through inotify within milliseconds;
+ * - with `--nats-url` (any host), `apply` sends the pods to config-source's `api` source over the
+ *   bus (`sl.<node>.rpc.config.apply`; the pod keeps its name and gets a random UID, as from an API
+ *   server) and `delete` of such a pod asks the same source to remove it.
  */
 import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
-import { Pod } from '@splitlet/api';
-import type { StateDir, InstanceInfo } from '../state-dir.js';
+import { ApplyPodsReply, ApplyPodsRequest, DeletePodReply, DeletePodRequest, hasErrorCode, Pod, Subjects } from '@splitlet/api';
+import type { StateDir } from '../state-dir.js';
 import { CliError } from '../state-dir.js';
-import { connectCli, findPod, listPods, podEvents } from '../node-view.js';
+import { findPod, listPods, podEvents } from '../node-view.js';
+import type { CliTarget } from '../target.js';
 import { podRow, podTable } from '../printers/pod-table.js';
 import { describePod } from '../printers/describe.js';
 
@@ -71,17 +77,70 @@ export function apply(s: StateDir, text: string, origin: string, out: NodeJS.Wri
   }
 }
 
-/** `delete pod NAME`: removes the pod's manifest (file or document); optionally waits until it is gone. */
+/** A refused request's message as the user reads it (the remote error's text, or the bus error). */
+function remoteError(e: unknown, what: string): CliError {
+  if (hasErrorCode(e, 'NoResponders')) return new CliError(`cannot ${what}: no config-source with the api source answers for this node (is it running, with API_SOURCE on?)`);
+  if (hasErrorCode(e, 'Remote')) {
+    return new CliError(`Error from server (${(e as { remoteCode?: string }).remoteCode ?? 'Unknown'}): ${(e as Error).message}`);
+  }
+  return new CliError(`cannot ${what}: ${e instanceof Error ? e.message : String(e)}`);
+}
+
+/** `apply -f` over the bus: the pods go to config-source's api source, in batches of 100. */
+export async function applyRemote(t: CliTarget, text: string, origin: string, out: NodeJS.WritableStream): Promise<void> {
+  const pods = parsePods(text, origin);
+  for (let i = 0; i < pods.length; i += 100) {
+    let reply: ApplyPodsReply;
+    try {
+      reply = await t.bus.request(ApplyPodsRequest, ApplyPodsReply, Subjects.rpc.config(t.nodeName, 'apply'), { type: 'kubelet.config.ApplyPods.v1', pods: pods.slice(i, i + 100), origin }, { timeoutMs: 30_000 });
+    } catch (e) {
+      throw remoteError(e, `apply ${origin}`);
+    }
+    for (const r of reply.results) out.write(`pod/${r.name} ${r.outcome}\n`);
+  }
+}
+
+/**
+ * `delete pod NAME`: a pod of the api source is removed over the bus; a static pod by removing its
+ * manifest (file or document) from the local manifest directory. Optionally waits until it is gone.
+ */
 export async function deletePod(
-  s: StateDir,
-  inst: InstanceInfo,
+  t: CliTarget,
   name: string,
   namespace: string,
   opts: { wait: boolean; timeoutMs: number },
   out: NodeJS.WritableStream,
 ): Promise<void> {
+  const view = findPod(await listPods(t.bus, t.nodeName), name, namespace, t.nodeName);
+  const source = view?.pod.metadata.annotations?.['kubernetes.io/config.source'];
+  if (view !== undefined && source === 'api') {
+    try {
+      await t.bus.request(DeletePodRequest, DeletePodReply, Subjects.rpc.config(t.nodeName, 'delete'), { type: 'kubelet.config.DeletePod.v1', namespace, name: view.pod.metadata.name! }, { timeoutMs: 30_000 });
+    } catch (e) {
+      throw remoteError(e, `delete pod ${name}`);
+    }
+  } else if (t.local !== undefined) {
+    deleteManifest(t.local.stateDir, t.nodeName, name, namespace);
+  } else if (view !== undefined) {
+    throw new CliError(`pod "${name}" comes from the node's ${source ?? 'unknown'} source (a static pod): remove its manifest on node ${t.nodeName}`);
+  } else {
+    throw new CliError(`Error from server (NotFound): pods "${name}" not found`);
+  }
+  out.write(`pod "${name}" deleted\n`);
+  if (!opts.wait) return;
+  const deadline = Date.now() + opts.timeoutMs;
+  for (;;) {
+    const pods = await listPods(t.bus, t.nodeName);
+    if (!findPod(pods, name, namespace, t.nodeName)) return;
+    if (Date.now() > deadline) throw new CliError(`timed out waiting for pod "${name}" to be deleted`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** Removes a static pod's manifest (its file, or its document of a multi-document file). */
+function deleteManifest(s: StateDir, nodeName: string, name: string, namespace: string): void {
   const matches = (p: Pod): boolean =>
-    (p.metadata.namespace ?? 'default') === namespace && (p.metadata.name === name || `${p.metadata.name}-${inst.nodeName}` === name);
+    (p.metadata.namespace ?? 'default') === namespace && (p.metadata.name === name || `${p.metadata.name}-${nodeName}` === name);
   let found = false;
   for (const f of readdirSync(s.manifests).sort()) {
     if (f.startsWith('.')) continue;
@@ -100,78 +159,53 @@ export async function deletePod(
     else writeFileSync(path, rest.map((p) => stringify(p)).join('---\n'));
   }
   if (!found) throw new CliError(`Error from server (NotFound): pods "${name}" not found in ${s.manifests}`);
-  out.write(`pod "${name}" deleted\n`);
-  if (!opts.wait) return;
-  const bus = await connectCli(inst);
-  try {
-    const deadline = Date.now() + opts.timeoutMs;
-    for (;;) {
-      const pods = await listPods(bus, inst.nodeName);
-      if (!findPod(pods, name, namespace, inst.nodeName)) return;
-      if (Date.now() > deadline) throw new CliError(`timed out waiting for pod "${name}" to be deleted`);
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  } finally {
-    await bus.close();
-  }
 }
 
 /** `get pods [NAME] [-o wide|json|yaml]`. */
 export async function getPods(
-  inst: InstanceInfo,
+  t: CliTarget,
   name: string | undefined,
   namespace: string | undefined,
   output: string | undefined,
   out: NodeJS.WritableStream,
 ): Promise<void> {
-  const bus = await connectCli(inst);
-  try {
-    let pods = await listPods(bus, inst.nodeName);
-    if (namespace !== undefined) pods = pods.filter((p) => p.pod.metadata.namespace === namespace);
-    if (name !== undefined) {
-      const p = findPod(pods, name, namespace ?? 'default', inst.nodeName);
-      if (!p) throw new CliError(`Error from server (NotFound): pods "${name}" not found`);
-      pods = [p];
-    }
-    const now = Date.now();
-    const asObject = (v: (typeof pods)[number]): Pod => ({ ...v.pod, apiVersion: 'v1', kind: 'Pod' });
-    switch (output) {
-      case undefined:
-      case 'wide':
-        if (pods.length === 0) {
-          out.write(`No resources found in ${namespace ?? 'any'} namespace.\n`);
-          return;
-        }
-        out.write(podTable(pods.map((p) => podRow(p.pod, now, p.terminating)), output === 'wide'));
-        return;
-      case 'json':
-      case 'yaml': {
-        const doc = name !== undefined ? asObject(pods[0]!) : { apiVersion: 'v1', kind: 'PodList', metadata: { resourceVersion: '' }, items: pods.map(asObject) };
-        out.write(output === 'json' ? `${JSON.stringify(doc, null, 4)}\n` : stringify(doc));
+  let pods = await listPods(t.bus, t.nodeName);
+  if (namespace !== undefined) pods = pods.filter((p) => p.pod.metadata.namespace === namespace);
+  if (name !== undefined) {
+    const p = findPod(pods, name, namespace ?? 'default', t.nodeName);
+    if (!p) throw new CliError(`Error from server (NotFound): pods "${name}" not found`);
+    pods = [p];
+  }
+  const now = Date.now();
+  const asObject = (v: (typeof pods)[number]): Pod => ({ ...v.pod, apiVersion: 'v1', kind: 'Pod' });
+  switch (output) {
+    case undefined:
+    case 'wide':
+      if (pods.length === 0) {
+        out.write(`No resources found in ${namespace ?? 'any'} namespace.\n`);
         return;
       }
-      case 'name':
-        for (const p of pods) out.write(`pod/${p.pod.metadata.name}\n`);
-        return;
-      default:
-        throw new CliError(`unable to match a printer suitable for the output format "${output}", allowed formats are: json,name,wide,yaml`);
+      out.write(podTable(pods.map((p) => podRow(p.pod, now, p.terminating)), output === 'wide'));
+      return;
+    case 'json':
+    case 'yaml': {
+      const doc = name !== undefined ? asObject(pods[0]!) : { apiVersion: 'v1', kind: 'PodList', metadata: { resourceVersion: '' }, items: pods.map(asObject) };
+      out.write(output === 'json' ? `${JSON.stringify(doc, null, 4)}\n` : stringify(doc));
+      return;
     }
-  } finally {
-    await bus.close();
+    case 'name':
+      for (const p of pods) out.write(`pod/${p.pod.metadata.name}\n`);
+      return;
+    default:
+      throw new CliError(`unable to match a printer suitable for the output format "${output}", allowed formats are: json,name,wide,yaml`);
   }
 }
 
 /** `describe pod NAME`. */
-export async function describe(inst: InstanceInfo, name: string, namespace: string, out: NodeJS.WritableStream): Promise<void> {
-  const bus = await connectCli(inst);
-  try {
-    const pods = await listPods(bus, inst.nodeName);
-    const p = findPod(pods, name, namespace, inst.nodeName);
-    if (!p) throw new CliError(`Error from server (NotFound): pods "${name}" not found`);
-    const uid = p.pod.metadata.uid;
-    const events = uid ? await podEvents(bus, inst.nodeName, uid) : [];
-    out.write(describePod(p.pod, events, Date.now(), p.terminating));
-  } finally {
-    await bus.close();
-  }
+export async function describe(t: CliTarget, name: string, namespace: string, out: NodeJS.WritableStream): Promise<void> {
+  const p = findPod(await listPods(t.bus, t.nodeName), name, namespace, t.nodeName);
+  if (!p) throw new CliError(`Error from server (NotFound): pods "${name}" not found`);
+  const uid = p.pod.metadata.uid;
+  const events = uid ? await podEvents(t.bus, t.nodeName, uid) : [];
+  out.write(describePod(p.pod, events, Date.now(), p.terminating));
 }

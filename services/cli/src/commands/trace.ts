@@ -4,11 +4,11 @@
  * `--episodes` lists every trace of the pod (creation, restarts, updates, deletion) from the bus;
  * `--latest` shows the newest of them.
  */
-import { Buckets, DesiredPod, Keys, Subjects, partitionOf, type SpanRecord } from '@splitlet/api';
+import { Subjects, type SpanRecord } from '@splitlet/api';
 import type { Bus } from '@splitlet/bus';
-import type { InstanceInfo } from '../state-dir.js';
 import { CliError } from '../state-dir.js';
-import { connectCli, findPod, listPods } from '../node-view.js';
+import { findPod, listPods } from '../node-view.js';
+import type { CliTarget } from '../target.js';
 import { episodesTable, podEpisodes } from '../printers/episodes.js';
 import { renderWaterfall } from '../printers/waterfall.js';
 
@@ -66,51 +66,40 @@ export async function spansFromBus(bus: Bus, filterSubject: string): Promise<Spa
   return out;
 }
 
-/** The creation trace id of a pod, from its desired record. */
-export async function creationTraceId(bus: Bus, node: string, uid: string, partitions: number): Promise<string | undefined> {
-  const desired = await bus.kv(Buckets.desired, DesiredPod);
-  const e = await desired.get(Keys.podInPartition(node, partitionOf(uid, partitions), uid));
-  return traceIdOf(e?.value?.creationTrace?.['traceparent']);
-}
-
 export async function trace(
-  inst: InstanceInfo,
+  t: CliTarget,
   name: string,
   namespace: string,
-  opts: { output: string | undefined; jaeger: string | undefined; traceId: string | undefined; partitions: number; episodes?: boolean; latest?: boolean },
+  opts: { output: string | undefined; jaeger: string | undefined; traceId: string | undefined; episodes?: boolean; latest?: boolean },
   out: NodeJS.WritableStream,
 ): Promise<void> {
   if (opts.output !== undefined && opts.output !== 'json') throw new CliError(`unknown output format "${opts.output}" for trace: use -o json or nothing`);
-  const bus = await connectCli(inst);
-  try {
-    let traceId = opts.traceId;
-    /** Every span of the node on the bus, when the episodes were looked for. */
-    let all: SpanRecord[] | undefined;
-    if (!traceId) {
-      const pod = findPod(await listPods(bus, inst.nodeName), name, namespace, inst.nodeName);
-      const uid = pod?.pod.metadata.uid;
-      if (!uid) throw new CliError(`Error from server (NotFound): pods "${name}" not found`);
-      const creation = await creationTraceId(bus, inst.nodeName, uid, opts.partitions);
-      if (opts.episodes === true || opts.latest === true) {
-        all = await spansFromBus(bus, Subjects.spansAll(inst.nodeName));
-        const episodes = podEpisodes(all, uid, creation);
-        if (opts.episodes === true) {
-          if (opts.output === 'json') out.write(`${JSON.stringify(episodes.map((e) => ({ traceId: e.traceId, root: e.root.name, service: e.root.service, startUnixNano: e.root.startUnixNano, spans: e.spans, errors: e.errors, creation: e.traceId === creation, linkedToCreation: e.linkedToCreation })), null, 2)}\n`);
-          else out.write(episodesTable(episodes, creation, Date.now()));
-          return;
-        }
-        traceId = episodes.at(-1)?.traceId;
-        if (!traceId) throw new CliError(`pod "${name}" has no trace on the bus (spans are kept for an hour)`);
-      } else {
-        traceId = creation;
-        if (!traceId) throw new CliError(`pod "${name}" has no recorded creation trace (was it created before tracing, or already deleted?)`);
+  const bus = t.bus;
+  let traceId = opts.traceId;
+  /** Every span of the node on the bus, when the episodes were looked for. */
+  let all: SpanRecord[] | undefined;
+  if (!traceId) {
+    const pod = findPod(await listPods(bus, t.nodeName), name, namespace, t.nodeName);
+    const uid = pod?.pod.metadata.uid;
+    if (!uid) throw new CliError(`Error from server (NotFound): pods "${name}" not found`);
+    const creation = traceIdOf(pod?.creationTrace?.['traceparent']);
+    if (opts.episodes === true || opts.latest === true) {
+      all = await spansFromBus(bus, Subjects.spansAll(t.nodeName));
+      const episodes = podEpisodes(all, uid, creation);
+      if (opts.episodes === true) {
+        if (opts.output === 'json') out.write(`${JSON.stringify(episodes.map((e) => ({ traceId: e.traceId, root: e.root.name, service: e.root.service, startUnixNano: e.root.startUnixNano, spans: e.spans, errors: e.errors, creation: e.traceId === creation, linkedToCreation: e.linkedToCreation })), null, 2)}\n`);
+        else out.write(episodesTable(episodes, creation, Date.now()));
+        return;
       }
+      traceId = episodes.at(-1)?.traceId;
+      if (!traceId) throw new CliError(`pod "${name}" has no trace on the bus (spans are kept for an hour)`);
+    } else {
+      traceId = creation;
+      if (!traceId) throw new CliError(`pod "${name}" has no recorded creation trace (was it created before tracing, or already deleted?)`);
     }
-    const id = traceId;
-    const spans = opts.jaeger ? await spansFromJaeger(opts.jaeger, id) : (all?.filter((s) => s.traceId === id) ?? (await spansFromBus(bus, Subjects.spans(inst.nodeName, id))));
-    if (opts.output === 'json') out.write(`${JSON.stringify(spans, null, 2)}\n`);
-    else out.write(renderWaterfall(spans, { color: Boolean((out as { isTTY?: boolean }).isTTY) }));
-  } finally {
-    await bus.close();
   }
+  const id = traceId;
+  const spans = opts.jaeger ? await spansFromJaeger(opts.jaeger, id) : (all?.filter((s) => s.traceId === id) ?? (await spansFromBus(bus, Subjects.spans(t.nodeName, id))));
+  if (opts.output === 'json') out.write(`${JSON.stringify(spans, null, 2)}\n`);
+  else out.write(renderWaterfall(spans, { color: Boolean((out as { isTTY?: boolean }).isTTY) }));
 }

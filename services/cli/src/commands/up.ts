@@ -15,6 +15,8 @@ import { spawnNatsServer } from '../up/nats-server.js';
 import type { SpawnedNats } from '../up/nats-server.js';
 import { serviceMain } from '../paths.js';
 import { connectBus } from '@splitlet/bus';
+import type { LogFormat } from '../up/console-format.js';
+import { allReady, readySummary } from '../up/ready-summary.js';
 import { createLogger } from '@splitlet/telemetry';
 
 export interface UpOptions {
@@ -26,6 +28,8 @@ export interface UpOptions {
   restart: boolean;
   partitions: number | undefined;
   extraEnv: Record<string, string>;
+  /** How process output is shown (the log files stay JSON). @default 'console' */
+  logFormat?: LogFormat;
 }
 
 /** The default node name: the host name, lower-cased into a DNS-1123 subdomain. */
@@ -95,6 +99,7 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
     out,
     restart: o.restart,
     color: Boolean((out as { isTTY?: boolean }).isTTY),
+    format: o.logFormat ?? 'console',
     onChange: () => {
       writeInstance(s, {
         version: 1,
@@ -119,10 +124,17 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
   const refresh = setInterval(() => {
     writeInstance(s, { version: 1, nodeName: o.nodeName, natsUrl: url, natsSpawned: nats !== undefined, supervisorPid: process.pid, runtime: o.runtime, ...(o.partitions !== undefined ? { partitions: o.partitions } : {}), startedAt, processes: sup.snapshot() });
   }, 1000);
-  await new Promise<void>((resolveSignal) => {
-    process.once('SIGINT', () => resolveSignal());
-    process.once('SIGTERM', () => resolveSignal());
+  const stopped = new AbortController();
+  const signalled = new Promise<void>((resolveSignal) => {
+    const stop = (): void => {
+      stopped.abort();
+      resolveSignal();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
   });
+  void announceReady(sup, { nodeName: o.nodeName, natsUrl: url, otlpEndpoint: env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_ENDPOINT'] || undefined }, out, stopped.signal);
+  await signalled;
   clearInterval(refresh);
   out.write('stopping splitlet…\n');
   await sup.stopAll(15_000);
@@ -130,4 +142,30 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
   removeInstance(s);
   out.write('splitlet stopped\n');
   return 0;
+}
+
+/**
+ * Prints the ready summary once every process answers /readyz; while some do not after 30 s, says
+ * which (every 30 s). Stops at `signal`.
+ */
+async function announceReady(sup: Supervisor, i: { nodeName: string; natsUrl: string; otlpEndpoint: string | undefined }, out: NodeJS.WritableStream, signal: AbortSignal): Promise<void> {
+  const t0 = performance.now();
+  let nextNote = t0 + 30_000;
+  while (!signal.aborted) {
+    const processes = sup.snapshot();
+    const { ready, waiting } = await allReady(processes);
+    if (signal.aborted) return;
+    if (ready) {
+      out.write(readySummary({ ...i, processes, startedMs: performance.now() - t0 }));
+      return;
+    }
+    if (performance.now() > nextNote) {
+      out.write(`still waiting for ${waiting.join(', ')} to be ready (${Math.round((performance.now() - t0) / 1000)}s; see their lines above and .splitlet/logs/)\n`);
+      nextNote += 30_000;
+    }
+    await new Promise<void>((r) => {
+      const t = setTimeout(r, 250);
+      signal.addEventListener('abort', () => (clearTimeout(t), r()), { once: true });
+    });
+  }
 }

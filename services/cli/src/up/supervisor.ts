@@ -8,6 +8,8 @@ import { createWriteStream, readFileSync } from 'node:fs';
 import type { WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { formatLogLine } from './console-format.js';
+import type { LogFormat } from './console-format.js';
 
 /** One process to supervise. */
 export interface ProcessSpec {
@@ -29,6 +31,8 @@ export interface SupervisorOptions {
   /** Called when the set of pids changes (start, restart). */
   onChange?: () => void;
   color: boolean;
+  /** `console`: readable lines (console-format.ts); `json`: each line as written, prefixed. @default 'console' */
+  format?: LogFormat;
 }
 
 interface Running {
@@ -70,13 +74,30 @@ export class Supervisor {
     this.#launch(r);
   }
 
+  #width(): number {
+    return Math.max(...this.#procs.map((p) => p.spec.name.length), 14);
+  }
+
+  #colorOf(name: string): number {
+    return COLORS[this.#procs.findIndex((p) => p.spec.name === name) % COLORS.length] ?? 37;
+  }
+
   #prefix(name: string): string {
-    const width = Math.max(...this.#procs.map((p) => p.spec.name.length), 14);
-    const idx = this.#procs.findIndex((p) => p.spec.name === name);
-    const label = name.padEnd(width);
+    const label = name.padEnd(this.#width());
     if (!this.#opts.color) return `${label} | `;
-    const c = COLORS[idx % COLORS.length] ?? 37;
-    return `\u001b[${c}m${label} |\u001b[0m `;
+    return `\u001b[${this.#colorOf(name)}m${label} |\u001b[0m `;
+  }
+
+  /** A line of a process's output, as the console shows it. */
+  #render(name: string, line: string): string | undefined {
+    if (this.#opts.format === 'json') return `${this.#prefix(name)}${line}`;
+    return formatLogLine(name, line, { color: this.#opts.color, processWidth: this.#width(), processColor: this.#colorOf(name) });
+  }
+
+  /** The supervisor's own note about a process (exited, restarting), as a warning line. */
+  #note(name: string, text: string): void {
+    const record = JSON.stringify({ time: new Date().toISOString(), level: 'warn', service: 'splitlet-up', msg: text });
+    this.#opts.out.write(`${this.#opts.format === 'json' ? `${this.#prefix(name)}${text}` : this.#render(name, record)}\n`);
   }
 
   #launch(r: Running): void {
@@ -93,7 +114,8 @@ export class Supervisor {
       const rl = createInterface({ input: stream });
       rl.on('line', (line) => {
         r.log.write(`${line}\n`);
-        this.#opts.out.write(`${this.#prefix(r.spec.name)}${line}\n`);
+        const shown = this.#render(r.spec.name, line);
+        if (shown !== undefined) this.#opts.out.write(`${shown}\n`);
       });
     };
     if (child.stdout) pipe(child.stdout);
@@ -103,13 +125,13 @@ export class Supervisor {
         resolveExit();
         if (r.stopping || this.#stopping) return;
         const how = signal ? `signal ${signal}` : `code ${code}`;
-        this.#opts.out.write(`${this.#prefix(r.spec.name)}process exited with ${how}\n`);
+        this.#note(r.spec.name, `process exited with ${how}`);
         if (!this.#opts.restart) return;
         // Backoff: 1 s doubling to 30 s; a process that ran for a minute starts over.
         if (Date.now() - r.startedAt > 60_000) r.restarts = 0;
         const delay = Math.min(30_000, 1000 * 2 ** r.restarts);
         r.restarts++;
-        this.#opts.out.write(`${this.#prefix(r.spec.name)}restarting in ${delay / 1000}s\n`);
+        this.#note(r.spec.name, `restarting in ${delay / 1000}s`);
         r.restartTimer = setTimeout(() => {
           r.restartTimer = undefined;
           if (!this.#stopping) {
@@ -153,7 +175,7 @@ export class Supervisor {
       if (!child || child.exitCode !== null || child.signalCode !== null) continue;
       child.kill('SIGTERM');
       const timer = setTimeout(() => {
-        this.#opts.out.write(`${this.#prefix(r.spec.name)}did not stop within ${graceMs} ms, killing\n`);
+        this.#note(r.spec.name, `did not stop within ${graceMs} ms, killing`);
         child.kill('SIGKILL');
       }, graceMs);
       await r.exited;

@@ -47,7 +47,8 @@ function pathError(e: unknown, path: string, op?: string, prefix = ''): NodeFile
   return new NodeFileError(`${prefix}${goPathErrorText(e, path, op)}`, (e as NodeJS.ErrnoException)?.code, { cause: e });
 }
 
-async function readFully(fh: FileHandle, position: number, length: number): Promise<Buffer> {
+/** Reads up to `length` bytes at `position` (fewer at the end of the file). */
+export async function readFully(fh: FileHandle, position: number, length: number): Promise<Buffer> {
   const buf = Buffer.alloc(length);
   let off = 0;
   while (off < length) {
@@ -62,7 +63,7 @@ async function readFully(fh: FileHandle, position: number, length: number): Prom
  * The offset where the last `n` lines of the file start (a last line without a newline is not
  * counted). Models tail.FindTailLineStartIndex.
  */
-async function findTailLineStartIndex(fh: FileHandle, n: number): Promise<number> {
+export async function findTailLineStartIndex(fh: FileHandle, n: number): Promise<number> {
   if (n < 0) return 0;
   const { size } = await fh.stat();
   let left = 0;

@@ -188,6 +188,9 @@ export class ImageManager {
     }
 
     event('Normal', 'Pulling', `Pulling image ${JSON.stringify(requested)}`);
+    // A pull is the long step of a pod's first start: say so on the console of `splitlet up`.
+    const podRef = `${pod.metadata.namespace}/${pod.metadata.name}`;
+    o.logger.info('pulling image', { pod: podRef, image: requested });
     req.pulls?.started(o.clock.now());
     const enqueuedAt = performance.now();
     let outcome: PullOutcome;
@@ -204,6 +207,7 @@ export class ImageManager {
       outcome = await this.#schedule(() => this.#pull(image, requested, req.sandboxConfig, credentials));
     } catch (e) {
       event('Warning', 'Failed', `Failed to pull image ${JSON.stringify(requested)}: ${e instanceof Error ? e.message : String(e)}`);
+      o.logger.warn('image pull failed', { pod: podRef, image: requested, err: e instanceof Error ? e.message : String(e) });
       o.backoff.next(backoffKey, o.clock.now());
       const failure = evalPullError(requested, e);
       return { ok: false, ...failure };
@@ -216,6 +220,7 @@ export class ImageManager {
       `Successfully pulled image ${JSON.stringify(requested)} in ${formatGoDuration(Math.trunc(outcome.pullMs))} (${formatGoDuration(totalMs)} including waiting). Image size: ${outcome.sizeBytes} bytes.`,
     );
     o.metrics.imagePull(outcome.sizeBytes, outcome.pullMs / 1000);
+    o.logger.info('pulled image', { pod: podRef, image: requested, pullMs: Math.trunc(outcome.pullMs), totalMs, sizeBytes: outcome.sizeBytes });
     o.backoff.gc();
     return { ok: true, imageRef: outcome.imageRef };
   }
