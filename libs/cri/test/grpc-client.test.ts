@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as protoLoader from '@grpc/proto-loader';
 import { CRI_PROTO_PATH, CriError, GrpcRuntimeService, isCriError, serveCri, type ImageService, type RuntimeService } from '../src/index.js';
-import { createSimRuntime, startSimCri, type SimCri } from '../src/testing/index.js';
+import { createSimRuntime, startSimCri, type SimCri } from '@splitlet/sim-runtime/simulator';
 
 describe('GrpcRuntimeService', () => {
   let simCri: SimCri;

@@ -4,7 +4,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { CriMethods, GrpcRuntimeService, criFullMethodName, criOperationType, instrument, isCriError, type CriCallRecord, type CriMethod } from '../src/index.js';
-import { createSimRuntime, startSimCri, type SimCri } from '../src/testing/index.js';
+import { createSimRuntime, startSimCri, type SimCri } from '@splitlet/sim-runtime/simulator';
 
 describe('instrument', () => {
   const exporter = new InMemorySpanExporter();

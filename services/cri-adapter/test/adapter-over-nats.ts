@@ -7,7 +7,7 @@ import { trace } from '@opentelemetry/api';
 import { RuntimeKillPodReply, RuntimeKillPodRequest, RuntimeSyncPodReply, RuntimeSyncPodRequest, Subjects, type BoundPod } from '@splitlet/api';
 import { connectBus, type NatsBus } from '@splitlet/bus';
 import { GrpcRuntimeService, instrument } from '@splitlet/cri';
-import { startSimCri, type SimCri } from '@splitlet/cri/testing';
+import { startSimCri, type SimCri } from '@splitlet/sim-runtime/simulator';
 import { FakeClock } from '@splitlet/service/testing';
 import { createLogger } from '@splitlet/telemetry';
 import { makeTempDir, startNatsServer, type NatsServer, type TempDir } from '@splitlet/testkit';

@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { trace } from '@opentelemetry/api';
 import type { ContainerGCPolicy } from '@splitlet/api';
 import type { ContainerState, CriInput, PodSandboxConfig } from '@splitlet/cri';
-import { createSimRuntime, type SimRuntime } from '@splitlet/cri/testing';
+import { createSimRuntime, type SimRuntime } from '@splitlet/sim-runtime/simulator';
 import { Backoff, KubeletPeriods } from '@splitlet/kube';
 import { FakeClock } from '@splitlet/service/testing';
 import { createLogger } from '@splitlet/telemetry';

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { CriError, instrument, type AuthConfig, type CriInput, type ImageService } from '@splitlet/cri';
-import { createSimRuntime } from '@splitlet/cri/testing';
+import { createSimRuntime } from '@splitlet/sim-runtime/simulator';
 import { Backoff } from '@splitlet/kube';
 import { FakeClock } from '@splitlet/service/testing';
 import { createLogger } from '@splitlet/telemetry';

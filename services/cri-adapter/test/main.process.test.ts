@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { RuntimeSyncPodReply, RuntimeSyncPodRequest, Subjects } from '@splitlet/api';
 import { connectBus, type NatsBus } from '@splitlet/bus';
-import { startSimCri, type SimCri } from '@splitlet/cri/testing';
+import { startSimCri, type SimCri } from '@splitlet/sim-runtime/simulator';
 import { createLogger } from '@splitlet/telemetry';
 import { eventually, makeTempDir, spawnProcess, startNatsServer, type NatsServer, type SpawnedProcess, type TempDir } from '@splitlet/testkit';
 import { aPod } from './fixtures.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { createSimRuntime, type SimRuntime } from '@splitlet/cri/testing';
+import { createSimRuntime, type SimRuntime } from '@splitlet/sim-runtime/simulator';
 import { eventually } from '@splitlet/testkit';
 import { createNodeFiles } from '../src/adapters/node-files.js';
 import { nanosToMillis, RuntimeStatusReader } from '../src/kuberuntime/runtime-status-reader.js';

@@ -4,7 +4,8 @@
 import * as path from 'node:path';
 import { z } from 'zod';
 import { CriMethods, parseCriErrorCode, type CriMethod } from '@splitlet/cri';
-import type { SimFailures, SimImageConfig, SimLatency, SimPrivateRegistry, SimRegistry } from '@splitlet/cri/testing';
+import type { SimPrivateRegistry, SimRegistry } from './images/sim-images.js';
+import type { SimFailures, SimImageConfig, SimLatency } from './runtime/sim-runtime.js';
 
 /** The environment is invalid; the message names the variable and what is wrong. */
 export class ConfigError extends Error {

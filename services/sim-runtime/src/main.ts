@@ -7,7 +7,7 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { GrpcRuntimeService, instrument, serveCri } from '@splitlet/cri';
-import { createSimRuntime } from '@splitlet/cri/testing';
+import { createSimRuntime } from './runtime/sim-runtime.js';
 import { runService } from '@splitlet/service';
 import { createLogger, createMetricsRegistry } from '@splitlet/telemetry';
 import { ConfigError, loadConfig } from './config.js';

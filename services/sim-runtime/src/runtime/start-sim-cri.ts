@@ -1,11 +1,11 @@
 /**
  * startSimCri(): the simulator behind a real gRPC server on a fresh unix socket, for tests in any
- * workspace (`import { startSimCri } from '@splitlet/cri/testing'`).
+ * workspace that may depend on sim-runtime (`import { startSimCri } from '@splitlet/sim-runtime/simulator'`).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { serveCri, type CriServer } from '../serve-cri.js';
+import { serveCri, type CriServer } from '@splitlet/cri';
 import { createSimRuntime, type SimRuntime, type SimRuntimeOptions } from './sim-runtime.js';
 
 /** A running simulator and its gRPC server. */

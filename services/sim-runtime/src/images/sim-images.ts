@@ -3,8 +3,7 @@
  * a "missing image" rule, pulls and removals.
  */
 import { createHash } from 'node:crypto';
-import { CriError } from '../cri-error.js';
-import type { AuthConfig, CriInput, Image } from '../types.js';
+import { CriError, type AuthConfig, type CriInput, type Image } from '@splitlet/cri';
 
 /** A reference split into parts, normalized as containerd does (`busybox` → `docker.io/library/busybox:latest`). */
 export interface ImageReference {

@@ -15,10 +15,19 @@
 import { randomBytes } from 'node:crypto';
 import { hostname as osHostname } from 'node:os';
 import * as path from 'node:path';
-import { CriError, parseCriErrorCode, type CriErrorCode } from '../cri-error.js';
-import { AsyncQueue } from '../async-queue.js';
-import type { CallOptions, ContainerEventStream, CriMethod, ImageService, RuntimeService } from '../services.js';
 import {
+  AsyncQueue,
+  CriError,
+  CriLogWriter,
+  nowNs,
+  parseCriErrorCode,
+  type CallOptions,
+  type ContainerEventStream,
+  type CriErrorCode,
+  type CriMethod,
+  type ImageService,
+  type OutputSink,
+  type RuntimeService,
   ContainerEventType,
   ContainerState,
   PodSandboxState,
@@ -75,11 +84,10 @@ import {
   type StringMap,
   type VersionRequest,
   type VersionResponse,
-} from '../types.js';
-import { ContainerFs } from './container-fs.js';
-import { CriLogWriter, nowNs, type OutputSink } from './cri-log.js';
-import { defaultIsMissingImage, SimImageStore, type ImageReference, type SimPrivateRegistry, type SimRegistry } from './sim-images.js';
-import { ExecNotFoundError, parseSignal, spawnProcess, type SimProcess, type SimSignal } from './sim-process.js';
+} from '@splitlet/cri';
+import { defaultIsMissingImage, SimImageStore, type ImageReference, type SimPrivateRegistry, type SimRegistry } from '../images/sim-images.js';
+import { ContainerFs } from '../process/container-fs.js';
+import { ExecNotFoundError, parseSignal, spawnProcess, type SimProcess, type SimSignal } from '../process/sim-process.js';
 
 /** Added latency per RPC in ms; `default` applies to RPCs without their own entry. */
 export type SimLatency = Partial<Record<CriMethod | 'default', number>>;

@@ -8,9 +8,9 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { isCriError, type ContainerStatus, type CriInput, type ContainerConfig, type ImageService, type PodSandboxConfig, type RuntimeService } from '../src/index.js';
-import type { SimRuntime } from '../src/testing/index.js';
-import { readCriLog } from '../src/testing/index.js';
+import { isCriError, type ContainerStatus, type CriInput, type ContainerConfig, type ImageService, type PodSandboxConfig, type RuntimeService } from '@splitlet/cri';
+import { readCriLog } from '@splitlet/cri/testing';
+import type { SimRuntime } from '../src/simulator.js';
 
 export type Cri = RuntimeService & ImageService;
 

@@ -23,8 +23,8 @@
  *   ──running── (no trap) SIGTERM ignored ── … timeout … ── SIGKILL ──▶ exit 137
  */
 import { ContainerFs, SimFsError, errnoText } from './container-fs.js';
-import type { OutputSink } from './cri-log.js';
-import { parseScript, ShellSyntaxError, type AndOr, type Command, type List, type Pipeline, type Redirect, type SimpleCommand, type Word } from './shell-parser.js';
+import type { OutputSink } from '@splitlet/cri';
+import { parseScript, ShellSyntaxError, type AndOr, type Command, type List, type Pipeline, type Redirect, type SimpleCommand, type Word } from '../shell/shell-parser.js';
 
 /** Signals the simulator can deliver. */
 export type SimSignal = 'HUP' | 'INT' | 'QUIT' | 'KILL' | 'USR1' | 'USR2' | 'TERM';
