@@ -118,9 +118,11 @@ export { GrpcRuntimeService, DEFAULT_CRI_TIMEOUT_MS, criErrorFromGrpc } from './
 export type { GrpcRuntimeServiceOptions } from './grpc-runtime-service.js';
 export { instrument } from './instrument.js';
 export type { InstrumentOptions, CriCallRecord } from './instrument.js';
-export { serveCri } from './serve-cri.js';
-export type { CriServer } from './serve-cri.js';
+export { serveCri, serveCriOwned } from './serve-cri.js';
+export type { CriServer, OwnedCriServer } from './serve-cri.js';
 export { CRI_PROTO_PATH } from './proto.js';
 export { AsyncQueue } from './async-queue.js';
+export { normalizeImageRef } from './image-reference.js';
+export type { ImageReference } from './image-reference.js';
 export { CriLogWriter, formatRfc3339Nano, nowNs } from './cri-log-writer.js';
 export type { OutputSink } from './cri-log-writer.js';

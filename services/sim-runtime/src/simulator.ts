@@ -8,5 +8,5 @@ export { createSimRuntime } from './runtime/sim-runtime.js';
 export type { SimRuntime, SimRuntimeOptions, SimLatency, SimFailure, SimFailures, SimImageConfig, SimCall } from './runtime/sim-runtime.js';
 export { startSimCri } from './runtime/start-sim-cri.js';
 export type { SimCri } from './runtime/start-sim-cri.js';
-export { normalizeImageRef, defaultIsMissingImage, unreachableRegistryError, unauthorizedRegistryError, credentialsForHost } from './images/sim-images.js';
-export type { ImageReference, SimRegistry, SimPrivateRegistry } from './images/sim-images.js';
+export { defaultIsMissingImage, unreachableRegistryError, unauthorizedRegistryError, credentialsForHost } from './images/sim-images.js';
+export type { SimRegistry, SimPrivateRegistry } from './images/sim-images.js';

@@ -43,6 +43,7 @@ import {
   type ExecSyncRequest,
   type ExecSyncResponse,
   type GetEventsRequest,
+  type ImageReference,
   type ImageFsInfoRequest,
   type ImageFsInfoResponse,
   type ImageSpec,
@@ -85,7 +86,7 @@ import {
   type VersionRequest,
   type VersionResponse,
 } from '@splitlet/cri';
-import { defaultIsMissingImage, SimImageStore, type ImageReference, type SimPrivateRegistry, type SimRegistry } from '../images/sim-images.js';
+import { defaultIsMissingImage, SimImageStore, type SimPrivateRegistry, type SimRegistry } from '../images/sim-images.js';
 import { ContainerFs } from '../process/container-fs.js';
 import { ExecNotFoundError, parseSignal, spawnProcess, type SimProcess, type SimSignal } from '../process/sim-process.js';
 
