@@ -34,6 +34,7 @@ await runService({
       latencyMs: cfg.latencyMs,
       failures: cfg.failures,
       podSubnet: cfg.podSubnet,
+      pullBytesPerSecond: cfg.pullBytesPerSecond,
       images: cfg.images,
       imageConfig: cfg.imageConfig,
       registry: cfg.registry,

@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ContainerFs } from '../src/process/container-fs.js';
-import { evalArithmetic, spawnProcess, type SimSignal } from '../src/process/sim-process.js';
+import type { SimSignal } from '../src/process/program.js';
+import { evalArithmetic, spawnProcess } from '../src/process/sim-process.js';
 import { parseScript } from '../src/shell/shell-parser.js';
 
 interface Case {

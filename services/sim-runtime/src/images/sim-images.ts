@@ -5,6 +5,15 @@
 import { createHash } from 'node:crypto';
 import { CriError, normalizeImageRef, type AuthConfig, type CriInput, type Image, type ImageReference } from '@splitlet/cri';
 
+/**
+ * An image's size, derived from its name: about what the real image weighs for a few well-known
+ * ones, else 2–100 MB by a hash of the repository.
+ */
+export function imageSize(ref: ImageReference): number {
+  const known: Readonly<Record<string, number>> = { 'library/busybox': 4_261_550, pause: 311_278, 'library/nginx': 72_099_410, 'library/redis': 45_118_976 };
+  return known[ref.path] ?? 2_000_000 + (parseInt(sha256(`size:${ref.repository}`).slice(0, 8), 16) % 98_000_000);
+}
+
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
@@ -153,7 +162,7 @@ export class SimImageStore {
         id,
         repoTags: new Set(),
         repoDigests: new Set([`${ref.repository}@${manifest}`]),
-        size: 1_000_000 + (parseInt(id.slice(7, 15), 16) % 4_000_000),
+        size: imageSize(ref),
       };
       this.#byId.set(id, rec);
     }
@@ -171,6 +180,24 @@ export class SimImageStore {
     }
     if (this.#all && !this.#removed.has(ref.normalized) && !this.#isMissing(ref)) return this.#materialize(ref);
     return undefined;
+  }
+
+  /**
+   * How long pulling `image` takes at `bytesPerSecond`: 50 ms to resolve the manifest, plus the
+   * transfer of its layers when the image is not present yet (a pull that fails fails in 50 ms).
+   */
+  pullTimeMs(image: string, bytesPerSecond: number): number {
+    const resolve = 50;
+    if (this.#registry === 'unreachable') return 0;
+    let ref: ImageReference;
+    try {
+      ref = normalizeImageRef(image);
+    } catch {
+      return 0;
+    }
+    const present = [...this.#byId.values()].some((r) => r.repoTags.has(ref.normalized) || r.repoDigests.has(ref.normalized));
+    if (present || this.#isMissing(ref)) return resolve;
+    return resolve + Math.round((imageSize(ref) / bytesPerSecond) * 1000);
   }
 
   /** The image for a reference or id, as CRI reports it; undefined when absent. */

@@ -24,21 +24,10 @@
  */
 import { ContainerFs, SimFsError, errnoText } from './container-fs.js';
 import type { OutputSink } from '@splitlet/cri';
+import { defaultAction, Killed, NULL_SINK, parseSignal, raceKill, SIGNUM, sleepMs, type ContainerSetting, type Io, type Program, type ProgramEnv, type SignalRouter, type SimSignal } from './program.js';
+import { httpd, nc, placeholder, wget } from './net-programs.js';
+import { id, whoami } from './system-programs.js';
 import { parseScript, ShellSyntaxError, type AndOr, type Command, type List, type Pipeline, type Redirect, type SimpleCommand, type Word } from '../shell/shell-parser.js';
-
-/** Signals the simulator can deliver. */
-export type SimSignal = 'HUP' | 'INT' | 'QUIT' | 'KILL' | 'USR1' | 'USR2' | 'TERM';
-
-const SIGNUM: Readonly<Record<SimSignal, number>> = { HUP: 1, INT: 2, QUIT: 3, KILL: 9, USR1: 10, USR2: 12, TERM: 15 };
-
-/** Parses `TERM`, `SIGTERM` or `15` (as `trap`, `kill` and an image's StopSignal write them). */
-export function parseSignal(name: string): SimSignal | 'EXIT' | undefined {
-  const upper = name.toUpperCase().replace(/^SIG/, '');
-  if (upper === 'EXIT' || upper === '0') return 'EXIT';
-  if (Object.hasOwn(SIGNUM, upper)) return upper as SimSignal;
-  const n = Number(name);
-  return (Object.keys(SIGNUM) as SimSignal[]).find((s) => SIGNUM[s] === n);
-}
 
 /** Everything a process sees. */
 export interface ProcessContext {
@@ -54,6 +43,8 @@ export interface ProcessContext {
   stdinOpen: boolean;
   /** Aborting it SIGKILLs the process and everything it started. */
   kill: AbortSignal;
+  /** The container's network, user and image programs. @default {@link defaultContainerSetting} */
+  container?: ContainerSetting;
 }
 
 /** A running simulated process. */
@@ -80,11 +71,6 @@ export class ExecNotFoundError extends Error {
 // Plumbing
 // ---------------------------------------------------------------------------------------------
 
-/** Thrown through a process when it is SIGKILLed. */
-class Killed extends Error {
-  override readonly name = 'Killed';
-}
-
 /** `exit n` (or `exec` finishing) unwinding the shell. */
 class ShellExit {
   constructor(readonly status: number) {}
@@ -96,96 +82,6 @@ class LoopControl {
     readonly kind: 'break' | 'continue',
     public levels: number,
   ) {}
-}
-
-interface Io {
-  stdout: OutputSink;
-  stderr: OutputSink;
-  stdin?: string;
-}
-
-const NULL_SINK: OutputSink = { write: () => undefined };
-
-/**
- * Where the main process's signals go; the program running as the main process installs its
- * handler. With no handler a signal is ignored as PID 1, and otherwise has its default action
- * (`terminate`).
- */
-interface SignalRouter {
-  handler: ((sig: SimSignal) => void) | undefined;
-  /** The main process is PID 1 of its own PID namespace. */
-  readonly pid1: boolean;
-  /** The default action of a signal without a handler: ends the whole process (128 + signal number). */
-  readonly terminate: (sig: SimSignal) => void;
-}
-
-/** A signal nobody handles: ignored by PID 1, the default action (terminate) otherwise. */
-function defaultAction(router: SignalRouter, sig: SimSignal): void {
-  if (!router.pid1) router.terminate(sig);
-}
-
-interface ProgramEnv {
-  fs: ContainerFs;
-  hostname: string;
-  cwd: string;
-  env: Map<string, string>;
-  kill: AbortSignal;
-  stdinOpen: boolean;
-  /** Set when this program is PID 1. */
-  router: SignalRouter | undefined;
-}
-
-type Program = (argv: string[], io: Io, env: ProgramEnv) => Promise<number>;
-
-const MAX_TIMEOUT_MS = 2_147_483_647;
-
-/** Resolves after `ms` (Infinity: never), or rejects with Killed when `kill` aborts; the timer is always cleared. */
-function sleepMs(ms: number, kill: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (kill.aborted) {
-      reject(new Killed());
-      return;
-    }
-    let timer: NodeJS.Timeout | undefined;
-    const onKill = (): void => {
-      if (timer !== undefined) clearTimeout(timer);
-      reject(new Killed());
-    };
-    let remaining = ms;
-    const arm = (): void => {
-      if (!Number.isFinite(remaining)) return;
-      const step = Math.min(remaining, MAX_TIMEOUT_MS);
-      remaining -= step;
-      timer = setTimeout(() => {
-        if (remaining > 0) arm();
-        else {
-          kill.removeEventListener('abort', onKill);
-          resolve();
-        }
-      }, step);
-    };
-    kill.addEventListener('abort', onKill, { once: true });
-    arm();
-  });
-}
-
-/** Races `p` against SIGKILL. */
-function raceKill<T>(p: Promise<T>, kill: AbortSignal): Promise<T> {
-  if (kill.aborted) return Promise.reject(new Killed());
-  return new Promise<T>((resolve, reject) => {
-    const onKill = (): void => reject(new Killed());
-    kill.addEventListener('abort', onKill, { once: true });
-    p.then(
-      (v) => {
-        kill.removeEventListener('abort', onKill);
-        resolve(v);
-      },
-      (e: unknown) => {
-        kill.removeEventListener('abort', onKill);
-        reject(e instanceof Error ? e : new Error(String(e)));
-      },
-    );
-  });
 }
 
 function yieldToEventLoop(): Promise<void> {
@@ -489,14 +385,14 @@ const envProgram: Program = async (argv, io, env) => {
   for (const a of assigns) vars.set(a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1));
   const rest = argv.slice(1).filter((a) => !a.includes('=') && a !== '-i');
   if (rest.length > 0) {
-    const name = resolveCommand(rest[0] as string);
-    if (name === undefined) {
+    const program = resolveCommand(rest[0] as string, env.container);
+    if (program === undefined) {
       io.stderr.write(`env: can't execute '${rest[0]}': No such file or directory\n`);
       return 127;
     }
     // env execs the program: it takes over the signals (with no handler of its own yet).
     if (env.router !== undefined) env.router.handler = undefined;
-    return runProgram(name, rest, io, { ...env, env: vars });
+    return runProgram(program, rest, io, { ...env, env: vars });
   }
   io.stdout.write([...vars].map(([k, v]) => `${k}=${v}\n`).join(''));
   return 0;
@@ -664,12 +560,12 @@ const busybox: Program = async (argv, io, env) => {
     io.stdout.write('BusyBox (sim-runtime) multi-call binary.\n');
     return 0;
   }
-  const name = resolveCommand(applet);
-  if (name === undefined || name === 'pause') {
+  const program = applet.includes('/') ? undefined : resolveCommand(applet, env.container);
+  if (program === undefined || program === pause || program === placeholder || env.container.imagePrograms.has(applet)) {
     io.stderr.write(`${applet}: applet not found\n`);
     return 127;
   }
-  return runProgram(name, argv.slice(1), io, env);
+  return runProgram(program, argv.slice(1), io, env);
 };
 
 const PROGRAMS: Readonly<Record<string, Program>> = {
@@ -693,27 +589,39 @@ const PROGRAMS: Readonly<Record<string, Program>> = {
   true: trueProgram,
   false: falseProgram,
   pause,
+  httpd,
+  wget,
+  nc,
+  id,
+  whoami,
 };
 
 const BIN_DIRS = new Set(['/bin', '/sbin', '/usr/bin', '/usr/sbin', '/usr/local/bin']);
 
-/** The program an argv[0] names, or undefined if the simulated image has no such executable. */
-export function resolveCommand(argv0: string): string | undefined {
-  if (argv0 === '/pause') return 'pause';
-  if (argv0.includes('/')) {
-    const slash = argv0.lastIndexOf('/');
-    const dir = argv0.slice(0, slash) || '/';
-    const base = argv0.slice(slash + 1);
-    return BIN_DIRS.has(dir) && base !== 'pause' && Object.hasOwn(PROGRAMS, base) ? base : undefined;
-  }
-  return argv0 !== 'pause' && Object.hasOwn(PROGRAMS, argv0) ? argv0 : undefined;
+/**
+ * The program an argv[0] names in this container, or undefined if its image has no such
+ * executable: a simulated busybox program (bare or under a bin directory), one of the image's own
+ * (`nginx`), or, in an image whose contents are unknown, a long-running placeholder.
+ */
+export function resolveCommand(argv0: string, container: ContainerSetting): Program | undefined {
+  if (argv0 === '/pause') return pause;
+  const slash = argv0.lastIndexOf('/');
+  const dir = slash < 0 ? undefined : argv0.slice(0, slash) || '/';
+  const base = argv0.slice(slash + 1);
+  const own = container.imagePrograms.get(argv0) ?? container.imagePrograms.get(base);
+  if (own !== undefined && (dir === undefined || BIN_DIRS.has(dir) || container.imagePrograms.has(argv0))) return own;
+  if ((dir === undefined || BIN_DIRS.has(dir)) && base !== 'pause' && Object.hasOwn(PROGRAMS, base)) return PROGRAMS[base];
+  return container.unknown === 'placeholder' && base !== '' ? placeholder : undefined;
 }
 
-async function runProgram(name: string, argv: string[], io: Io, env: ProgramEnv): Promise<number> {
-  const program = PROGRAMS[name];
-  if (program === undefined) throw new ExecNotFoundError(argv[0] ?? name);
+async function runProgram(program: Program, argv: string[], io: Io, env: ProgramEnv): Promise<number> {
   if (env.kill.aborted) throw new Killed();
   return program(argv, io, env);
+}
+
+/** The setting of a process started without one (tests): root, loopback, only busybox programs. */
+export function defaultContainerSetting(kill: AbortSignal): ContainerSetting {
+  return { podIp: '127.0.0.1', containerKill: kill, user: { uid: 0, gid: 0, groups: [] }, imagePrograms: new Map(), unknown: 'not-found' };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -997,7 +905,7 @@ class Shell {
       for (const [k, v] of assigns) this.vars.set(k, v);
       return builtin(argv, io);
     }
-    const program = resolveCommand(name);
+    const program = resolveCommand(name, this.env.container);
     if (program === undefined) {
       io.stderr.write(`${this.name}: ${name}: not found\n`);
       return 127;
@@ -1006,7 +914,7 @@ class Shell {
   }
 
   programEnv(env: Map<string, string>, router: SignalRouter | undefined): ProgramEnv {
-    return { fs: this.env.fs, hostname: this.env.hostname, cwd: this.cwd, env, kill: this.env.kill, stdinOpen: false, router };
+    return { container: this.env.container, fs: this.env.fs, hostname: this.env.hostname, cwd: this.cwd, env, kill: this.env.kill, stdinOpen: false, router };
   }
 
   builtin(name: string): ((argv: string[], io: Io) => Promise<number>) | undefined {
@@ -1197,7 +1105,7 @@ class Shell {
   async exec(argv: string[], io: Io): Promise<number> {
     if (argv.length === 1) return 0;
     const target = argv[1] as string;
-    const program = resolveCommand(target);
+    const program = resolveCommand(target, this.env.container);
     if (program === undefined) {
       io.stderr.write(`${this.name}: exec: ${target}: not found\n`);
       throw new ShellExit(127);
@@ -1410,8 +1318,9 @@ export interface SpawnOptions {
 export function spawnProcess(argv: readonly string[], ctx: ProcessContext, options: SpawnOptions): SimProcess {
   const argv0 = argv[0];
   if (argv0 === undefined) throw new ExecNotFoundError('');
-  const name = resolveCommand(argv0);
-  if (name === undefined) throw new ExecNotFoundError(argv0);
+  const container = ctx.container ?? defaultContainerSetting(ctx.kill);
+  const program = resolveCommand(argv0, container);
+  if (program === undefined) throw new ExecNotFoundError(argv0);
   // The default action of a fatal signal: everything the process started ends with it.
   const terminated = new AbortController();
   let fatal: SimSignal | undefined;
@@ -1429,6 +1338,7 @@ export function spawnProcess(argv: readonly string[], ctx: ProcessContext, optio
       : undefined;
   const kill = options.pid1 ? ctx.kill : AbortSignal.any([ctx.kill, terminated.signal]);
   const env: ProgramEnv = {
+    container,
     fs: ctx.fs,
     hostname: ctx.hostname,
     cwd: ctx.cwd,
@@ -1440,7 +1350,7 @@ export function spawnProcess(argv: readonly string[], ctx: ProcessContext, optio
   const io: Io = { stdout: ctx.stdout, stderr: ctx.stderr };
   const exited = (async (): Promise<number> => {
     await Promise.resolve(); // start on the next microtask, after the caller recorded the process
-    return runProgram(name, [...argv], io, env);
+    return runProgram(program, [...argv], io, env);
   })().then(
     (status) => (ctx.kill.aborted ? 137 : fatal !== undefined ? 128 + SIGNUM[fatal] : status),
     (e: unknown) => {

@@ -50,6 +50,7 @@ import {
   type ImageStatusRequest,
   type ImageStatusResponse,
   type LinuxContainerResources,
+  type LinuxContainerSecurityContext,
   type ListContainersRequest,
   type ListContainersResponse,
   type ListImagesRequest,
@@ -88,7 +89,8 @@ import {
 } from '@splitlet/cri';
 import { defaultIsMissingImage, SimImageStore, type SimPrivateRegistry, type SimRegistry } from '../images/sim-images.js';
 import { ContainerFs } from '../process/container-fs.js';
-import { ExecNotFoundError, parseSignal, spawnProcess, type SimProcess, type SimSignal } from '../process/sim-process.js';
+import { parseSignal, type ContainerSetting, type Program, type SimSignal } from '../process/program.js';
+import { ExecNotFoundError, spawnProcess, type SimProcess } from '../process/sim-process.js';
 
 /** Added latency per RPC in ms; `default` applies to RPCs without their own entry. */
 export type SimLatency = Partial<Record<CriMethod | 'default', number>>;
@@ -117,6 +119,14 @@ export interface SimImageConfig {
   workingDir?: string;
   /** The image's StopSignal. @default SIGTERM */
   stopSignal?: string;
+  /** The image's own executables beyond the simulated busybox programs (e.g. `nginx`), by path or name. */
+  programs?: ReadonlyMap<string, Program>;
+  /**
+   * What an executable the simulator does not know does: `not-found` (runc's start error / `sh: x:
+   * not found`, right for busybox images) or `placeholder` (runs until stopped: an image whose
+   * contents are unknown). @default 'not-found'
+   */
+  unknownExecutable?: 'not-found' | 'placeholder';
 }
 
 /** Options of {@link createSimRuntime}. Everything is optional. */
@@ -125,7 +135,10 @@ export interface SimRuntimeOptions {
   latencyMs?: SimLatency;
   /** Injected failures (changeable with `injectFailure`/`clearFailures`). @default none */
   failures?: SimFailures;
-  /** Pod IPs are allocated from it (strings only; no traffic). @default '10.88.0.0/16' */
+  /**
+   * Pod IPs are allocated from it. A loopback range (every 127.x address is local on Linux) makes
+   * them reachable: servers in simulated containers listen on their pod IP. @default '127.77.0.0/16'
+   */
   podSubnet?: string;
   /** Images present from the start, or `'all'` (any reference is present unless `isMissingImage`). @default 'all' */
   images?: readonly string[] | 'all';
@@ -142,6 +155,8 @@ export interface SimRuntimeOptions {
   imageConfig?: (ref: string) => SimImageConfig | undefined;
   /** Random source for `SimFailure.rate`. @default Math.random */
   random?: () => number;
+  /** Simulated pull speed when PullImage has no latency of its own (`latencyMs.PullImage`). @default 100 MB/s */
+  pullBytesPerSecond?: number;
   /** Reported by Version. @default 'splitlet-sim' */
   runtimeName?: string;
   /** Reported by Version. @default '0.1.0' */
@@ -209,6 +224,8 @@ interface ContainerRecord {
    */
   pidNamespace: NamespaceMode;
   stopSignal: SimSignal;
+  /** The container's user, image programs and (once started) network; shared with its ExecSyncs. */
+  setting: Omit<ContainerSetting, 'podIp' | 'containerKill'>;
   mounts: Mount[];
   labels: StringMap;
   annotations: StringMap;
@@ -228,6 +245,17 @@ interface ContainerRecord {
   process: SimProcess | undefined;
   /** Resolves once the container is EXITED (set while it runs). */
   exited: Promise<void> | undefined;
+}
+
+/** The user a container's processes run as: CRI run_as_user / run_as_group / supplemental_groups (root by default). */
+function userOf(sc: CriInput<LinuxContainerSecurityContext> | undefined | null): ContainerSetting['user'] {
+  const n = (v: string | number | undefined | null): number => (v === undefined || v === null || v === '' ? 0 : Number(v));
+  return { uid: n(sc?.runAsUser?.value), gid: n(sc?.runAsGroup?.value), groups: (sc?.supplementalGroups ?? []).map((g) => n(g)) };
+}
+
+/** Where a sandbox's servers listen: its pod IP, or the node's loopback for host-network pods. */
+function podIpOf(sb: { ip: string; hostNetwork: boolean }): string {
+  return sb.hostNetwork || sb.ip === '' ? '127.0.0.1' : sb.ip;
 }
 
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -343,6 +371,7 @@ class SimRuntimeImpl implements SimRuntime {
   readonly #images: SimImageStore;
   readonly #imageConfig: (ref: string) => SimImageConfig | undefined;
   readonly #ips: IpPool;
+  readonly #pullBytesPerSecond: number;
   readonly #runtimeName: string;
   readonly #runtimeVersion: string;
   readonly #sandboxes = new Map<string, SandboxRecord>();
@@ -361,7 +390,8 @@ class SimRuntimeImpl implements SimRuntime {
     this.#random = options.random ?? Math.random;
     this.#images = new SimImageStore({ images: options.images ?? 'all', isMissing: options.isMissingImage ?? defaultIsMissingImage, registry: options.registry ?? 'open', privateRegistries: options.privateRegistries ?? [] });
     this.#imageConfig = options.imageConfig ?? (() => undefined);
-    this.#ips = new IpPool(options.podSubnet ?? '10.88.0.0/16');
+    this.#ips = new IpPool(options.podSubnet ?? '127.77.0.0/16');
+    this.#pullBytesPerSecond = options.pullBytesPerSecond ?? 100_000_000;
     this.#runtimeName = options.runtimeName ?? 'splitlet-sim';
     this.#runtimeVersion = options.runtimeVersion ?? '0.1.0';
   }
@@ -773,6 +803,11 @@ class SimRuntimeImpl implements SimRuntime {
       stdin: config.stdin ?? false,
       pidNamespace: fillNamespaceOption(config.linux?.securityContext?.namespaceOptions).pid,
       stopSignal: stopSignal === undefined || stopSignal === 'EXIT' ? 'TERM' : stopSignal,
+      setting: {
+        user: userOf(config.linux?.securityContext),
+        imagePrograms: imgConfig.programs ?? new Map(),
+        unknown: imgConfig.unknownExecutable ?? 'not-found',
+      },
       mounts,
       labels: stringMap(config.labels),
       annotations: stringMap(config.annotations),
@@ -834,6 +869,7 @@ class SimRuntimeImpl implements SimRuntime {
           stderr: c.log.sink('stderr'),
           stdinOpen: c.stdin,
           kill: kill.signal,
+          container: { ...c.setting, podIp: podIpOf(sb), containerKill: kill.signal },
         },
         { pid1: c.pidNamespace === 'CONTAINER', signals: true },
       );
@@ -935,7 +971,17 @@ class SimRuntimeImpl implements SimRuntime {
     try {
       proc = spawnProcess(
         cmd,
-        { fs: c.fs, hostname: sb.hostname, env: c.env, cwd: c.workingDir, stdout: sink(stdout), stderr: sink(stderr), stdinOpen: false, kill: AbortSignal.any(signals) },
+        {
+          fs: c.fs,
+          hostname: sb.hostname,
+          env: c.env,
+          cwd: c.workingDir,
+          stdout: sink(stdout),
+          stderr: sink(stderr),
+          stdinOpen: false,
+          kill: AbortSignal.any(signals),
+          container: { ...c.setting, podIp: podIpOf(sb), containerKill: c.kill.signal },
+        },
         { pid1: false },
       );
     } catch (e) {
@@ -1014,8 +1060,12 @@ class SimRuntimeImpl implements SimRuntime {
   }
 
   async PullImage(request: CriInput<PullImageRequest>): Promise<PullImageResponse> {
-    await this.#enter('PullImage');
+    this.#record('PullImage');
     const ref = str(request.image?.image);
+    // The pull takes `latencyMs.PullImage` when set, else the simulated transfer of the image's layers.
+    const latency = this.#latency.PullImage ?? (this.#latency.default ?? 0) + (ref === '' ? 0 : this.#images.pullTimeMs(ref, this.#pullBytesPerSecond));
+    await this.#delay(latency);
+    this.#checkFailure('PullImage');
     if (ref === '') throw new CriError('InvalidArgument', 'image spec must not be empty');
     return { imageRef: this.#images.pull(ref, request.auth) };
   }
