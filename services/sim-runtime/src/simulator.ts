@@ -10,3 +10,5 @@ export { startSimCri } from './runtime/start-sim-cri.js';
 export type { SimCri } from './runtime/start-sim-cri.js';
 export { defaultIsMissingImage, unreachableRegistryError, unauthorizedRegistryError, credentialsForHost } from './images/sim-images.js';
 export type { SimRegistry, SimPrivateRegistry } from './images/sim-images.js';
+export { SIMULATED_APPLETS } from './process/sim-process.js';
+export { knownImageConfig } from './images/known-images.js';

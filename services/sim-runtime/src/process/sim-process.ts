@@ -27,6 +27,7 @@ import type { OutputSink } from '@splitlet/cri';
 import { defaultAction, Killed, NULL_SINK, parseSignal, raceKill, SIGNUM, sleepMs, type ContainerSetting, type Io, type Program, type ProgramEnv, type SignalRouter, type SimSignal } from './program.js';
 import { httpd, nc, placeholder, wget } from './net-programs.js';
 import { id, whoami } from './system-programs.js';
+import { BUSYBOX_APPLETS } from '@splitlet/images';
 import { parseScript, ShellSyntaxError, type AndOr, type Command, type List, type Pipeline, type Redirect, type SimpleCommand, type Word } from '../shell/shell-parser.js';
 
 /** Everything a process sees. */
@@ -610,8 +611,21 @@ export function resolveCommand(argv0: string, container: ContainerSetting): Prog
   const base = argv0.slice(slash + 1);
   const own = container.imagePrograms.get(argv0) ?? container.imagePrograms.get(base);
   if (own !== undefined && (dir === undefined || BIN_DIRS.has(dir) || container.imagePrograms.has(argv0))) return own;
-  if ((dir === undefined || BIN_DIRS.has(dir)) && base !== 'pause' && Object.hasOwn(PROGRAMS, base)) return PROGRAMS[base];
-  return container.unknown === 'placeholder' && base !== '' ? placeholder : undefined;
+  const inBin = dir === undefined || BIN_DIRS.has(dir);
+  if (inBin && base !== 'pause' && Object.hasOwn(PROGRAMS, base)) return PROGRAMS[base];
+  if (container.unknown === 'placeholder') return base !== '' ? placeholder : undefined;
+  return inBin && OFFICIAL_APPLETS.has(base) ? notSimulated : undefined;
+}
+
+const OFFICIAL_APPLETS: ReadonlySet<string> = new Set(BUSYBOX_APPLETS);
+
+/** The busybox applets the simulator runs (each one is an applet of the official busybox image). */
+export const SIMULATED_APPLETS: readonly string[] = Object.keys(PROGRAMS).filter((p) => p !== 'pause' && p !== 'busybox');
+
+/** An applet busybox has and the simulator does not simulate: a clear error instead of a wrong result. */
+const notSimulated: Program = async (argv, io) => {
+  io.stderr.write(`sim-runtime: ${argv[0] ?? ''}: busybox has this applet but the simulator does not simulate it (see services/sim-runtime/README.md)\n`);
+  return 127;
 }
 
 async function runProgram(program: Program, argv: string[], io: Io, env: ProgramEnv): Promise<number> {

@@ -316,7 +316,7 @@ function matchesLabels(labels: StringMap, selector: CriInput<StringMap> | undefi
   return Object.entries(stringMap(selector)).every(([k, v]) => labels[k] === v);
 }
 
-/** A pool of IPv4 addresses from a CIDR, handed out in order (like host-local), skipping the network, gateway (.1) and broadcast. */
+/** A pool of IPv4 addresses from a CIDR, handed out in order from a random start, skipping the network, gateway (.1) and broadcast. */
 class IpPool {
   readonly #first: number;
   readonly #last: number;
@@ -333,7 +333,9 @@ class IpPool {
     const network = ip - (ip % size);
     this.#first = network + 2;
     this.#last = network + size - 2;
-    this.#next = this.#first;
+    // A random start: simulators on one machine share the loopback range (their servers listen on
+    // real pod IPs), so they should not all hand out .2 first.
+    this.#next = this.#first + Math.floor(Math.random() * (this.#last - this.#first + 1));
   }
 
   static format(n: number): string {
