@@ -12,7 +12,8 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ContainerFs } from '../src/process/container-fs.js';
 import type { SimSignal } from '../src/process/program.js';
-import { evalArithmetic, spawnProcess } from '../src/process/sim-process.js';
+import { spawnProcess } from '../src/process/sim-process.js';
+import { evalArithmetic } from '../src/shell/shell.js';
 import { parseScript } from '../src/shell/shell-parser.js';
 
 interface Case {

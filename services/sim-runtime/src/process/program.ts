@@ -134,3 +134,9 @@ export function raceKill<T>(p: Promise<T>, kill: AbortSignal): Promise<T> {
     );
   });
 }
+
+/** Runs a program unless the process was SIGKILLed already. */
+export async function runProgram(program: Program, argv: string[], io: Io, env: ProgramEnv): Promise<number> {
+  if (env.kill.aborted) throw new Killed();
+  return program(argv, io, env);
+}
