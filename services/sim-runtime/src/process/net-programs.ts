@@ -9,7 +9,7 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import * as posix from 'node:path/posix';
 import { SimFsError } from './container-fs.js';
-import { defaultAction, raceKill, type Io, type Program, type ProgramEnv } from './program.js';
+import { defaultAction, raceKill, type Io, type ProcessEntry, type Program, type ProgramEnv } from './program.js';
 
 /** Listens on `host:port`; rejects with the socket error (EADDRINUSE, EACCES…). */
 function listen(server: net.Server, host: string, port: number): Promise<void> {
@@ -35,6 +35,18 @@ function closeOn(server: net.Server, signal: AbortSignal, sockets: Set<net.Socke
   };
   if (signal.aborted) close();
   else signal.addEventListener('abort', close, { once: true });
+}
+
+/**
+ * A daemonized server: it serves until the container stops or a signal (`killall NAME`) ends it,
+ * listed in the container's process table meanwhile.
+ */
+function daemonize(server: net.Server, env: ProgramEnv, name: string): void {
+  const stop = new AbortController();
+  const entry: ProcessEntry = { name, signal: () => stop.abort() };
+  env.container.processes.add(entry);
+  server.on('close', () => env.container.processes.delete(entry));
+  closeOn(server, AbortSignal.any([stop.signal, env.container.containerKill]));
 }
 
 /** `errno` text as busybox prints it. */
@@ -140,7 +152,7 @@ export const httpd: Program = async (argv, io, env) => {
     return 1;
   }
   if (!foreground) {
-    closeOn(server, env.container.containerKill);
+    daemonize(server, env, 'httpd');
     return 0;
   }
   const stop = new AbortController();
@@ -363,7 +375,7 @@ export const nginx: Program = async (argv, io, env) => {
   }
   io.stderr.write('nginx: [notice] start worker processes\n');
   if (daemon) {
-    closeOn(server, env.container.containerKill);
+    daemonize(server, env, 'nginx');
     return 0;
   }
   const stop = new AbortController();

@@ -68,6 +68,14 @@ export interface ContainerSetting {
    * or `placeholder` (an image whose contents are unknown: it runs as a long-running process).
    */
   readonly unknown: 'not-found' | 'placeholder';
+  /** The container's running programs, by name (what `killall` signals). */
+  readonly processes: Set<ProcessEntry>;
+}
+
+/** A running program of a container, as `killall` sees it. */
+export interface ProcessEntry {
+  readonly name: string;
+  signal(sig: SimSignal): void;
 }
 
 export interface ProgramEnv {
@@ -135,8 +143,35 @@ export function raceKill<T>(p: Promise<T>, kill: AbortSignal): Promise<T> {
   });
 }
 
-/** Runs a program unless the process was SIGKILLed already. */
+/**
+ * Runs a program (unless the process was SIGKILLed already), listed in its container's process
+ * table while it runs. A signal sent to it (`killall`) goes to PID 1's handler (PID 1 ignores one it
+ * has no handler for, even SIGKILL from inside its namespace), and otherwise ends it with 128 + n.
+ */
 export async function runProgram(program: Program, argv: string[], io: Io, env: ProgramEnv): Promise<number> {
   if (env.kill.aborted) throw new Killed();
-  return program(argv, io, env);
+  const router = env.router;
+  const term = new AbortController();
+  let fatal: SimSignal | undefined;
+  const entry: ProcessEntry = {
+    name: (argv[0] ?? '').slice((argv[0] ?? '').lastIndexOf('/') + 1),
+    signal: (sig) => {
+      if (router !== undefined) {
+        if (router.handler !== undefined) router.handler(sig);
+        else defaultAction(router, sig);
+      } else if (fatal === undefined) {
+        fatal = sig;
+        term.abort();
+      }
+    },
+  };
+  env.container.processes.add(entry);
+  try {
+    return await program(argv, io, router !== undefined ? env : { ...env, kill: AbortSignal.any([env.kill, term.signal]) });
+  } catch (e) {
+    if (e instanceof Killed && fatal !== undefined && !env.kill.aborted) return 128 + SIGNUM[fatal];
+    throw e;
+  } finally {
+    env.container.processes.delete(entry);
+  }
 }

@@ -29,7 +29,7 @@ import { cat, date, echo, falseProgram, hostname, mkdir, pause, printenv, printf
 import { fsErrorText, type ContainerFs } from './container-fs.js';
 import { httpd, nc, placeholder, wget } from './net-programs.js';
 import { defaultAction, Killed, runProgram, SIGNUM, sleepMs, type ContainerSetting, type Io, type Program, type ProgramEnv, type SignalRouter, type SimSignal } from './program.js';
-import { id, whoami } from './system-programs.js';
+import { id, killall, whoami } from './system-programs.js';
 
 /** Everything a process sees. */
 export interface ProcessContext {
@@ -179,6 +179,7 @@ const PROGRAMS: Readonly<Record<string, Program>> = {
   nc,
   id,
   whoami,
+  killall,
 };
 
 const BIN_DIRS = new Set(['/bin', '/sbin', '/usr/bin', '/usr/sbin', '/usr/local/bin']);
@@ -215,7 +216,7 @@ const notSimulated: Program = async (argv, io) => {
 
 /** The setting of a process started without one (tests): root, loopback, only busybox programs. */
 export function defaultContainerSetting(kill: AbortSignal): ContainerSetting {
-  return { podIp: '127.0.0.1', containerKill: kill, user: { uid: 0, gid: 0, groups: [] }, imagePrograms: new Map(), unknown: 'not-found' };
+  return { podIp: '127.0.0.1', containerKill: kill, user: { uid: 0, gid: 0, groups: [] }, imagePrograms: new Map(), unknown: 'not-found', processes: new Set() };
 }
 
 // ---------------------------------------------------------------------------------------------

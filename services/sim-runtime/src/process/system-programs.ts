@@ -1,7 +1,7 @@
 /**
- * Simulated busybox applets about the process's identity: `id`, `whoami`.
+ * Simulated busybox applets about processes and identity: `id`, `whoami`, `killall`.
  */
-import type { Program } from './program.js';
+import { parseSignal, type Program, type SimSignal } from './program.js';
 
 /** Names of the users and groups of the local busybox image's /etc/passwd and /etc/group. */
 const NAMES: Readonly<Record<number, string>> = { 0: 'root', 65534: 'nobody' };
@@ -36,4 +36,33 @@ export const whoami: Program = async (_argv, io, env) => {
   }
   io.stdout.write(`${name}\n`);
   return 0;
+};
+
+/** `killall [-SIG] NAME...`: signals the container's processes of that name (SIGTERM by default). */
+export const killall: Program = async (argv, io, env) => {
+  let names = argv.slice(1);
+  let sig: SimSignal = 'TERM';
+  if (names[0]?.startsWith('-') === true) {
+    const parsed = parseSignal(names[0].slice(1));
+    if (parsed === undefined || parsed === 'EXIT') {
+      io.stderr.write(`killall: bad signal name '${names[0].slice(1)}'\n`);
+      return 1;
+    }
+    sig = parsed;
+    names = names.slice(1);
+  }
+  if (names.length === 0) {
+    io.stderr.write('BusyBox multi-call binary.\n\nUsage: killall [-l] [-q] [-SIG] PROCESS_NAME...\n');
+    return 1;
+  }
+  let status = 0;
+  for (const name of names) {
+    const targets = [...env.container.processes].filter((p) => p.name === name);
+    if (targets.length === 0) {
+      io.stderr.write(`killall: ${name}: no process killed\n`);
+      status = 1;
+    }
+    for (const p of targets) p.signal(sig);
+  }
+  return status;
 };

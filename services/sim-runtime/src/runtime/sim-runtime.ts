@@ -763,6 +763,7 @@ class SimRuntimeImpl implements SimRuntime {
         user: userOf(config.linux?.securityContext),
         imagePrograms: imgConfig.programs ?? new Map(),
         unknown: imgConfig.unknownExecutable ?? 'not-found',
+        processes: new Set(),
       },
       mounts,
       labels: stringMap(config.labels),
