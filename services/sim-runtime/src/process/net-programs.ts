@@ -370,7 +370,7 @@ export const nginx: Program = async (argv, io, env) => {
   try {
     await listen(server, env.container.podIp, 80);
   } catch (e) {
-    io.stderr.write(`nginx: [emerg] bind() to 0.0.0.0:80 failed (${(e as NodeJS.ErrnoException).errno ?? ''}: ${socketError(e)})\n`);
+    io.stderr.write(`nginx: [emerg] bind() to 0.0.0.0:80 failed (${Math.abs((e as NodeJS.ErrnoException).errno ?? 0)}: ${socketError(e)})\n`);
     return 1;
   }
   io.stderr.write('nginx: [notice] start worker processes\n');
