@@ -195,7 +195,8 @@ function podContract(runtime: RuntimeName, skip: string | undefined): void {
     before(async () => {
       const t0 = performance.now();
       stateDir = mkdtempSync(join(tmpdir(), `splitlet-contract-${runtime}-`));
-      s = await startSplitlet({ nodeName: NODE, podWorkers: 2, args: ['--runtime', runtime], stateDir });
+      // The local containerd has no registry; the simulator imitates that node (its default is a reachable registry).
+      s = await startSplitlet({ nodeName: NODE, podWorkers: 2, args: ['--runtime', runtime], stateDir, ...(runtime === 'sim' ? { env: { SIM_REGISTRY: 'unreachable' } } : {}) });
       diag('startupMs', Math.round(performance.now() - t0));
       manifests = join(s.stateDir, 'manifests');
       const info = s.info() as unknown as InstanceInfo;

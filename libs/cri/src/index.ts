@@ -1,6 +1,7 @@
 /**
  * `@splitlet/cri`: the CRI v1 client splitlet uses to drive a container runtime, and the server glue
- * to put any implementation behind gRPC.
+ * to put any implementation behind gRPC (plus what an implementation needs: `AsyncQueue` for the
+ * event stream, `CriLogWriter` for container log files).
  */
 export {
   Protocol,
@@ -119,6 +120,11 @@ export { parseCriLogLine } from './cri-log.js';
 export type { CriLogRecord } from './cri-log.js';
 export { instrument } from './instrument.js';
 export type { InstrumentOptions, CriCallRecord } from './instrument.js';
-export { serveCri } from './serve-cri.js';
-export type { CriServer } from './serve-cri.js';
+export { serveCri, serveCriOwned } from './serve-cri.js';
+export type { CriServer, OwnedCriServer } from './serve-cri.js';
 export { CRI_PROTO_PATH } from './proto.js';
+export { AsyncQueue } from './async-queue.js';
+export { normalizeImageRef } from './image-reference.js';
+export type { ImageReference } from './image-reference.js';
+export { CriLogWriter, formatRfc3339Nano, nowNs } from './cri-log-writer.js';
+export type { OutputSink } from './cri-log-writer.js';

@@ -2,7 +2,9 @@
  * serveCri(): puts any RuntimeService & ImageService implementation behind a real gRPC server on a
  * unix socket, so a CRI client (splitlet's, crictl, a kubelet) can talk to it.
  */
-import { lstatSync, unlinkSync } from 'node:fs';
+import { lstatSync, mkdtempSync, rmSync, unlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { GrpcStatusOf, isCriError, parseCriErrorCode } from './cri-error.js';
 import { loadCriServices } from './proto.js';
@@ -153,4 +155,44 @@ function removeStaleSocket(path: string): void {
   }
   if (!isSocket) throw new Error(`cannot serve CRI on ${path}: the path exists and is not a socket`);
   unlinkSync(path);
+}
+
+/** A CRI implementation served on a socket by {@link serveCriOwned}, closed together with its server. */
+export interface OwnedCriServer {
+  readonly server: CriServer;
+  /** `unix:///…/cri.sock`: pass it to `GrpcRuntimeService.connect({ endpoint })`. */
+  readonly endpoint: string;
+  /** Closes the server, then the implementation, then removes the temp directory. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `impl` on `socketPath`, by default `cri.sock` in a new temp directory (removed on close),
+ * and ties `closeImpl` to the server's close: the helper behind `startFakeCri` (tests) and the
+ * simulator's `startSimCri`. If serving fails, `closeImpl` runs and the error is rethrown.
+ */
+export async function serveCriOwned(impl: RuntimeService & ImageService, closeImpl: () => Promise<void>, socketPath?: string): Promise<OwnedCriServer> {
+  const dir = socketPath === undefined ? mkdtempSync(path.join(tmpdir(), 'splitlet-cri-')) : undefined;
+  const removeDir = (): void => {
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  };
+  let server: CriServer;
+  try {
+    server = await serveCri(impl, socketPath ?? path.join(dir as string, 'cri.sock'));
+  } catch (e) {
+    await closeImpl();
+    removeDir();
+    throw e;
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    server,
+    endpoint: server.endpoint,
+    close: () =>
+      (closing ??= (async () => {
+        await server.close(100);
+        await closeImpl();
+        removeDir();
+      })()),
+  };
 }

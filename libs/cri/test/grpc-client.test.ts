@@ -6,23 +6,23 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as protoLoader from '@grpc/proto-loader';
 import { CRI_PROTO_PATH, CriError, GrpcRuntimeService, isCriError, serveCri, type ImageService, type RuntimeService } from '../src/index.js';
-import { createSimRuntime, startSimCri, type SimCri } from '../src/testing/index.js';
+import { createFakeRuntime, startFakeCri, type FakeCri } from '../src/testing/index.js';
 
 describe('GrpcRuntimeService', () => {
-  let simCri: SimCri;
+  let cri: FakeCri;
   let client: GrpcRuntimeService;
 
   before(async () => {
-    simCri = await startSimCri();
-    client = await GrpcRuntimeService.connect({ endpoint: simCri.endpoint });
+    cri = await startFakeCri();
+    client = await GrpcRuntimeService.connect({ endpoint: cri.endpoint });
   });
   after(async () => {
     client.close();
-    await simCri.close();
+    await cri.close();
   });
 
   it('fails a call past its deadline with DeadlineExceeded (retryable)', async () => {
-    simCri.sim.setLatency({ ListPodSandbox: 2000 });
+    cri.fake.setLatency({ ListPodSandbox: 2000 });
     try {
       await assert.rejects(client.ListPodSandbox({}, { deadlineMs: 50 }), (e: unknown) => {
         assert.ok(isCriError(e, 'DeadlineExceeded'), String(e));
@@ -32,23 +32,23 @@ describe('GrpcRuntimeService', () => {
         return true;
       });
     } finally {
-      simCri.sim.setLatency({ ListPodSandbox: 0 });
+      cri.fake.setLatency({ ListPodSandbox: 0 });
     }
   });
 
   it('applies the client default timeout when a call gives none', async () => {
-    const short = await GrpcRuntimeService.connect({ endpoint: simCri.endpoint, timeoutMs: 50 });
-    simCri.sim.setLatency({ ImageFsInfo: 2000 });
+    const short = await GrpcRuntimeService.connect({ endpoint: cri.endpoint, timeoutMs: 50 });
+    cri.fake.setLatency({ ImageFsInfo: 2000 });
     try {
       await assert.rejects(short.ImageFsInfo({}), (e) => isCriError(e, 'DeadlineExceeded'));
     } finally {
-      simCri.sim.setLatency({ ImageFsInfo: 0 });
+      cri.fake.setLatency({ ImageFsInfo: 0 });
       short.close();
     }
   });
 
   it('cancels a call when its signal aborts (Canceled)', async () => {
-    simCri.sim.setLatency({ Status: 2000 });
+    cri.fake.setLatency({ Status: 2000 });
     const abort = new AbortController();
     const call = client.Status({}, { signal: abort.signal });
     abort.abort();
@@ -56,12 +56,12 @@ describe('GrpcRuntimeService', () => {
       await assert.rejects(call, (e) => isCriError(e, 'Canceled'));
       await assert.rejects(client.Status({}, { signal: abort.signal }), (e) => isCriError(e, 'Canceled'));
     } finally {
-      simCri.sim.setLatency({ Status: 0 });
+      cri.fake.setLatency({ Status: 0 });
     }
   });
 
   it('carries injected error codes and messages through gRPC', async () => {
-    simCri.sim.injectFailure('RunPodSandbox', { code: 'FailedPrecondition', message: 'no CNI config', times: 1 });
+    cri.fake.injectFailure('RunPodSandbox', { code: 'FailedPrecondition', message: 'no CNI config', times: 1 });
     await assert.rejects(client.RunPodSandbox({ config: { metadata: { name: 'a', namespace: 'b', uid: 'c' } } }), (e: unknown) => {
       assert.ok(isCriError(e, 'FailedPrecondition'));
       assert.equal((e as CriError).details, 'no CNI config');
@@ -89,7 +89,7 @@ describe('GrpcRuntimeService', () => {
   });
 
   it('fails every call after close with Unavailable', async () => {
-    const other = await GrpcRuntimeService.connect({ endpoint: simCri.endpoint });
+    const other = await GrpcRuntimeService.connect({ endpoint: cri.endpoint });
     other.close();
     other.close();
     await assert.rejects(other.Version({}), (e) => isCriError(e, 'Unavailable'));
@@ -115,13 +115,13 @@ describe('GrpcRuntimeService.connect', () => {
   });
 
   it('accepts a bare socket path', async () => {
-    const simCri = await startSimCri();
+    const cri = await startFakeCri();
     try {
-      const c = await GrpcRuntimeService.connect({ endpoint: simCri.server.socketPath });
+      const c = await GrpcRuntimeService.connect({ endpoint: cri.server.socketPath });
       assert.equal((await c.Version({})).runtimeApiVersion, 'v1');
       c.close();
     } finally {
-      await simCri.close();
+      await cri.close();
     }
   });
 });
@@ -131,14 +131,14 @@ describe('serveCri', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'cri-serve-'));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const socketPath = path.join(dir, 'cri.sock');
-    const sim = createSimRuntime();
+    const fake = createFakeRuntime();
     const overrides: Record<string, unknown> = {
       Version: async () => Promise.reject(new TypeError('boom')),
       Status: () => {
         throw new CriError('Unimplemented', 'not here');
       },
     };
-    const broken = new Proxy(sim, {
+    const broken = new Proxy(fake, {
       get: (target, prop) => (typeof prop === 'string' && prop in overrides ? overrides[prop] : (Reflect.get(target, prop) as () => unknown).bind(target)),
     }) as RuntimeService & ImageService;
     const server = await serveCri(broken, socketPath);
@@ -150,12 +150,12 @@ describe('serveCri', () => {
     } finally {
       c.close();
       await server.close();
-      await sim.close();
+      await fake.close();
     }
     assert.throws(() => rmSync(socketPath), /ENOENT/);
     const file = path.join(dir, 'plain-file');
     writeFileSync(file, '');
-    await assert.rejects(serveCri(sim, file), /not a socket/);
+    await assert.rejects(serveCri(fake, file), /not a socket/);
   });
 });
 

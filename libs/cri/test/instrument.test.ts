@@ -4,20 +4,20 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { CriMethods, GrpcRuntimeService, criFullMethodName, criOperationType, instrument, isCriError, type CriCallRecord, type CriMethod } from '../src/index.js';
-import { createSimRuntime, startSimCri, type SimCri } from '../src/testing/index.js';
+import { createFakeRuntime, startFakeCri, type FakeCri } from '../src/testing/index.js';
 
 describe('instrument', () => {
   const exporter = new InMemorySpanExporter();
   const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
   const tracer = provider.getTracer('test');
-  let simCri: SimCri;
+  let cri: FakeCri;
   let client: GrpcRuntimeService;
   let calls: CriCallRecord[];
   let rt: GrpcRuntimeService;
 
   before(async () => {
-    simCri = await startSimCri();
-    client = await GrpcRuntimeService.connect({ endpoint: simCri.endpoint });
+    cri = await startFakeCri();
+    client = await GrpcRuntimeService.connect({ endpoint: cri.endpoint });
     rt = instrument(client, { tracer, onCall: (c) => calls.push(c) });
   });
   beforeEach(() => {
@@ -26,7 +26,7 @@ describe('instrument', () => {
   });
   after(async () => {
     rt.close(); // a non-RPC member passes through, bound to the client
-    await simCri.close();
+    await cri.close();
     await provider.shutdown();
   });
 
@@ -86,16 +86,16 @@ describe('instrument', () => {
     assert.equal(calls.at(-1)?.operation, 'get_container_events');
   });
 
-  it('wraps any implementation, e.g. the simulator in-process, and survives a throwing hook', async () => {
-    const sim = createSimRuntime();
-    const wrapped = instrument(sim, {
+  it('wraps any implementation, e.g. the fake in-process, and survives a throwing hook', async () => {
+    const fake = createFakeRuntime();
+    const wrapped = instrument(fake, {
       tracer,
       onCall: () => {
         throw new Error('metrics are down');
       },
     });
     assert.equal((await wrapped.Version({})).runtimeApiVersion, 'v1');
-    wrapped.setLatency({ Version: 0 }); // a simulator knob, passed through
+    wrapped.setLatency({ Version: 0 }); // a fake knob, passed through
     await wrapped.close();
     assert.deepEqual(
       exporter.getFinishedSpans().map((s) => s.name),

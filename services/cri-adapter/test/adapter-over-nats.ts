@@ -7,7 +7,8 @@ import { trace } from '@opentelemetry/api';
 import { RuntimeKillPodReply, RuntimeKillPodRequest, RuntimeSyncPodReply, RuntimeSyncPodRequest, Subjects, type BoundPod } from '@splitlet/api';
 import { connectBus, type NatsBus } from '@splitlet/bus';
 import { GrpcRuntimeService, instrument } from '@splitlet/cri';
-import { startSimCri, type SimCri } from '@splitlet/cri/testing';
+import { startFakeCri, type FakeCri } from '@splitlet/cri/testing';
+import { testPrograms } from './programs.js';
 import { FakeClock } from '@splitlet/service/testing';
 import { createLogger } from '@splitlet/telemetry';
 import { makeTempDir, startNatsServer, type NatsServer, type TempDir } from '@splitlet/testkit';
@@ -32,7 +33,7 @@ export interface AdapterOverNatsOptions {
 
 /** A running adapter and its caller. */
 export interface AdapterOverNats {
-  readonly sim: SimCri;
+  readonly sim: FakeCri;
   readonly logs: TempDir;
   readonly caller: NatsBus;
   readonly client: GrpcRuntimeService;
@@ -53,7 +54,7 @@ export interface AdapterOverNats {
 export async function startAdapterOverNats(o: AdapterOverNatsOptions): Promise<AdapterOverNats> {
   const stop = new AbortController();
   const nats: NatsServer = o.nats ?? (await startNatsServer());
-  const sim = await startSimCri();
+  const sim = await startFakeCri({ programs: testPrograms });
   const logs = await makeTempDir(o.logPrefix);
   const bus = await connectBus({ servers: nats.url, process: 'cri-adapter', node: o.node, logger });
   const caller = await connectBus({ servers: nats.url, process: o.caller, node: o.node, logger, provision: false });

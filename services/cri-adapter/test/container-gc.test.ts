@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { trace } from '@opentelemetry/api';
 import type { ContainerGCPolicy } from '@splitlet/api';
 import type { ContainerState, CriInput, PodSandboxConfig } from '@splitlet/cri';
-import { createSimRuntime, type SimRuntime } from '@splitlet/cri/testing';
+import { createFakeRuntime, type FakeRuntimeService } from '@splitlet/cri/testing';
 import { Backoff, KubeletPeriods } from '@splitlet/kube';
 import { KeyedMutex } from '@splitlet/service';
 import { FakeClock } from '@splitlet/service/testing';
@@ -26,6 +26,7 @@ import { noopKubeRuntimeMetrics } from '../src/kuberuntime/metrics.js';
 import { KubeGenericRuntimeManager } from '../src/kuberuntime/runtime-manager.js';
 import { RuntimeStatusReader } from '../src/kuberuntime/runtime-status-reader.js';
 import type { PodEvent } from '../src/ports.js';
+import { testPrograms } from './programs.js';
 
 /** Error logs of the GC, for the kubelet's texts. */
 const logLines: string[] = [];
@@ -38,7 +39,7 @@ type SimState = 'exited' | 'running' | 'created';
 
 /** A CRI simulator with pods laid out as the kubelet would, and a ContainerGC over it. */
 class World {
-  readonly sim: SimRuntime;
+  readonly sim: FakeRuntimeService;
   readonly logs: TempDir;
   readonly clock: FakeClock;
   readonly events: PodEvent[] = [];
@@ -51,7 +52,7 @@ class World {
 
   constructor(logs: TempDir) {
     this.logs = logs;
-    this.sim = createSimRuntime();
+    this.sim = createFakeRuntime({ programs: testPrograms });
     // GC runs a minute after everything was created (MinAge cases move the clock themselves).
     this.clock = new FakeClock(Date.now() + 60_000);
     const unknown = this.unknown;
@@ -61,7 +62,7 @@ class World {
         const v: unknown = Reflect.get(target, prop, receiver);
         if (typeof v !== 'function') return v;
         if (prop === 'ListContainers') {
-          return async (req: Parameters<SimRuntime['ListContainers']>[0]) => {
+          return async (req: Parameters<FakeRuntimeService['ListContainers']>[0]) => {
             const r = await target.ListContainers(req);
             return { containers: r.containers.map((c) => (unknown.has(c.id) ? { ...c, state: 'CONTAINER_UNKNOWN' as ContainerState } : c)) };
           };

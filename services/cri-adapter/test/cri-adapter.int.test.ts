@@ -119,11 +119,11 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
         { name: 'side', image: 'busybox:1.36' },
       ],
     });
-    const before = h.sim.sim.calls().filter((c) => isMutatingCriMethod(c.method)).length;
+    const before = h.sim.fake.calls().filter((c) => isMutatingCriMethod(c.method)).length;
     const eventsBefore = eventsOf(pod).length;
     const reply = await h.syncPod(pod);
     assert.deepEqual(reply.results, []);
-    assert.equal(h.sim.sim.calls().filter((c) => isMutatingCriMethod(c.method)).length, before);
+    assert.equal(h.sim.fake.calls().filter((c) => isMutatingCriMethod(c.method)).length, before);
     assert.equal(reply.podStatus.containers.length, 2);
     assert.equal(reply.podStatus.sandboxes.length, 1);
     assert.equal(eventsOf(pod).length, eventsBefore);

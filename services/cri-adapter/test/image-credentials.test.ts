@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { CriError, instrument, type AuthConfig, type CriInput, type ImageService } from '@splitlet/cri';
-import { createSimRuntime } from '@splitlet/cri/testing';
+import { createFakeRuntime } from '@splitlet/cri/testing';
 import { Backoff } from '@splitlet/kube';
 import { FakeClock } from '@splitlet/service/testing';
 import { createLogger } from '@splitlet/telemetry';
@@ -42,7 +42,13 @@ function dockerSecret(name: string, auths: Record<string, { username: string; pa
 
 /** The image manager over the simulator (behind the real CRI instrumentation), capturing logs, spans and events. */
 function setup(nodeKeyring: NodeKeyringProvider | undefined) {
-  const sim = createSimRuntime({ images: [], registry: 'open', privateRegistries: [{ host: REGISTRY, pathPrefix: 'private/', username: 'alice', password: PASSWORD }] });
+  // A registry with Basic auth on `private/`: a pull without alice's password gets containerd's 401 text.
+  const sim = createFakeRuntime({
+    images: [],
+    onPull: (image, auth) => {
+      if (image.startsWith(`${REGISTRY}/private/`) && (auth?.username !== 'alice' || auth.password !== PASSWORD)) throw new CriError('Unknown', UNAUTHORIZED.replace(/^rpc error: code = Unknown desc = /, '').replaceAll(IMAGE, image).replace('[manifests 1.0]', `[manifests ${image.split(':').pop() ?? ''}]`));
+    },
+  });
   const auths: (CriInput<AuthConfig> | null | undefined)[] = [];
   const recording: ImageService = new Proxy(sim, {
     get(target, prop, receiver) {

@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { RuntimeSyncPodReply, RuntimeSyncPodRequest, Subjects } from '@splitlet/api';
 import { connectBus, type NatsBus } from '@splitlet/bus';
-import { startSimCri, type SimCri } from '@splitlet/cri/testing';
+import { startFakeCri, type FakeCri } from '@splitlet/cri/testing';
 import { createLogger } from '@splitlet/telemetry';
 import { eventually, makeTempDir, spawnProcess, startNatsServer, type NatsServer, type SpawnedProcess, type TempDir } from '@splitlet/testkit';
 import { aPod } from './fixtures.js';
@@ -20,14 +20,14 @@ const NODE = 'proc-node';
 
 describe('cri-adapter process', { skip: existsSync(MAIN) ? false : 'dist/main.js missing: run npx tsc -b services/cri-adapter' }, () => {
   let nats: NatsServer;
-  let sim: SimCri;
+  let sim: FakeCri;
   let dir: TempDir;
   let proc: SpawnedProcess;
   let caller: NatsBus;
 
   before(async () => {
     nats = await startNatsServer();
-    sim = await startSimCri();
+    sim = await startFakeCri();
     dir = await makeTempDir('cri-adapter-proc-');
     proc = await spawnProcess({
       cmd: process.execPath,

@@ -9,7 +9,7 @@ import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import { context, trace } from '@opentelemetry/api';
 import type { BoundPod, RuntimePodStatus } from '@splitlet/api';
 import { instrument } from '@splitlet/cri';
-import { createSimRuntime, readCriLog, type SimRuntime } from '@splitlet/cri/testing';
+import { createFakeRuntime, readCriLog, type FakeRuntimeService } from '@splitlet/cri/testing';
 import { Backoff, KubeletPeriods } from '@splitlet/kube';
 import { FakeClock } from '@splitlet/service/testing';
 import { createLogger } from '@splitlet/telemetry';
@@ -23,6 +23,7 @@ import { KubeGenericRuntimeManager } from '../src/kuberuntime/runtime-manager.js
 import { RuntimeStatusReader } from '../src/kuberuntime/runtime-status-reader.js';
 import type { PodEvent } from '../src/ports.js';
 import { aPod } from './fixtures.js';
+import { testPrograms } from './programs.js';
 
 const logger = createLogger({ service: 'test', level: 'error' });
 /** A PID 1 shell that exits 0 promptly on SIGTERM. */
@@ -30,7 +31,7 @@ const TRAPPED = ['sh', '-c', "trap 'exit 0' TERM; sleep 1000 & wait"];
 
 describe('KubeGenericRuntimeManager (in-process simulator)', () => {
   let tracing: TestTracing;
-  let sim: SimRuntime;
+  let sim: FakeRuntimeService;
   let logs: TempDir;
   let events: PodEvent[];
   let manager: KubeGenericRuntimeManager;
@@ -47,7 +48,7 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
   });
 
   beforeEach(async () => {
-    sim = createSimRuntime();
+    sim = createFakeRuntime({ programs: testPrograms });
     logs = await makeTempDir('cri-adapter-unit-');
     events = [];
     clock = new FakeClock(Date.now());

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { createSimRuntime, type SimRuntime } from '@splitlet/cri/testing';
+import { createFakeRuntime, type FakeRuntimeService } from '@splitlet/cri/testing';
 import { eventually } from '@splitlet/testkit';
 import { createNodeFiles } from '../src/adapters/node-files.js';
+import { testPrograms } from './programs.js';
 import { nanosToMillis, RuntimeStatusReader } from '../src/kuberuntime/runtime-status-reader.js';
 
-function counting(sim: SimRuntime): { runtime: SimRuntime; count: (method: string) => number } {
+function counting(sim: FakeRuntimeService): { runtime: FakeRuntimeService; count: (method: string) => number } {
   const counts = new Map<string, number>();
   const runtime = new Proxy(sim, {
     get(target, prop, receiver) {
@@ -23,9 +24,9 @@ function counting(sim: SimRuntime): { runtime: SimRuntime; count: (method: strin
 const labels = (uid: string, name: string) => ({ 'io.kubernetes.pod.uid': uid, 'io.kubernetes.pod.name': name, 'io.kubernetes.pod.namespace': 'ns' });
 
 describe('RuntimeStatusReader', () => {
-  let sim: SimRuntime;
+  let sim: FakeRuntimeService;
   beforeEach(() => {
-    sim = createSimRuntime();
+    sim = createFakeRuntime({ programs: testPrograms });
   });
   afterEach(async () => {
     await sim.close();

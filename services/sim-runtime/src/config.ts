@@ -6,7 +6,9 @@ import * as path from 'node:path';
 import { z } from 'zod';
 import { CriMethods, parseCriErrorCode, type CriMethod } from '@splitlet/cri';
 import { ProcessEnv, type Env, type ProcessSettings } from '@splitlet/service';
-import type { SimFailures, SimImageConfig, SimLatency, SimPrivateRegistry, SimRegistry } from '@splitlet/cri/testing';
+import { BUSYBOX_IMAGE, knownImageConfig } from './images/known-images.js';
+import type { SimPrivateRegistry, SimRegistry } from './images/sim-images.js';
+import type { SimFailures, SimImageConfig, SimLatency } from './runtime/sim-runtime.js';
 
 /** The validated configuration: the common settings under their env names, the simulator's parsed. */
 export interface SimRuntimeConfig extends ProcessSettings {
@@ -15,6 +17,8 @@ export interface SimRuntimeConfig extends ProcessSettings {
   latencyMs: SimLatency;
   failures: SimFailures;
   podSubnet: string;
+  /** Simulated pull speed (bytes/s) when SIM_LATENCY_MS gives PullImage no latency of its own. */
+  pullBytesPerSecond: number;
   /** Images present at start (`'all'`: every reference except missing ones). */
   images: readonly string[] | 'all';
   /** Their ENTRYPOINT/CMD/ENV, by normalized reference. */
@@ -71,7 +75,7 @@ const Cidr = z
   .regex(/^(\d{1,3}\.){3}\d{1,3}\/(\d|[12]\d|30)$/, 'must be an IPv4 CIDR such as 10.88.0.0/16')
   .refine((c) => c.split('/')[0]?.split('.').every((o) => Number(o) <= 255) ?? false, 'octets must be at most 255');
 
-const BUSYBOX_CONFIG: SimImageConfig = { cmd: ['sh'], env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'] };
+const BUSYBOX_CONFIG: SimImageConfig = BUSYBOX_IMAGE;
 
 /**
  * The images `splitlet runtime` builds for the local containerd (services/cli/src/runtime/images.ts
@@ -82,7 +86,7 @@ export const LOCAL_IMAGES: Readonly<Record<string, SimImageConfig>> = {
   'docker.io/library/busybox:1.36': BUSYBOX_CONFIG,
   'docker.io/library/busybox:1.37': BUSYBOX_CONFIG,
   'docker.io/library/busybox:latest': BUSYBOX_CONFIG,
-  'registry.k8s.io/pause:3.9': { entrypoint: ['/bin/sleep'], cmd: ['infinity'], env: BUSYBOX_CONFIG.env ?? [] },
+  'registry.k8s.io/pause:3.9': { entrypoint: ['/bin/sleep'], cmd: ['infinity'], ...(BUSYBOX_CONFIG.env !== undefined ? { env: BUSYBOX_CONFIG.env } : {}) },
 };
 
 const Images = z
@@ -116,11 +120,12 @@ const PrivateRegistries = z
  * - `SIM_SOCKET` (required): socket path, e.g. `/run/splitlet/sim.sock` or `unix:///run/splitlet/sim.sock`.
  * - `SIM_LATENCY_MS`: a number (every RPC) or JSON per RPC, e.g. `{"default":2,"PullImage":500}`.
  * - `SIM_FAILURES`: JSON per RPC, e.g. `{"CreateContainer":{"code":"UNAVAILABLE","times":1}}`.
- * - `SIM_POD_SUBNET`: pod IPs come from it. @default 10.88.0.0/16
+ * - `SIM_POD_SUBNET`: pod IPs come from it; a loopback range makes them reachable. @default 127.77.0.0/16
+ * - `SIM_PULL_MB_PER_S`: simulated pull speed of an absent image. @default 100
  * - `SIM_IMAGES`: `local` (the images the local containerd gets, {@link LOCAL_IMAGES}), `all` (every
  *   reference is present except those named `missing`/`doesnotexist`), or a comma-separated list. @default local
- * - `SIM_REGISTRY`: `unreachable` (every PullImage fails, as on the local containerd without registry
- *   access) or `open` (pulls succeed except for missing images). @default unreachable
+ * - `SIM_REGISTRY`: `open` (a reachable registry: pulls succeed except for missing images) or
+ *   `unreachable` (every PullImage fails, as on the local containerd without registry access). @default open
  * - `SIM_PRIVATE_REGISTRIES`: JSON `[{"host":"127.0.0.1:5000","pathPrefix":"private/","username":"u","password":"p"}]`:
  *   with `SIM_REGISTRY=open`, pulls from these answer containerd's 401 text unless the PullImage auth
  *   holds the credentials. @default none
@@ -136,9 +141,10 @@ export const SimRuntimeEnv = z
       .refine((s) => path.isAbsolute(s), 'must be an absolute path (optionally prefixed with unix://)'),
     SIM_LATENCY_MS: Latency.optional(),
     SIM_FAILURES: Failures.optional(),
-    SIM_POD_SUBNET: Cidr.default('10.88.0.0/16'),
+    SIM_POD_SUBNET: Cidr.default('127.77.0.0/16'),
+    SIM_PULL_MB_PER_S: z.coerce.number().positive('must be a positive number of megabytes per second').default(100),
     SIM_IMAGES: Images.default('local'),
-    SIM_REGISTRY: z.enum(['unreachable', 'open']).default('unreachable'),
+    SIM_REGISTRY: z.enum(['unreachable', 'open']).default('open'),
     SIM_PRIVATE_REGISTRIES: PrivateRegistries.optional(),
   })
   .transform(
@@ -151,9 +157,10 @@ export const SimRuntimeEnv = z
       latencyMs: e.SIM_LATENCY_MS ?? {},
       failures: (e.SIM_FAILURES ?? {}) as SimFailures,
       podSubnet: e.SIM_POD_SUBNET,
+      pullBytesPerSecond: e.SIM_PULL_MB_PER_S * 1_000_000,
       images: e.SIM_IMAGES === 'local' ? Object.keys(LOCAL_IMAGES) : e.SIM_IMAGES,
-      // busybox's Cmd ["sh"] for any busybox reference (also in `all` mode); the pause image's own.
-      imageConfig: (ref) => LOCAL_IMAGES[ref] ?? (/^docker\.io\/library\/busybox[:@]/.test(ref) ? BUSYBOX_CONFIG : undefined),
+      // The local images as splitlet builds them; any other by what the simulator knows of it.
+      imageConfig: (ref) => LOCAL_IMAGES[ref] ?? knownImageConfig(ref),
       registry: e.SIM_REGISTRY,
       privateRegistries: (e.SIM_PRIVATE_REGISTRIES ?? []).map(({ pathPrefix, ...r }) => ({ ...r, ...(pathPrefix !== undefined ? { pathPrefix } : {}) })),
     }),

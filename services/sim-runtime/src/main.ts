@@ -8,7 +8,7 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { GrpcRuntimeService, instrument, serveCri } from '@splitlet/cri';
-import { createSimRuntime } from '@splitlet/cri/testing';
+import { createSimRuntime } from './runtime/sim-runtime.js';
 import { runProcess } from '@splitlet/service';
 import { processEnv, SimRuntimeEnv } from './config.js';
 
@@ -22,6 +22,7 @@ await runProcess({
       latencyMs: cfg.latencyMs,
       failures: cfg.failures,
       podSubnet: cfg.podSubnet,
+      pullBytesPerSecond: cfg.pullBytesPerSecond,
       images: cfg.images,
       imageConfig: cfg.imageConfig,
       registry: cfg.registry,

@@ -120,16 +120,19 @@ describe('loadConfig', () => {
       socketPath: '/run/sim.sock',
       latencyMs: {},
       failures: {},
-      podSubnet: '10.88.0.0/16',
+      podSubnet: '127.77.0.0/16',
+      pullBytesPerSecond: 100_000_000,
       images: ['docker.io/library/busybox:1.36', 'docker.io/library/busybox:1.37', 'docker.io/library/busybox:latest', 'registry.k8s.io/pause:3.9'],
-      registry: 'unreachable',
+      registry: 'open',
       privateRegistries: [],
     });
     assert.deepEqual(imageConfig('docker.io/library/busybox:1.36')?.cmd, ['sh'], 'busybox runs sh, as the image splitlet builds');
     assert.deepEqual(imageConfig('registry.k8s.io/pause:3.9')?.entrypoint, ['/bin/sleep']);
-    assert.equal(imageConfig('docker.io/library/nginx:1.25'), undefined);
-    const open = loadConfig({ SIM_SOCKET: '/s', SIM_IMAGES: 'all', SIM_REGISTRY: 'open' });
-    assert.deepEqual([open.images, open.registry], ['all', 'open']);
+    assert.deepEqual(imageConfig('docker.io/library/nginx:1.25')?.cmd, ['nginx', '-g', 'daemon off;'], 'nginx runs what its image runs');
+    assert.equal(imageConfig('example.com/app:1')?.unknownExecutable, 'placeholder', 'an unknown image runs a long-running default');
+    const closed = loadConfig({ SIM_SOCKET: '/s', SIM_IMAGES: 'all', SIM_REGISTRY: 'unreachable', SIM_PULL_MB_PER_S: '20' });
+    assert.deepEqual([closed.images, closed.registry, closed.pullBytesPerSecond], ['all', 'unreachable', 20_000_000]);
+    assert.throws(() => loadConfig({ SIM_SOCKET: '/s', SIM_PULL_MB_PER_S: '0' }), /SIM_PULL_MB_PER_S: must be a positive number/);
     const priv = loadConfig({ SIM_SOCKET: '/s', SIM_PRIVATE_REGISTRIES: '[{"host":"127.0.0.1:5000","pathPrefix":"private/","username":"u","password":"p"}]' });
     assert.deepEqual(priv.privateRegistries, [{ host: '127.0.0.1:5000', pathPrefix: 'private/', username: 'u', password: 'p' }]);
     assert.throws(() => loadConfig({ SIM_SOCKET: '/s', SIM_PRIVATE_REGISTRIES: '{"host":' }), /SIM_PRIVATE_REGISTRIES: must be a JSON array/);

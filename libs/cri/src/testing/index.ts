@@ -1,12 +1,11 @@
 /**
- * `@splitlet/cri/testing`: the CRI simulator (used by services/sim-runtime and by tests anywhere).
+ * `@splitlet/cri/testing`: test support for any workspace's tests (never for shipped code): a small
+ * stateful fake runtime, the same behind real gRPC, and a CRI log reader. The simulated runtime
+ * itself is a product and lives in services/sim-runtime.
  */
-export { createSimRuntime } from './sim-runtime.js';
-export type { SimRuntime, SimRuntimeOptions, SimLatency, SimFailure, SimFailures, SimImageConfig, SimCall } from './sim-runtime.js';
-export { startSimCri } from './start-sim-cri.js';
-export type { SimCri } from './start-sim-cri.js';
-export { normalizeImageRef, defaultIsMissingImage, unreachableRegistryError, unauthorizedRegistryError, credentialsForHost } from './sim-images.js';
-export type { ImageReference, SimRegistry, SimPrivateRegistry } from './sim-images.js';
+export { createFakeRuntime, runUntilStopped } from './fake-runtime-service.js';
+export type { FakeRuntimeService, FakeRuntimeOptions, FakeProgram, FakeProcess, FakeFailure, FakeCall } from './fake-runtime-service.js';
+export { startFakeCri } from './start-fake-cri.js';
+export type { FakeCri } from './start-fake-cri.js';
 export { readCriLog, parseCriLog } from './read-cri-log.js';
 export type { CriLogRecord } from './read-cri-log.js';
-export { formatRfc3339Nano } from './cri-log.js';

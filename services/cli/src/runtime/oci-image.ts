@@ -3,7 +3,10 @@
  * containerd with `ctr images import`.
  *
  * The image: one gzipped layer holding Debian's static busybox as `/bin/busybox`, a symlink per
- * applet (`/bin/sh`, `/bin/sleep`, …, from `busybox --list`), `/etc/passwd` and `/etc/group`
+ * applet (`/bin/sh`, `/bin/sleep`, …, from `busybox --list`), a shell-script shim for each applet of
+ * the official busybox image the binary lacks (`printenv`, … from @splitlet/images; labels
+ * `io.splitlet.busybox.shims` and `io.splitlet.busybox.missing` say which, and which are still
+ * absent), `/etc/passwd` and `/etc/group`
  * (root, nobody), `/tmp` (1777), `/root`, `/home`, `/dev`, `/proc`, `/sys`, `/var`. Deterministic:
  * the same busybox binary always gives the same layer, config and manifest digests.
  *
@@ -17,6 +20,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from '
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { GrpcRuntimeService } from '@splitlet/cri';
+import { BUSYBOX_APPLETS, BUSYBOX_SHIMS } from '@splitlet/images';
 import { IMAGES } from './images.js';
 import type { ImageName } from './images.js';
 import type { ContainerdPaths, Snapshotter } from './containerd-config.js';
@@ -27,7 +31,7 @@ import type { TarEntry } from './tar-writer.js';
 import { RuntimeError } from './runtime-error.js';
 
 /** Bump when the image recipe changes, so cached archives are rebuilt. */
-const RECIPE_VERSION = 1;
+const RECIPE_VERSION = 2;
 
 /** The PATH in every image's config (the Docker Hub busybox image's). */
 export const IMAGE_PATH_ENV = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -98,21 +102,44 @@ function sha256(data: Uint8Array | string): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
+/** What a busybox image built from a binary holds, against the official image's applets. */
+export interface BusyboxContents {
+  /** The binary's own applets (`busybox --list`). */
+  applets: string[];
+  /** Official applets the binary lacks that a shim script stands in for. */
+  shims: string[];
+  /** Official applets the image still lacks. */
+  missing: string[];
+}
+
+/** Reads a busybox binary's applets and compares them with the official image's. */
+export function busyboxContents(busyboxPath: string): BusyboxContents {
+  const list = spawnSync(busyboxPath, ['--list'], { encoding: 'utf8' });
+  if (list.status !== 0) throw new RuntimeError('Missing', `${busyboxPath} --list failed: ${list.stderr || list.error?.message}`);
+  const applets = [...new Set(list.stdout.split('\n').map((s) => s.trim()))].filter((a) => a !== '' && a !== 'busybox' && !a.includes('/')).sort();
+  const absent = BUSYBOX_APPLETS.filter((a) => !applets.includes(a));
+  return { applets, shims: absent.filter((a) => Object.hasOwn(BUSYBOX_SHIMS, a)), missing: absent.filter((a) => !Object.hasOwn(BUSYBOX_SHIMS, a)) };
+}
+
+/** The labels that say what a busybox image contains besides the binary's applets. */
+export function busyboxLabels(contents: BusyboxContents): Record<string, string> {
+  return { 'io.splitlet.busybox.shims': contents.shims.join(','), 'io.splitlet.busybox.missing': contents.missing.join(',') };
+}
+
 /** The layer tar (uncompressed) for a busybox binary. Pure apart from running `busybox --list`. */
 export function busyboxLayer(busyboxPath: string): Buffer {
   if (!isStaticBusybox(busyboxPath)) {
     throw new RuntimeError('Missing', `${busyboxPath} is not a static busybox; install it with apt-get install busybox-static`);
   }
   const binary = readFileSync(busyboxPath);
-  const list = spawnSync(busyboxPath, ['--list'], { encoding: 'utf8' });
-  if (list.status !== 0) throw new RuntimeError('Missing', `${busyboxPath} --list failed: ${list.stderr || list.error?.message}`);
-  const applets = [...new Set(list.stdout.split('\n').map((s) => s.trim()))].filter((a) => a !== '' && a !== 'busybox' && !a.includes('/')).sort();
+  const { applets, shims } = busyboxContents(busyboxPath);
   const dir = (path: string, mode = 0o755): TarEntry => ({ path, type: 'directory', mode });
   const file = (path: string, text: string, mode = 0o644): TarEntry => ({ path, type: 'file', mode, data: Buffer.from(text) });
   const entries: TarEntry[] = [
     dir('bin'),
     { path: 'bin/busybox', type: 'file', mode: 0o755, data: binary },
     ...applets.map((a): TarEntry => ({ path: `bin/${a}`, type: 'symlink', linkTarget: 'busybox' })),
+    ...shims.map((a): TarEntry => ({ path: `bin/${a}`, type: 'file', mode: 0o755, data: Buffer.from(BUSYBOX_SHIMS[a] ?? '') })),
     dir('dev'),
     dir('etc'),
     file('etc/group', 'root:x:0:\nnogroup:x:65534:\nnobody:x:65534:\n'),
@@ -201,7 +228,7 @@ export function buildBusyboxImage(options: BuildImageOptions): BuiltImage {
   const busybox = options.busybox ?? '/bin/busybox';
   if (!existsSync(busybox)) throw new RuntimeError('Missing', `${busybox} not found; install it with apt-get install busybox-static`);
   const binHash = sha256(readFileSync(busybox));
-  const key = sha256(JSON.stringify({ v: RECIPE_VERSION, bin: binHash, recipe: options.recipe })).slice(0, 16);
+  const key = sha256(JSON.stringify({ v: RECIPE_VERSION, bin: binHash, recipe: options.recipe, applets: BUSYBOX_APPLETS, shims: BUSYBOX_SHIMS })).slice(0, 16);
   const path = join(options.outDir, `${options.recipe.key}-${key}.tar`);
   const metaPath = `${path}.json`;
   if (existsSync(path) && existsSync(metaPath)) {
@@ -210,7 +237,8 @@ export function buildBusyboxImage(options: BuildImageOptions): BuiltImage {
   }
   const layerTar = busyboxLayer(busybox);
   const layerGz = gzipSync(layerTar, { level: 6 });
-  const img = ociImage(options.recipe, layerTar, layerGz);
+  const recipe = { ...options.recipe, labels: { ...options.recipe.labels, ...busyboxLabels(busyboxContents(busybox)) } };
+  const img = ociImage(recipe, layerTar, layerGz);
   const entries: TarEntry[] = [
     { path: 'oci-layout', type: 'file', data: Buffer.from(JSON.stringify({ imageLayoutVersion: '1.0.0' })) },
     { path: 'index.json', type: 'file', data: img.index },

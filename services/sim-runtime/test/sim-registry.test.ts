@@ -5,8 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isCriError } from '../src/index.js';
-import { createSimRuntime } from '../src/testing/index.js';
+import { isCriError } from '@splitlet/cri';
+import { createSimRuntime } from '../src/simulator.js';
 
 describe('sim registry: unreachable', () => {
   const sim = createSimRuntime({ images: ['docker.io/library/busybox:1.36'], registry: 'unreachable' });

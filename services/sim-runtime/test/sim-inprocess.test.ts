@@ -1,5 +1,5 @@
 /** The CRI contract against the simulator called in-process. */
-import { createSimRuntime } from '../src/testing/index.js';
+import { createSimRuntime } from '../src/simulator.js';
 import { runContract } from './contract.js';
 
 runContract('simulator in-process', async () => {

@@ -11,14 +11,26 @@
  *                         └──────────────────────── RemoveContainer ◀────────────────────────────┘
  *
  *   RunPodSandbox ─▶ READY ─ StopPodSandbox (kills containers, frees the IP) ─▶ NOTREADY ─ RemovePodSandbox
+ *
+ * Over 450 lines on purpose: one runtime's CRI state machine is one class whose RPCs share the
+ * sandbox, container and name tables; processes, images and IPs live in their own files.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname as osHostname } from 'node:os';
 import * as path from 'node:path';
-import { CriError, parseCriErrorCode, type CriErrorCode } from '../cri-error.js';
-import { AsyncQueue } from '../async-queue.js';
-import type { CallOptions, ContainerEventStream, CriMethod, ImageService, RuntimeService } from '../services.js';
 import {
+  AsyncQueue,
+  CriError,
+  CriLogWriter,
+  nowNs,
+  parseCriErrorCode,
+  type CallOptions,
+  type ContainerEventStream,
+  type CriErrorCode,
+  type CriMethod,
+  type ImageService,
+  type OutputSink,
+  type RuntimeService,
   ContainerEventType,
   ContainerState,
   PodSandboxState,
@@ -34,12 +46,14 @@ import {
   type ExecSyncRequest,
   type ExecSyncResponse,
   type GetEventsRequest,
+  type ImageReference,
   type ImageFsInfoRequest,
   type ImageFsInfoResponse,
   type ImageSpec,
   type ImageStatusRequest,
   type ImageStatusResponse,
   type LinuxContainerResources,
+  type LinuxContainerSecurityContext,
   type ListContainersRequest,
   type ListContainersResponse,
   type ListImagesRequest,
@@ -75,11 +89,12 @@ import {
   type StringMap,
   type VersionRequest,
   type VersionResponse,
-} from '../types.js';
-import { ContainerFs } from './container-fs.js';
-import { CriLogWriter, nowNs, type OutputSink } from './cri-log.js';
-import { defaultIsMissingImage, SimImageStore, type ImageReference, type SimPrivateRegistry, type SimRegistry } from './sim-images.js';
-import { ExecNotFoundError, parseSignal, spawnProcess, type SimProcess, type SimSignal } from './sim-process.js';
+} from '@splitlet/cri';
+import { defaultIsMissingImage, SimImageStore, type SimPrivateRegistry, type SimRegistry } from '../images/sim-images.js';
+import { ContainerFs } from '../process/container-fs.js';
+import { parseSignal, type ContainerSetting, type Program, type SimSignal } from '../process/program.js';
+import { ExecNotFoundError, spawnProcess, type SimProcess } from '../process/sim-process.js';
+import { IpPool } from './ip-pool.js';
 
 /** Added latency per RPC in ms; `default` applies to RPCs without their own entry. */
 export type SimLatency = Partial<Record<CriMethod | 'default', number>>;
@@ -108,6 +123,14 @@ export interface SimImageConfig {
   workingDir?: string;
   /** The image's StopSignal. @default SIGTERM */
   stopSignal?: string;
+  /** The image's own executables beyond the simulated busybox programs (e.g. `nginx`), by path or name. */
+  programs?: ReadonlyMap<string, Program>;
+  /**
+   * What an executable the simulator does not know does: `not-found` (runc's start error / `sh: x:
+   * not found`, right for busybox images) or `placeholder` (runs until stopped: an image whose
+   * contents are unknown). @default 'not-found'
+   */
+  unknownExecutable?: 'not-found' | 'placeholder';
 }
 
 /** Options of {@link createSimRuntime}. Everything is optional. */
@@ -116,7 +139,10 @@ export interface SimRuntimeOptions {
   latencyMs?: SimLatency;
   /** Injected failures (changeable with `injectFailure`/`clearFailures`). @default none */
   failures?: SimFailures;
-  /** Pod IPs are allocated from it (strings only; no traffic). @default '10.88.0.0/16' */
+  /**
+   * Pod IPs are allocated from it. A loopback range (every 127.x address is local on Linux) makes
+   * them reachable: servers in simulated containers listen on their pod IP. @default '127.77.0.0/16'
+   */
   podSubnet?: string;
   /** Images present from the start, or `'all'` (any reference is present unless `isMissingImage`). @default 'all' */
   images?: readonly string[] | 'all';
@@ -133,6 +159,8 @@ export interface SimRuntimeOptions {
   imageConfig?: (ref: string) => SimImageConfig | undefined;
   /** Random source for `SimFailure.rate`. @default Math.random */
   random?: () => number;
+  /** Simulated pull speed when PullImage has no latency of its own (`latencyMs.PullImage`). @default 100 MB/s */
+  pullBytesPerSecond?: number;
   /** Reported by Version. @default 'splitlet-sim' */
   runtimeName?: string;
   /** Reported by Version. @default '0.1.0' */
@@ -200,6 +228,8 @@ interface ContainerRecord {
    */
   pidNamespace: NamespaceMode;
   stopSignal: SimSignal;
+  /** The container's user, image programs and (once started) network; shared with its ExecSyncs. */
+  setting: Omit<ContainerSetting, 'podIp' | 'containerKill'>;
   mounts: Mount[];
   labels: StringMap;
   annotations: StringMap;
@@ -219,6 +249,17 @@ interface ContainerRecord {
   process: SimProcess | undefined;
   /** Resolves once the container is EXITED (set while it runs). */
   exited: Promise<void> | undefined;
+}
+
+/** The user a container's processes run as: CRI run_as_user / run_as_group / supplemental_groups (root by default). */
+function userOf(sc: CriInput<LinuxContainerSecurityContext> | undefined | null): ContainerSetting['user'] {
+  const n = (v: string | number | undefined | null): number => (v === undefined || v === null || v === '' ? 0 : Number(v));
+  return { uid: n(sc?.runAsUser?.value), gid: n(sc?.runAsGroup?.value), groups: (sc?.supplementalGroups ?? []).map((g) => n(g)) };
+}
+
+/** Where a sandbox's servers listen: its pod IP, or the node's loopback for host-network pods. */
+function podIpOf(sb: { ip: string; hostNetwork: boolean }): string {
+  return sb.hostNetwork || sb.ip === '' ? '127.0.0.1' : sb.ip;
 }
 
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -279,54 +320,6 @@ function matchesLabels(labels: StringMap, selector: CriInput<StringMap> | undefi
   return Object.entries(stringMap(selector)).every(([k, v]) => labels[k] === v);
 }
 
-/** A pool of IPv4 addresses from a CIDR, handed out in order (like host-local), skipping the network, gateway (.1) and broadcast. */
-class IpPool {
-  readonly #first: number;
-  readonly #last: number;
-  #next: number;
-  readonly #used = new Set<number>();
-
-  constructor(cidr: string) {
-    const m = /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/(\d+)$/.exec(cidr);
-    const octets = m?.slice(1, 5).map(Number) ?? [];
-    const bits = Number(m?.[5]);
-    if (m === null || octets.some((o) => o > 255) || !(bits >= 8 && bits <= 30)) throw new Error(`invalid pod subnet ${JSON.stringify(cidr)}: want an IPv4 CIDR like 10.88.0.0/16`);
-    const ip = octets.reduce((a, o) => a * 256 + o, 0);
-    const size = 2 ** (32 - bits);
-    const network = ip - (ip % size);
-    this.#first = network + 2;
-    this.#last = network + size - 2;
-    this.#next = this.#first;
-  }
-
-  static format(n: number): string {
-    return [24, 16, 8, 0].map((s) => Math.floor(n / 2 ** s) % 256).join('.');
-  }
-
-  /** Allocates an address, or undefined when the range is exhausted. */
-  allocate(): string | undefined {
-    const count = this.#last - this.#first + 1;
-    for (let i = 0; i < count; i++) {
-      const candidate = this.#next;
-      this.#next = candidate >= this.#last ? this.#first : candidate + 1;
-      if (!this.#used.has(candidate)) {
-        this.#used.add(candidate);
-        return IpPool.format(candidate);
-      }
-    }
-    return undefined;
-  }
-
-  release(ip: string): void {
-    const n = ip.split('.').reduce((a, o) => a * 256 + Number(o), 0);
-    this.#used.delete(n);
-  }
-
-  get range(): string {
-    return `${IpPool.format(this.#first)}-${IpPool.format(this.#last)}`;
-  }
-}
-
 class SimRuntimeImpl implements SimRuntime {
   readonly #latency: SimLatency;
   readonly #failures = new Map<CriMethod, SimFailure>();
@@ -334,6 +327,7 @@ class SimRuntimeImpl implements SimRuntime {
   readonly #images: SimImageStore;
   readonly #imageConfig: (ref: string) => SimImageConfig | undefined;
   readonly #ips: IpPool;
+  readonly #pullBytesPerSecond: number;
   readonly #runtimeName: string;
   readonly #runtimeVersion: string;
   readonly #sandboxes = new Map<string, SandboxRecord>();
@@ -352,7 +346,8 @@ class SimRuntimeImpl implements SimRuntime {
     this.#random = options.random ?? Math.random;
     this.#images = new SimImageStore({ images: options.images ?? 'all', isMissing: options.isMissingImage ?? defaultIsMissingImage, registry: options.registry ?? 'open', privateRegistries: options.privateRegistries ?? [] });
     this.#imageConfig = options.imageConfig ?? (() => undefined);
-    this.#ips = new IpPool(options.podSubnet ?? '10.88.0.0/16');
+    this.#ips = new IpPool(options.podSubnet ?? '127.77.0.0/16');
+    this.#pullBytesPerSecond = options.pullBytesPerSecond ?? 100_000_000;
     this.#runtimeName = options.runtimeName ?? 'splitlet-sim';
     this.#runtimeVersion = options.runtimeVersion ?? '0.1.0';
   }
@@ -764,6 +759,12 @@ class SimRuntimeImpl implements SimRuntime {
       stdin: config.stdin ?? false,
       pidNamespace: fillNamespaceOption(config.linux?.securityContext?.namespaceOptions).pid,
       stopSignal: stopSignal === undefined || stopSignal === 'EXIT' ? 'TERM' : stopSignal,
+      setting: {
+        user: userOf(config.linux?.securityContext),
+        imagePrograms: imgConfig.programs ?? new Map(),
+        unknown: imgConfig.unknownExecutable ?? 'not-found',
+        processes: new Set(),
+      },
       mounts,
       labels: stringMap(config.labels),
       annotations: stringMap(config.annotations),
@@ -825,6 +826,7 @@ class SimRuntimeImpl implements SimRuntime {
           stderr: c.log.sink('stderr'),
           stdinOpen: c.stdin,
           kill: kill.signal,
+          container: { ...c.setting, podIp: podIpOf(sb), containerKill: kill.signal },
         },
         { pid1: c.pidNamespace === 'CONTAINER', signals: true },
       );
@@ -926,7 +928,17 @@ class SimRuntimeImpl implements SimRuntime {
     try {
       proc = spawnProcess(
         cmd,
-        { fs: c.fs, hostname: sb.hostname, env: c.env, cwd: c.workingDir, stdout: sink(stdout), stderr: sink(stderr), stdinOpen: false, kill: AbortSignal.any(signals) },
+        {
+          fs: c.fs,
+          hostname: sb.hostname,
+          env: c.env,
+          cwd: c.workingDir,
+          stdout: sink(stdout),
+          stderr: sink(stderr),
+          stdinOpen: false,
+          kill: AbortSignal.any(signals),
+          container: { ...c.setting, podIp: podIpOf(sb), containerKill: c.kill.signal },
+        },
         { pid1: false },
       );
     } catch (e) {
@@ -1005,8 +1017,12 @@ class SimRuntimeImpl implements SimRuntime {
   }
 
   async PullImage(request: CriInput<PullImageRequest>): Promise<PullImageResponse> {
-    await this.#enter('PullImage');
+    this.#record('PullImage');
     const ref = str(request.image?.image);
+    // The pull takes `latencyMs.PullImage` when set, else the simulated transfer of the image's layers.
+    const latency = this.#latency.PullImage ?? (this.#latency.default ?? 0) + (ref === '' ? 0 : this.#images.pullTimeMs(ref, this.#pullBytesPerSecond));
+    await this.#delay(latency);
+    this.#checkFailure('PullImage');
     if (ref === '') throw new CriError('InvalidArgument', 'image spec must not be empty');
     return { imageRef: this.#images.pull(ref, request.auth) };
   }

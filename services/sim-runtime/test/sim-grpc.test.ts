@@ -1,6 +1,6 @@
 /** The CRI contract through GrpcRuntimeService → serveCri → simulator on a unix socket. */
-import { GrpcRuntimeService } from '../src/index.js';
-import { startSimCri } from '../src/testing/index.js';
+import { GrpcRuntimeService } from '@splitlet/cri';
+import { startSimCri } from '../src/simulator.js';
 import { runContract } from './contract.js';
 
 runContract('GrpcRuntimeService → serveCri → simulator', async () => {

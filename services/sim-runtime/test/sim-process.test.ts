@@ -10,9 +10,11 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ContainerFs } from '../src/testing/container-fs.js';
-import { evalArithmetic, spawnProcess, type SimSignal } from '../src/testing/sim-process.js';
-import { parseScript } from '../src/testing/shell-parser.js';
+import { ContainerFs } from '../src/process/container-fs.js';
+import type { SimSignal } from '../src/process/program.js';
+import { spawnProcess } from '../src/process/sim-process.js';
+import { evalArithmetic } from '../src/shell/shell.js';
+import { parseScript } from '../src/shell/shell-parser.js';
 
 interface Case {
   script: string;

@@ -189,3 +189,8 @@ export class ContainerFs {
     this.#dirs.delete(r.path);
   }
 }
+
+/** The text a shell prints for a filesystem error. */
+export function fsErrorText(e: unknown): string {
+  return e instanceof SimFsError ? errnoText(e.errno) : String(e);
+}
