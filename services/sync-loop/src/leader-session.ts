@@ -19,6 +19,7 @@ import {
 } from './adapters/bus-publishers.js';
 import { createKvDesiredStore, createKvKillStore, createKvSourcesStore } from './adapters/kv-stores.js';
 import { startClusterViews } from './adapters/kv-views.js';
+import { watchProbeResults } from './adapters/probe-results-watch.js';
 import { ContainerGarbageCollector } from './sync-loop/container-gc.js';
 import type { SyncLoopMetrics } from './sync-loop/metrics.js';
 import { SyncLoop } from './sync-loop/sync-loop.js';
@@ -87,6 +88,7 @@ export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSig
   const consumers: Consumption[] = [];
   consumers.push(await consumeConfig(bus, loop, node, signal));
   consumers.push(await consumePleg(bus, loop, node, signal));
+  const probes = await watchProbeResults(bus, node, loop, createBusWorkPoker(bus, node, partitions), logger, signal);
 
   const tickMonitor = new ProgressMonitor({ name: 'sync loop', thresholdMs: TICK_STALL_MS, clock });
   onHealth({
@@ -123,6 +125,6 @@ export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSig
   }).run(deps.containerGcPeriodMs, signal);
   logger.info('sync loop running', { desiredPods: loop.podManager.size, allSourcesReady: loop.sourcesReady.allReady() });
 
-  await Promise.all([ticking, housekeeping, containerGc, ...consumers.map((c) => c.done), views.done]);
+  await Promise.all([ticking, housekeeping, containerGc, ...consumers.map((c) => c.done), views.done, probes.done]);
   onHealth(undefined);
 }

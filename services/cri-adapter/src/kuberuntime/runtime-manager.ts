@@ -38,6 +38,7 @@ import {
   formatGoDuration,
   formatPod,
   type ContainerKillReason,
+  type ProbeResults,
 } from '@splitlet/kube';
 import type { Clock } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
@@ -104,6 +105,8 @@ export interface SyncPodInput {
    * Absent: containers get neither.
    */
   readonly podDir?: string | undefined;
+  /** The prober's liveness and startup results by container id (a Failure kills the container). */
+  readonly probes?: ProbeResults | undefined;
 }
 
 /** What a KillPod needs. */
@@ -207,7 +210,7 @@ export class KubeGenericRuntimeManager {
     const { pod } = input;
     const ref = podRef(pod);
     const podStatus = await this.getPodStatus(refOf(pod));
-    const changes = computePodActions(pod, podStatus);
+    const changes = computePodActions(pod, podStatus, input.probes ?? {});
     if (o.logger.isEnabled('debug')) {
       // Names only: container specs may hold literal env values.
       o.logger.debug('computePodActions', {

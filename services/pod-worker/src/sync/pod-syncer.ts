@@ -32,6 +32,7 @@ import type {
   WorkerRecord,
 } from '@splitlet/api';
 import { errorMessage, hasErrorCode } from '@splitlet/api';
+import type { ProbeResultsByType } from '@splitlet/api';
 import { ConfigAnnotations, generateAPIPodStatus, isStaticPod, parseTime, podIPsAfterTeardown, requeueDelay } from '@splitlet/kube';
 import { extractContext, injectContext, withSpan } from '@splitlet/telemetry';
 import type {
@@ -39,6 +40,7 @@ import type {
   EventSink,
   Log,
   PodStateStore,
+  ProbeResultsSource,
   RuntimeClient,
   RuntimeStatusSource,
   StatusSink,
@@ -50,6 +52,7 @@ import type { PartitionGuard } from '../partitions/partition-guard.js';
 import type { SyncControl, SyncFunction, SyncReturn } from '../pod-workers/pod-workers.js';
 import { emptyRuntimeStatus } from '../runtime-cache/runtime-status-cache.js';
 import { canRunPod } from './can-run-pod.js';
+import { probesForRuntime } from './probe-results.js';
 import { mergePullWindow, podStartDurations } from './pod-startup-latency.js';
 import { earliestBackoffExpiry, runtimeSyncError, updateReasons } from './sync-results.js';
 import { classify, isTerminalPhase, nextWorkerState, toTerminated, toTerminating } from './worker-decisions.js';
@@ -83,6 +86,8 @@ export interface PodSyncerOptions {
   readonly random?: () => number;
   /** The node's IPs for hostIP/hostIPs (optional). */
   readonly hostIPs?: readonly string[];
+  /** The prober's results (`sl_probe`); absent: no probe results (containers with probes stay unready). */
+  readonly probes?: ProbeResultsSource;
 }
 
 /** Everything one sync read, passed between its steps. */
@@ -132,6 +137,8 @@ export class PodSyncer {
    * pod, and the span of the sync that handed it over (the next sync continues its trace).
    */
   readonly #handoff = new Map<string, { status: RuntimePodStatus; epoch: number; parent: Context | undefined }>();
+  /** The probe results each pod's sync in progress read (prober_manager UpdatePodStatus's input). */
+  readonly #probes = new Map<string, ProbeResultsByType>();
 
   constructor(options: PodSyncerOptions) {
     this.#o = options;
@@ -151,18 +158,22 @@ export class PodSyncer {
   async sync(guard: PartitionGuard, uid: string, ctl: SyncControl): Promise<SyncReturn> {
     const o = this.#o;
     const pp = guard.partition;
-    const [kill, desired, worker, apiRecord] = await abortable(
-      Promise.all([o.store.getKill(pp, uid), o.store.getDesired(pp, uid), o.store.getWorker(pp, uid), o.store.getApiStatus(uid)]),
+    const [kill, desired, worker, apiRecord, probes] = await abortable(
+      Promise.all([o.store.getKill(pp, uid), o.store.getDesired(pp, uid), o.store.getWorker(pp, uid), o.store.getApiStatus(uid), o.probes?.get(uid)]),
       ctl.signal,
     );
+    if (probes === undefined) this.#probes.delete(uid);
+    else this.#probes.set(uid, probes);
     const record = worker?.value;
     const c = classify(record, desired, kill);
     switch (c.action) {
       case 'none':
         this.#handoff.delete(uid);
+        this.#probes.delete(uid);
         o.logger.debug('nothing to sync', { uid, why: c.why });
         return {};
       case 'remove':
+        this.#probes.delete(uid);
         ctl.markTerminating();
         await this.#forget(guard, uid, record, c.kill, c.kill.value.pod ?? undefined);
         return {};
@@ -351,6 +362,7 @@ export class PodSyncer {
               type: 'kubelet.runtime.SyncPodRequest.v1',
               pod,
               podStatus: ctx.runtimeStatus,
+              ...probesForRuntime(this.#probes.get(ctx.uid)),
               volumes,
               pullSecrets,
               podDir,
@@ -633,6 +645,7 @@ export class PodSyncer {
       reasons: rec.reasons,
       ...(oldStatus !== undefined ? { oldStatus } : {}),
       podIsTerminal,
+      probes: this.#probes.get(pod.metadata.uid) ?? {},
       now: this.#o.clock.now(),
       ...(this.#o.hostIPs !== undefined ? { hostIPs: this.#o.hostIPs } : {}),
     });
