@@ -25,7 +25,7 @@ function varint(n: number): number[] {
   return out;
 }
 
-/** Encodes HealthCheckRequest{service}. */
+/** Encodes HealthCheckRequest{service} (an empty service is the empty message). */
 export function encodeHealthCheckRequest(service: string): Buffer {
   if (service === '') return Buffer.alloc(0);
   const s = Buffer.from(service, 'utf8');
