@@ -203,7 +203,8 @@ function probeContract(runtime: RuntimeName, skip: string | undefined): void {
       assert.equal(container(now, 'app')?.containerID, containerID);
       const flips = obs.history(full('steady')).filter((o) => o.at >= killedAt && condition(o.pod, 'Ready')?.status !== 'True');
       assert.deepEqual(flips.map((o) => condition(o.pod, 'Ready')), [], 'steady stayed Ready through the prober restart');
-      assert.equal(eventsOf('steady', 'Killing').length, 0);
+      assert.deepEqual(eventsOf('steady', 'Killing').map((e) => `${e.timestamp} ${e.message} (prober killed at ${new Date(killedAt).toISOString()})`), []);
+      assert.deepEqual(eventsOf('steady', 'Unhealthy').map((e) => `${e.timestamp} ${e.message}`), []);
     });
   });
 }

@@ -152,6 +152,18 @@ describe('probe worker', () => {
     assert.equal(await r.worker.doProbe(), true);
   });
 
+  it('waits for a created container to start instead of failing it (the next sync would kill it)', async () => {
+    const c = aContainer({ livenessProbe: { exec: { command: ['true'] }, failureThreshold: 1 } });
+    const r = rig('liveness', c, new ScriptedProbe(ok));
+    r.state.container = { id: 'c1', running: false, terminated: false, created: true };
+    assert.equal(await r.worker.doProbe(), true);
+    assert.equal(get(r, 'liveness'), 'Success', 'the initial value stays');
+    r.state.container = running('c1', r.clock.now());
+    await r.worker.doProbe();
+    assert.equal(r.probe.runs, 1);
+    assert.equal(get(r, 'liveness'), 'Success');
+  });
+
   it('jitters the first run within one period only while the prober started recently, then ticks every period', async () => {
     const c = aContainer({ readinessProbe: { exec: { command: ['true'] }, periodSeconds: 10 } });
     const clock = new FakeClock(1_000_000);

@@ -124,9 +124,10 @@ export const PROBE_SCENARIOS: readonly ProbeScenario[] = [
           name: 'app',
           image: IMAGE,
           command: ['sleep', '3600'],
-          livenessProbe: { exec: { command: ['true'] }, periodSeconds: 1, failureThreshold: 1 },
-          readinessProbe: { exec: { command: ['true'] }, periodSeconds: 1 },
-          startupProbe: { exec: { command: ['true'] }, periodSeconds: 1 },
+          // Generous timeouts and thresholds: on a loaded 2-core machine an exec can take over 1 s.
+          livenessProbe: { exec: { command: ['true'] }, periodSeconds: 1, failureThreshold: 5, timeoutSeconds: 10 },
+          readinessProbe: { exec: { command: ['true'] }, periodSeconds: 1, failureThreshold: 5, timeoutSeconds: 10 },
+          startupProbe: { exec: { command: ['true'] }, periodSeconds: 1, failureThreshold: 5, timeoutSeconds: 10 },
         },
       ],
     }),

@@ -8,8 +8,8 @@
  *
  * doProbe, in order: no status → wait; a new container id → forget the old id's result, set the
  * initial value (readiness Failure, liveness Success, startup Unknown) unless a restarted prober
- * already holds one for the id, and resume; on hold → wait; not running → Failure (stop when it
- * will not be restarted); deletion requested → liveness/startup Success and stop; within
+ * already holds one for the id, and resume; on hold → wait; created, not started → wait; exited →
+ * Failure (stop when it will not be restarted); deletion requested → liveness/startup Success and stop; within
  * initialDelaySeconds of the start → wait; startup probes stop once started, the others wait until
  * started; then one probe run (an error throws the run away), counted against the thresholds;
  * once past them the result is set, and a liveness Failure or any startup result puts the worker on
@@ -28,6 +28,8 @@ export interface ContainerView {
   readonly id: string;
   readonly running: boolean;
   readonly terminated: boolean;
+  /** Created and not started yet (a state the kubelet's status never shows: it creates and starts in one step). */
+  readonly created?: boolean;
   /** ms since the epoch. */
   readonly startedAt?: number;
 }
@@ -190,6 +192,8 @@ export class ProbeWorker {
     if (this.#onHold) return true;
 
     if (!c.running) {
+      // Not started yet: wait. Marking it Failure would have the next sync kill it the moment it runs.
+      if (c.created === true) return true;
       o.results.set(o.uid, this.type, c.id, 'Failure');
       return !c.terminated || pod.spec.restartPolicy !== 'Never';
     }
