@@ -17,9 +17,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { KubeEvent, Pod } from '@splitlet/api';
+import { Subjects } from '@splitlet/api';
+import type { KubeEvent, Pod, SpanRecord } from '@splitlet/api';
 import { GrpcRuntimeService } from '@splitlet/cri';
 import type { InstanceInfo } from '../../services/cli/src/state-dir.ts';
+import { connectCli } from '../../services/cli/src/node-view.ts';
 import { containerdSkipReason, criEndpointOf, repoRoot, startSplitlet, stopSplitlet, waitFor } from './harness.ts';
 import type { Instance } from './harness.ts';
 import { NodeObserver } from './contract/node-observer.ts';
@@ -163,6 +165,33 @@ function probeContract(runtime: RuntimeName, skip: string | undefined): void {
       it('steady: passing probes make the pod Ready', async () => {
         await waitPod('steady', 'Ready', (x) => condition(x, 'Ready')?.status === 'True' && container(x, 'app')?.started === true);
       });
+    });
+
+    it("a liveness failure is a span in the pod's episode, and the sync that kills the container continues its trace", async () => {
+      const uid = uidOf('liveness-restart');
+      const bus = await connectCli(s.info() as unknown as InstanceInfo);
+      try {
+        const found = await waitFor('the probe span and the kill in one trace', async () => {
+          const spans: SpanRecord[] = [];
+          await bus.readSpans(Subjects.spansAll(NODE), (r) => spans.push(r));
+          const probe = spans.find((x) => x.name === 'probe Liveness' && x.attributes['k8s.pod.uid'] === uid && x.attributes['splitlet.probe.result'] === 'Failure');
+          if (probe === undefined) return undefined;
+          const inTrace = spans.filter((x) => x.traceId === probe.traceId);
+          const byId = new Map(inTrace.map((x) => [x.spanId, x]));
+          const descends = (x: SpanRecord): boolean => {
+            for (let p = x.parentSpanId; p !== undefined; p = byId.get(p)?.parentSpanId) if (p === probe.spanId) return true;
+            return false;
+          };
+          const sync = inTrace.find((x) => x.name === 'syncPod' && x.service === 'pod-worker' && descends(x));
+          const stop = inTrace.find((x) => x.name === 'runtime.v1.RuntimeService/StopContainer' && descends(x));
+          return sync !== undefined && stop !== undefined ? { probe, inTrace } : undefined;
+        }, 60_000, 1000);
+        assert.equal(found.probe.service, 'prober');
+        assert.equal(found.probe.statusCode, 2, 'a failed probe is an error span');
+        assert.equal(found.inTrace.filter((x) => x.name === 'probe Liveness' && x.attributes['k8s.pod.uid'] === uid && x.traceId === found.probe.traceId).length >= 1, true);
+      } finally {
+        await bus.close();
+      }
     });
 
     it('counts probes in prober_probe_total and prober_probe_duration_seconds', async () => {
