@@ -132,6 +132,14 @@ function probeContract(runtime: RuntimeName, skip: string | undefined): void {
         await waitEvent('startup-gate', 'Killing', 'Container app failed liveness probe, will be restarted');
       });
 
+      it('startup-fail: a failing startup probe kills and restarts the container', async () => {
+        await waitEvent('startup-fail', 'Unhealthy', `Startup probe failed: ${noFile('/tmp/never')}`);
+        await waitEvent('startup-fail', 'Killing', 'Container app failed startup probe, will be restarted');
+        const p = await waitPod('startup-fail', 'restarted', (x) => (container(x, 'app')?.restartCount ?? 0) >= 1);
+        assert.equal(container(p, 'app')?.started, false);
+        assert.equal(eventsOf('startup-fail', 'Unhealthy').filter((e) => e.message.startsWith('Liveness')).length, 0);
+      });
+
       it('exec-timeout: a probe outliving timeoutSeconds fails with the kubelet text', async () => {
         await waitEvent('exec-timeout', 'Unhealthy', 'Readiness probe failed: command "sleep 5" timed out');
         const p = obs.pod(full('exec-timeout'));

@@ -7,7 +7,7 @@
 
 const IMAGE = 'busybox:1.36';
 
-export type ProbeScenarioId = 'readiness-flap' | 'liveness-restart' | 'startup-gate' | 'exec-timeout' | 'sidecar-startup' | 'http-tcp' | 'steady';
+export type ProbeScenarioId = 'readiness-flap' | 'liveness-restart' | 'startup-gate' | 'startup-fail' | 'exec-timeout' | 'sidecar-startup' | 'http-tcp' | 'steady';
 
 export interface ProbeScenario {
   readonly id: ProbeScenarioId;
@@ -67,6 +67,16 @@ export const PROBE_SCENARIOS: readonly ProbeScenario[] = [
           startupProbe: { exec: { command: ['cat', '/tmp/started'] }, periodSeconds: 1, failureThreshold: 60 },
           livenessProbe: { exec: { command: ['cat', '/tmp/alive'] }, periodSeconds: 1, failureThreshold: 1 },
         },
+      ],
+    }),
+  },
+  {
+    id: 'startup-fail',
+    covers: 'a startup probe past its failureThreshold kills and restarts the container',
+    runtimes: both,
+    manifest: pod('startup-fail', {
+      containers: [
+        { name: 'app', image: IMAGE, command: ['sleep', '3600'], startupProbe: { exec: { command: ['cat', '/tmp/never'] }, periodSeconds: 1, failureThreshold: 2 } },
       ],
     }),
   },
