@@ -19,6 +19,8 @@ import { ResultsManager } from './prober/results-manager.js';
 const SERVICE = 'prober';
 /** The watches are unhealthy when they saw nothing (not even the relist mark, written every second) for this long. */
 const WATCH_STALL_MS = 60_000;
+/** How long shutdown waits for the last result and event writes. */
+const SHUTDOWN_WRITE_WAIT_MS = 5_000;
 
 async function main(): Promise<void> {
   let config: ProberConfig;
@@ -79,8 +81,8 @@ async function main(): Promise<void> {
         close: async () => {
           await watches.done;
           await manager.stop();
-          await results.idle();
-          await events.flush();
+          // Bounded: with NATS gone the writes would retry forever; the next prober resumes from the buckets.
+          await Promise.race([Promise.all([results.idle(), events.flush()]), sleep(SHUTDOWN_WRITE_WAIT_MS)]);
         },
       });
       await watches.ready;
