@@ -52,7 +52,7 @@ import type { PartitionGuard } from '../partitions/partition-guard.js';
 import type { SyncControl, SyncFunction, SyncReturn } from '../pod-workers/pod-workers.js';
 import { emptyRuntimeStatus } from '../runtime-cache/runtime-status-cache.js';
 import { canRunPod } from './can-run-pod.js';
-import { probesForRuntime } from './probe-results.js';
+import { hasProbes, probesForRuntime } from './probe-results.js';
 import { mergePullWindow, podStartDurations } from './pod-startup-latency.js';
 import { earliestBackoffExpiry, runtimeSyncError, updateReasons } from './sync-results.js';
 import { classify, isTerminalPhase, nextWorkerState, toTerminated, toTerminating } from './worker-decisions.js';
@@ -158,12 +158,10 @@ export class PodSyncer {
   async sync(guard: PartitionGuard, uid: string, ctl: SyncControl): Promise<SyncReturn> {
     const o = this.#o;
     const pp = guard.partition;
-    const [kill, desired, worker, apiRecord, probes] = await abortable(
-      Promise.all([o.store.getKill(pp, uid), o.store.getDesired(pp, uid), o.store.getWorker(pp, uid), o.store.getApiStatus(uid), o.probes?.get(uid)]),
+    const [kill, desired, worker, apiRecord] = await abortable(
+      Promise.all([o.store.getKill(pp, uid), o.store.getDesired(pp, uid), o.store.getWorker(pp, uid), o.store.getApiStatus(uid)]),
       ctl.signal,
     );
-    if (probes === undefined) this.#probes.delete(uid);
-    else this.#probes.set(uid, probes);
     const record = worker?.value;
     const c = classify(record, desired, kill);
     switch (c.action) {
@@ -184,6 +182,10 @@ export class PodSyncer {
         break;
     }
     const pod = c.pod;
+    // The prober's results, read only for pods with probes (no extra KV read for the others).
+    const probes = hasProbes(pod) ? await abortable(o.probes?.get(uid) ?? Promise.resolve(undefined), ctl.signal) : undefined;
+    if (probes === undefined) this.#probes.delete(uid);
+    else this.#probes.set(uid, probes);
     const view = await this.#runtimeStatus(guard, uid, record, ctl, pod);
     const runtimeStatus = view.status;
     const decision = nextWorkerState({
