@@ -276,6 +276,22 @@ export const PodLifecycleEvent = z.object({
 });
 export type PodLifecycleEvent = z.infer<typeof PodLifecycleEvent>;
 
+// Probe results (the prober's results managers), shared by `sl_probe` and SyncPodRequest
+
+export const ProbeResultValue = z.enum(['Success', 'Failure', 'Unknown']);
+export type ProbeResultValue = z.infer<typeof ProbeResultValue>;
+
+/** One results manager's content for a pod: container id (no `<runtime>://`) → result. */
+export const ProbeResultMap = z.record(z.string(), ProbeResultValue);
+
+/** The three results managers' content for one pod. */
+export const ProbeResultsByType = z.object({
+  liveness: ProbeResultMap.optional(),
+  readiness: ProbeResultMap.optional(),
+  startup: ProbeResultMap.optional(),
+});
+export type ProbeResultsByType = z.infer<typeof ProbeResultsByType>;
+
 // ---------------------------------------------------------------------------------------------
 // pod-worker → cri-adapter (request/reply)
 // ---------------------------------------------------------------------------------------------
@@ -303,6 +319,11 @@ export const RuntimeSyncPodRequest = z.object({
   pod: BoundPod,
   /** The runtime status the worker based its decision on. */
   podStatus: RuntimePodStatus,
+  /**
+   * The prober's liveness and startup results by container id (`sl_probe`), for computePodActions:
+   * a Failure kills the container and restarts it under its restart policy. Absent: no results.
+   */
+  probes: ProbeResultsByType.optional(),
   volumes: MountedVolumes,
   /** Pull secret *names*; their values are resolved on the node by cri-adapter. */
   pullSecrets: z.array(z.string()),
@@ -366,6 +387,49 @@ export const RuntimeRelistReply = z.object({
   timestamp: z.number(),
 });
 export type RuntimeRelistReply = z.infer<typeof RuntimeRelistReply>;
+
+/**
+ * `sl.<node>.rpc.runtime.exec`: runs a command in a running container (CRI ExecSync) for
+ * `splitlet exec`. stdin and a tty are not supported (ExecSync has neither).
+ */
+export const RuntimeExecRequest = z.object({
+  type: z.literal('kubelet.runtime.ExecRequest.v1'),
+  containerId: z.string().min(1),
+  cmd: z.array(z.string()).min(1, 'a command is required'),
+  /** Seconds; 0 runs without a limit. */
+  timeoutSeconds: z.number().int().min(0),
+});
+export type RuntimeExecRequest = z.infer<typeof RuntimeExecRequest>;
+
+export const RuntimeExecReply = z.object({
+  type: z.literal('kubelet.runtime.ExecReply.v1'),
+  /** Base64 of the command's stdout and stderr (each capped; `truncated` says so). */
+  stdout: z.string(),
+  stderr: z.string(),
+  exitCode: z.number().int(),
+  truncated: z.boolean().optional(),
+});
+export type RuntimeExecReply = z.infer<typeof RuntimeExecReply>;
+
+// ---------------------------------------------------------------------------------------------
+// prober → sync-loop, pod-worker (KV `sl_probe`)
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Bucket `sl_probe`, key `<node>.<uid>`: the pod's probe results (the kubelet's liveness, readiness
+ * and startup results managers), written only by the prober, on a result change. sync-loop watches
+ * the bucket and syncs the pod (the results managers' Updates channels → HandlePodSyncs); the pod
+ * worker reads it for the container `ready`/`started` flags and passes liveness and startup to
+ * cri-adapter's computePodActions.
+ */
+export const PodProbeResults = ProbeResultsByType.extend({
+  type: z.literal('kubelet.prober.PodProbeResults.v1'),
+  uid: z.string(),
+  updatedAt: z.string(),
+  /** The span of the probe whose result change wrote this record: the sync it causes continues it. */
+  trace: TraceCarrier.optional(),
+});
+export type PodProbeResults = z.infer<typeof PodProbeResults>;
 
 // ---------------------------------------------------------------------------------------------
 // sync-loop → cri-adapter: container garbage collection (request/reply)

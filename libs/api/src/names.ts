@@ -74,6 +74,8 @@ export const Buckets = {
   volumes: 'sl_volumes',
   /** Writer: status-manager. Key `<node>.<uid>` → PodStatusRecord. */
   status: 'sl_status',
+  /** Writer: prober. Key `<node>.<uid>` → PodProbeResults (the liveness/readiness/startup results managers). */
+  probe: 'sl_probe',
   /** Writer: sync-loop. Key `<node>` → sources seen / node config. */
   node: 'sl_node',
   /** Writer: sync-loop (one active per node). Key `<node>` → leader lease. */
@@ -122,7 +124,7 @@ export const Subjects = {
   },
 } as const;
 
-export const RuntimeOps = ['syncPod', 'killPod', 'getPodStatus', 'relist', 'garbageCollect'] as const;
+export const RuntimeOps = ['syncPod', 'killPod', 'getPodStatus', 'relist', 'garbageCollect', 'exec'] as const;
 export type RuntimeOp = (typeof RuntimeOps)[number];
 export const VolumeOps = ['mount', 'unmount', 'cleanup'] as const;
 export type VolumeOp = (typeof VolumeOps)[number];

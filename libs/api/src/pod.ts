@@ -73,7 +73,19 @@ export const LifecycleHandler = z.looseObject({
 });
 export type LifecycleHandler = z.infer<typeof LifecycleHandler>;
 
+const HttpHeader = z.looseObject({ name: z.string().min(1), value: z.string() });
+
 export const Probe = LifecycleHandler.extend({
+  httpGet: z
+    .looseObject({
+      path: z.string().optional(),
+      port: intOrString,
+      host: z.string().optional(),
+      scheme: z.enum(['HTTP', 'HTTPS']).optional(),
+      httpHeaders: z.array(HttpHeader).optional(),
+    })
+    .optional(),
+  grpc: z.looseObject({ port: z.number().int().min(1).max(65535), service: z.string().nullable().optional() }).optional(),
   initialDelaySeconds: z.number().int().optional(),
   timeoutSeconds: z.number().int().optional(),
   periodSeconds: z.number().int().optional(),

@@ -58,6 +58,7 @@ export const BUCKETS: readonly BucketSpec[] = [
   { name: Buckets.runtime, history: 1 },
   { name: Buckets.volumes, history: 1 },
   { name: Buckets.status, history: 1 },
+  { name: Buckets.probe, history: 1 },
   { name: Buckets.node, history: 1 },
   { name: Buckets.syncLoopLeader, history: 1, ttlMs: 10_000 },
   { name: Buckets.criBackoff, history: 1 },

@@ -155,7 +155,7 @@ export class GrpcRuntimeService {
     const client = this.#clients[CriMethods[method].service];
     const fn = (client as unknown as Record<string, UnaryFn>)[method];
     if (fn === undefined) return Promise.reject(new CriError('Unimplemented', `no client method ${method}`, { method }));
-    const deadline = Date.now() + (options?.deadlineMs ?? this.#timeoutMs);
+    const deadline = Date.now() + (options?.deadlineMs ?? defaultDeadlineMs(method, request, this.#timeoutMs));
     return new Promise((resolve, reject) => {
       let call: grpc.ClientUnaryCall | undefined;
       const onAbort = (): void => call?.cancel();
@@ -254,6 +254,20 @@ for (const method of Object.keys(CriMethods) as CriMethod[]) {
 // TypeScript the class implements both interfaces.
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export interface GrpcRuntimeService extends RuntimeService, ImageService {}
+
+/**
+ * The deadline of a call that gives none: the client's timeout, except for `ExecSync`, which the
+ * kubelet gives its own `timeout` plus the runtime request timeout (to leave the runtime time to
+ * clean up after a timed-out command), and no deadline at all when `timeout` is 0.
+ *
+ * Models k8s.io/cri-client/pkg/remote_runtime.go (ExecSync).
+ */
+export function defaultDeadlineMs(method: CriMethod, request: unknown, timeoutMs: number): number {
+  if (method !== 'ExecSync') return timeoutMs;
+  const seconds = Number((request as { timeout?: unknown } | null)?.timeout ?? 0);
+  if (!Number.isFinite(seconds) || seconds <= 0) return Infinity;
+  return timeoutMs + seconds * 1000;
+}
 
 function outgoingMetadata(): grpc.Metadata {
   const metadata = new grpc.Metadata();

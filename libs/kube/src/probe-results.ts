@@ -19,7 +19,7 @@ export type ProbeResult = 'Success' | 'Failure' | 'Unknown';
  * Models the three proberesults.Manager instances (livenessManager, readinessManager, startupManager).
  */
 export interface ProbeResults {
-  readonly liveness?: Readonly<Record<string, ProbeResult>>;
-  readonly readiness?: Readonly<Record<string, ProbeResult>>;
-  readonly startup?: Readonly<Record<string, ProbeResult>>;
+  readonly liveness?: Readonly<Record<string, ProbeResult>> | undefined;
+  readonly readiness?: Readonly<Record<string, ProbeResult>> | undefined;
+  readonly startup?: Readonly<Record<string, ProbeResult>> | undefined;
 }

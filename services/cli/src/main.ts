@@ -22,6 +22,7 @@ import type { CliTarget } from './target.js';
 import { trace } from './commands/trace.js';
 import { events } from './commands/events.js';
 import { logs } from './commands/logs.js';
+import { exec } from './commands/exec.js';
 import { ensureLocalRuntime, missingPrerequisites, runtimeCommand } from './runtime/index.js';
 import { withProgress } from './up/progress.js';
 
@@ -35,6 +36,7 @@ Usage:
   splitlet get partitions [-o wide|json] [-w]
   splitlet describe pod NAME [-n NAMESPACE]
   splitlet logs POD [-c CONTAINER] [-p|--previous] [-f] [--tail N] [--timestamps]
+  splitlet exec POD [-c CONTAINER] [-n NAMESPACE] -- COMMAND [args...]
   splitlet runtime up|down|status [--purge] [-o json]
   splitlet trace [pod] NAME [-o json] [--jaeger URL] [--trace-id ID] [--episodes | --latest]
   splitlet events [-w] [-o json]
@@ -58,8 +60,12 @@ function resourceArg(positionals: string[], verb: string): { kind: string; name:
 }
 
 async function main(rawArgv: string[]): Promise<number> {
+  // `exec POD -- CMD…`: everything after `--` is the command, never flags.
+  const dashes = rawArgv[0] === 'exec' ? rawArgv.indexOf('--') : -1;
+  const execCommand = dashes >= 0 ? rawArgv.slice(dashes + 1) : [];
+  const ownArgv = dashes >= 0 ? rawArgv.slice(0, dashes) : rawArgv;
   // `logs -f` means follow (as in kubectl); everywhere else -f is --filename.
-  const argv = rawArgv[0] === 'logs' ? rawArgv.map((a) => (a === '-f' ? '--follow' : a)) : rawArgv;
+  const argv = ownArgv[0] === 'logs' ? ownArgv.map((a) => (a === '-f' ? '--follow' : a)) : ownArgv;
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -188,6 +194,20 @@ async function main(rawArgv: string[]): Promise<number> {
       if (tail !== undefined && (!Number.isInteger(tail) || tail < -1)) throw new CliError(`--tail must be an integer (-1 for all), got ${values.tail}`);
       const opts = { namespace: values.namespace ?? 'default', container: values.container, previous: values.previous ?? false, follow: values.follow ?? false, timestamps: values.timestamps ?? false, tail };
       return withTarget((t) => logs(t, name, opts, process.stdout, process.stderr));
+    }
+    case 'exec': {
+      const args = rest[0] === 'pod' || rest[0] === 'pods' || rest[0] === 'po' ? rest.slice(1) : rest;
+      const [first, ...extra] = args;
+      if (!first) throw new CliError('error: a pod name is required: splitlet exec POD [-c CONTAINER] -- COMMAND [args...]');
+      if (dashes < 0) throw new CliError('error: the command goes after --: splitlet exec POD [-c CONTAINER] -- COMMAND [args...]');
+      if (extra.length > 0) throw new CliError(`error: unexpected arguments before --: ${extra.join(' ')}`);
+      const name = first.startsWith('pod/') ? first.slice(4) : first;
+      const t = await openTarget(flags, stateDir);
+      try {
+        return await exec(t, name, execCommand, { namespace: values.namespace ?? 'default', container: values.container, timeoutSeconds: 0 }, process.stdout, process.stderr);
+      } finally {
+        await t.close();
+      }
     }
     case 'runtime': {
       return runtimeCommand({ sub: rest[0], stateDir: stateDir.root, purge: values.purge ?? false, json: values.output === 'json' }, process.stdout);

@@ -15,6 +15,7 @@ import type { Logger } from '@splitlet/telemetry';
 import { createEventPublisher, type EventPublisher } from './adapters/event-publisher.js';
 import { createNodeFiles } from './adapters/node-files.js';
 import { serveRuntimeRpc } from './adapters/runtime-rpc.js';
+import { serveExecRpc } from './adapters/exec-rpc.js';
 import { createStandalonePullSecretSource } from './adapters/standalone-pull-secrets.js';
 import type { CriAdapterConfig } from './config.js';
 import { createNodeKeyringProvider, type NodeKeyringProvider } from './credentials/node-keyring.js';
@@ -215,6 +216,7 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
 
   const health = new RuntimeUpChecker({ runtime: cri, clock, logger });
   serveRuntimeRpc(bus, node, operations, deps.signal);
+  serveExecRpc(bus, node, cri, deps.signal);
   const done = health.run(deps.signal);
   void ensureSandboxImage(cri, settings.SANDBOX_IMAGE, logger);
 

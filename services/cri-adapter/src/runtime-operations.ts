@@ -82,7 +82,7 @@ export class RuntimeOperations {
     return this.#track(this.#guarded(req.pod.metadata.uid, async () => {
       await this.#o.fences.admit(req.fence);
       const pullSecrets = await this.#o.pullSecrets.getPullSecretsForPod(req.pod, req.pullSecrets);
-      const r = await this.#o.manager.syncPod({ pod: req.pod, volumes: req.volumes, pullSecrets, podDir: req.podDir });
+      const r = await this.#o.manager.syncPod({ pod: req.pod, volumes: req.volumes, pullSecrets, podDir: req.podDir, probes: req.probes });
       return {
         type: 'kubelet.runtime.SyncPodReply.v1',
         results: r.results,

@@ -30,6 +30,7 @@ const sleepThenExit =
 const SCRIPTS: Readonly<Record<string, FakeProgram>> = {
   "trap 'exit 0' TERM; sleep 1000 & wait": exitOnTerm,
   "trap '' TERM; sleep 1000": forever,
+  "trap '' TERM; sleep 3600": forever,
   'echo started; sleep 3600': (p) => (p.stdout('started\n'), forever()),
   'cat /etc/hosts; echo "bye from c" > /dev/termination-log; exit 3': (p) => (p.stdout(p.readFile('/etc/hosts') ?? ''), terminationLog(p, 'bye from c\n'), 3),
   'echo line one; echo line two >&2; exit 1': (p) => (p.stdout('line one\n'), p.stderr('line two\n'), 1),

@@ -182,6 +182,26 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
     assert.deepEqual(k.results.map((r) => `${r.action}:${r.target}`), ['KillContainer:main', 'KillContainer:proxy', 'KillPodSandbox:u-sidecar']);
   });
 
+  it("kills and restarts a container whose liveness result is Failure, with the probe's grace and the kubelet's Killing text", async () => {
+    const pod = aPod({
+      uid: 'u-live',
+      spec: { terminationGracePeriodSeconds: 30 },
+      containers: [{ name: 'main', image: 'busybox:1.36', command: ['sh', '-c', "trap '' TERM; sleep 3600"], livenessProbe: { exec: { command: ['true'] }, terminationGracePeriodSeconds: 2 } }],
+    });
+    await sync(pod);
+    const first = await eventually(async () => (await status(pod)).containers.find((c) => c.name === 'main' && c.state === 'CONTAINER_RUNNING'));
+    const passing = await manager.syncPod({ pod, volumes: {}, pullSecrets: [], probes: { liveness: { [first.id]: 'Success' } } });
+    assert.deepEqual(passing.results, [], 'a passing liveness result changes nothing');
+    const failing = await manager.syncPod({ pod, volumes: {}, pullSecrets: [], probes: { liveness: { [first.id]: 'Failure' } } });
+    assert.deepEqual(failing.results.map((r) => `${r.action}:${r.target}`), ['KillContainer:main', 'StartContainer:main']);
+    assert.ok(reasons('u-live').includes('Killing: Container main failed liveness probe, will be restarted'));
+    const after = await status(pod);
+    const killed = after.containers.find((c) => c.id === first.id);
+    assert.equal(killed?.state, 'CONTAINER_EXITED');
+    assert.equal(killed?.exitCode, 137, "SIGKILLed at the probe's 2 s grace, not the pod's 30 s");
+    assert.ok(after.containers.some((c) => c.name === 'main' && c.id !== first.id && c.restartCount === 1));
+  });
+
   it('a mount of an undefined volume is a CreateContainerConfigError with a Failed event', async () => {
     const pod = aPod({ uid: 'u-vol', containers: [{ name: 'main', image: 'busybox:1.36', volumeMounts: [{ name: 'data', mountPath: '/data' }] }] });
     const r = await sync(pod);

@@ -8,6 +8,7 @@ import type { Tracer } from '@opentelemetry/api';
 import type { Registry } from 'prom-client';
 import type { Bus } from '@splitlet/bus';
 import { busEventSink, busRuntimeClient, busStatusSink, busVolumeClient } from './adapters/bus-clients.js';
+import { createKvProbeResults } from './adapters/kv-probe-results.js';
 import { KvLeaseStore, KvMemberStore, KvPodStateStore } from './adapters/kv-stores.js';
 import { createPromSyncMetrics, registerPartitionGauges } from './adapters/prom-metrics.js';
 import { watchRuntimeCache } from './adapters/runtime-cache-watch.js';
@@ -93,6 +94,7 @@ export async function startPodWorkerInstance(s: InstanceSettings, d: InstanceDep
     runtimeSyncTimeoutMs: s.runtimeSyncTimeoutMs,
     store,
     runtimeCache,
+    probes: await createKvProbeResults(bus, s.node),
     runtime: busRuntimeClient(bus, s.node),
     volumes: busVolumeClient(bus, s.node),
     status: busStatusSink(bus, s.node),

@@ -10,6 +10,7 @@ import type {
   PartitionLease,
   PodStatusRecord,
   PodStatusUpdate,
+  ProbeResultsByType,
   RuntimeCacheEntry,
   RuntimeKillPodReply,
   RuntimeKillPodRequest,
@@ -90,6 +91,12 @@ export interface RuntimeStatusSource {
    * Rejects with the signal's reason when `signal` aborts.
    */
   getNewerThan(uid: string, after: number, signal: AbortSignal): Promise<CachedRuntimeStatus>;
+}
+
+/** The prober's results of a pod (`sl_probe`, which the prober alone writes). */
+export interface ProbeResultsSource {
+  /** The pod's liveness/readiness/startup results by container id; undefined when the prober has none. */
+  get(uid: string): Promise<ProbeResultsByType | undefined>;
 }
 
 /** cri-adapter's request/reply endpoints. */

@@ -20,6 +20,7 @@ import type { NodeCapacityView } from './adapters/kv-node-capacity.js';
 import { createKvDesiredStore, createKvKillStore, createKvSourcesStore } from './adapters/kv-stores.js';
 import { startClusterViews } from './adapters/kv-views.js';
 import { admissionNode } from './sync-loop/admission.js';
+import { watchProbeResults } from './adapters/probe-results-watch.js';
 import { ContainerGarbageCollector } from './sync-loop/container-gc.js';
 import type { SyncLoopMetrics } from './sync-loop/metrics.js';
 import { SyncLoop } from './sync-loop/sync-loop.js';
@@ -96,6 +97,7 @@ export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSig
   const consumers: Consumption[] = [];
   consumers.push(await consumeConfig(bus, loop, node, signal));
   consumers.push(await consumePleg(bus, loop, node, signal));
+  const probes = await watchProbeResults(bus, node, loop, createBusWorkPoker(bus, node, partitions), logger, signal);
 
   const tickMonitor = new ProgressMonitor({ name: 'sync loop', thresholdMs: TICK_STALL_MS, clock });
   onHealth({
@@ -132,6 +134,6 @@ export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSig
   }).run(deps.containerGcPeriodMs, signal);
   logger.info('sync loop running', { desiredPods: loop.desiredPodCount, allSourcesReady: loop.sourcesReady.allReady() });
 
-  await Promise.all([ticking, housekeeping, containerGc, ...consumers.map((c) => c.done), views.done]);
+  await Promise.all([ticking, housekeeping, containerGc, ...consumers.map((c) => c.done), views.done, probes.done]);
   onHealth(undefined);
 }

@@ -62,6 +62,7 @@ export function processSpecs(s: StateDir, natsUrl: string, o: UpOptions): Proces
   specs.push(spec('volume-manager', 'volume-manager', { ROOT_DIR: s.kubeletRoot }));
   specs.push(spec('status-manager', 'status-manager'));
   specs.push(spec('pleg', 'pleg'));
+  specs.push(spec('prober', 'prober', { CRI_ENDPOINT: criEndpoint }));
   for (let i = 1; i <= o.podWorkers; i++) specs.push(spec(`pod-worker-${i}`, 'pod-worker', { INSTANCE_ID: `${nodeToken(o.nodeName)}-pw-${i}` }));
   specs.push(spec('sync-loop', 'sync-loop'));
   specs.push(spec('config-source', 'config-source', { MANIFEST_DIR: s.manifests, ...(o.manifestUrl ? { MANIFEST_URL: o.manifestUrl } : {}) }));
@@ -78,7 +79,7 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
       throw new CliError(`splitlet is already running in ${s.root} (pid ${prev.supervisorPid}); use another --state-dir to run a second instance`);
     }
   }
-  for (const svc of ['config-source', 'sync-loop', 'pod-worker', 'pleg', 'volume-manager', 'status-manager', 'cri-adapter', 'sim-runtime']) {
+  for (const svc of ['config-source', 'sync-loop', 'pod-worker', 'pleg', 'prober', 'volume-manager', 'status-manager', 'cri-adapter', 'sim-runtime']) {
     if (!existsSync(serviceMain(svc))) throw new CliError(`${serviceMain(svc)} is missing: run \`npm run build\` in the repository root first`);
   }
   let nats: SpawnedNats | undefined;

@@ -20,7 +20,7 @@ import type { Tracer } from '@opentelemetry/api';
 import type { BoundPod, Container, MountedVolumes, RunningPodRef, RuntimeContainerStatus, RuntimePodStatus, SyncResult } from '@splitlet/api';
 import { errorMessage } from '@splitlet/api';
 import type { CriInput, PodSandboxConfig } from '@splitlet/cri';
-import { computePodActions, containersNewestFirst, crashLoopBackOffKey, formatGoDuration, formatPod, type Backoff } from '@splitlet/kube';
+import { computePodActions, containersNewestFirst, crashLoopBackOffKey, formatGoDuration, formatPod, type Backoff, type ProbeResults } from '@splitlet/kube';
 import type { Clock } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
 import { podSpanAttributes, withSpan } from '@splitlet/telemetry';
@@ -83,6 +83,8 @@ export interface SyncPodInput {
    * Absent: containers get neither.
    */
   readonly podDir?: string | undefined;
+  /** The prober's liveness and startup results by container id (a Failure kills the container). */
+  readonly probes?: ProbeResults | undefined;
 }
 
 /** What a KillPod needs. */
@@ -183,7 +185,7 @@ export class KubeGenericRuntimeManager {
     const { pod } = input;
     const ref = podRef(pod);
     const podStatus = await this.getPodStatus(refOf(pod));
-    const changes = computePodActions(pod, podStatus);
+    const changes = computePodActions(pod, podStatus, input.probes ?? {});
     if (o.logger.isEnabled('debug')) {
       // Names only: container specs may hold literal env values.
       o.logger.debug('computePodActions', {

@@ -25,6 +25,7 @@ import type { PartitionGuard } from '../partitions/partition-guard.js';
 import type { SyncControl, SyncFunction, SyncReturn } from '../pod-workers/pod-workers.js';
 import { emptyRuntimeStatus } from '../runtime-cache/runtime-status-cache.js';
 import { abortable } from './abortable.js';
+import { hasProbes } from './probe-results.js';
 import type { PodSyncerOptions, SyncCtx } from './sync-context.js';
 import { SyncEffects } from './sync-effects.js';
 import { runSyncPod } from './sync-pod.js';
@@ -88,6 +89,8 @@ export class PodSyncer {
         break;
     }
     const pod = c.pod;
+    // The prober's results, read only for pods with probes (no extra KV read for the others).
+    const probes = hasProbes(pod) ? await abortable(o.probes?.get(uid) ?? Promise.resolve(undefined), ctl.signal) : undefined;
     const view = await this.#runtimeStatus(guard, uid, record, ctl, pod);
     const runtimeStatus = view.status;
     const decision = nextWorkerState({
@@ -115,6 +118,7 @@ export class PodSyncer {
       continues: view.continues,
       newEpisode: view.newEpisode,
       episodeAt: view.episodeAt,
+      probes,
     };
     switch (decision.record.state) {
       case 'sync':

@@ -5,13 +5,14 @@
  * SyncTerminatedPod (the pod, its status, the update type), read here from KV instead.
  */
 import type { Context, Tracer } from '@opentelemetry/api';
-import type { BoundPod, DesiredPod, KillRequest, PodStatus, RuntimePodStatus } from '@splitlet/api';
+import type { BoundPod, DesiredPod, KillRequest, PodStatus, ProbeResultsByType, RuntimePodStatus } from '@splitlet/api';
 import { hasErrorCode } from '@splitlet/api';
 import type {
   Clock,
   EventSink,
   Log,
   PodStateStore,
+  ProbeResultsSource,
   RuntimeClient,
   RuntimeStatusSource,
   StatusSink,
@@ -48,6 +49,8 @@ export interface PodSyncerOptions {
   readonly random?: () => number;
   /** The node's IPs for hostIP/hostIPs (optional). */
   readonly hostIPs?: readonly string[];
+  /** The prober's results (`sl_probe`); absent: no probe results (containers with probes stay unready). */
+  readonly probes?: ProbeResultsSource;
 }
 
 /** Everything one sync read, passed between its steps. */
@@ -68,6 +71,8 @@ export interface SyncCtx {
   readonly newEpisode: Context | undefined;
   /** `episode.at` of the runtime status this sync is based on (persisted as `WorkerRecord.episodeAt`). */
   readonly episodeAt: number | undefined;
+  /** The probe results this sync read (prober_manager UpdatePodStatus's input); undefined for pods without probes. */
+  readonly probes: ProbeResultsByType | undefined;
 }
 
 /** A handled SyncPod / SyncTerminatingPod outcome. */

@@ -9,7 +9,7 @@
  */
 import { ROOT_CONTEXT, SpanStatusCode, context } from '@opentelemetry/api';
 import type { Attributes, Context, Span } from '@opentelemetry/api';
-import type { BoundPod, KillRequest, PodStatus, PodStatusUpdate, RuntimePodStatus, WorkerRecord } from '@splitlet/api';
+import type { BoundPod, KillRequest, PodStatus, PodStatusUpdate, ProbeResultsByType, RuntimePodStatus, WorkerRecord } from '@splitlet/api';
 import { errorMessage, hasErrorCode } from '@splitlet/api';
 import { generateAPIPodStatus, podIPsAfterTeardown, requeueDelay } from '@splitlet/kube';
 import { injectContext, withSpan } from '@splitlet/telemetry';
@@ -69,7 +69,7 @@ export class SyncEffects {
     return withSpan(this.o.tracer, name, { attributes: { 'k8s.pod.uid': ctx.uid } }, () => fn());
   }
 
-  generate(pod: BoundPod, runtimeStatus: RuntimePodStatus, rec: WorkerRecord, oldStatus: PodStatus | undefined, podIsTerminal: boolean): PodStatus {
+  generate(pod: BoundPod, runtimeStatus: RuntimePodStatus, rec: WorkerRecord, oldStatus: PodStatus | undefined, podIsTerminal: boolean, probes: ProbeResultsByType | undefined): PodStatus {
     return generateAPIPodStatus({
       pod,
       runtimeStatus,
@@ -77,6 +77,7 @@ export class SyncEffects {
       reasons: rec.reasons,
       ...(oldStatus !== undefined ? { oldStatus } : {}),
       podIsTerminal,
+      probes: probes ?? {},
       now: this.o.clock.now(),
       ...(this.o.hostIPs !== undefined ? { hostIPs: this.o.hostIPs } : {}),
     });

@@ -14,6 +14,7 @@ import { podSpanAttributes } from '@splitlet/telemetry';
 import type { SyncReturn } from '../pod-workers/pod-workers.js';
 import { abortable } from './abortable.js';
 import { canRunPod } from './can-run-pod.js';
+import { probesForRuntime } from './probe-results.js';
 import { firstSeen, mergePullWindow, observeRunning } from './pod-startup-latency.js';
 import { checkpoint, isAbort, isFatalToSync } from './sync-context.js';
 import type { StateSyncOutcome, SyncCtx } from './sync-context.js';
@@ -72,7 +73,7 @@ async function syncPod(fx: SyncEffects, ctx: SyncCtx, record: WorkerRecord, setR
   const { pod, ctl, guard } = ctx;
   const observe = (r: WorkerRecord, s: PodStatus): WorkerRecord => observeRunning(o.metrics, o.clock.now(), pod, ctx.desired?.value, r, s);
   let rec = record;
-  const status = await fx.step('generateAPIPodStatus', ctx, () => fx.generate(pod, ctx.runtimeStatus, rec, ctx.oldStatus, false));
+  const status = await fx.step('generateAPIPodStatus', ctx, () => fx.generate(pod, ctx.runtimeStatus, rec, ctx.oldStatus, false, ctx.probes));
   if (isTerminalPhase(status.phase)) {
     await fx.sendStatus(ctx, status, true);
     return { terminal: true, runtimeStatus: ctx.runtimeStatus };
@@ -131,7 +132,7 @@ async function syncPod(fx: SyncEffects, ctx: SyncCtx, record: WorkerRecord, setR
       // a runtime sync half way: only a stop (lease lost) stops waiting for it.
       return abortable(
         o.runtime.syncPod(
-          { type: 'kubelet.runtime.SyncPodRequest.v1', pod, podStatus: ctx.runtimeStatus, volumes, pullSecrets, podDir, fence: guard.fence() },
+          { type: 'kubelet.runtime.SyncPodRequest.v1', pod, podStatus: ctx.runtimeStatus, ...probesForRuntime(ctx.probes), volumes, pullSecrets, podDir, fence: guard.fence() },
           o.runtimeSyncTimeoutMs,
         ),
         ctl.stopSignal,
@@ -144,7 +145,7 @@ async function syncPod(fx: SyncEffects, ctx: SyncCtx, record: WorkerRecord, setR
   rec = { ...rec, reasons: updateReasons(rec.reasons, reply.results) };
   if (rec.startedObserved !== true) rec = mergePullWindow(rec, reply);
   setRecord(rec);
-  const after = fx.generate(pod, reply.podStatus, rec, status, false);
+  const after = fx.generate(pod, reply.podStatus, rec, status, false, ctx.probes);
   rec = observe(rec, after);
   setRecord(rec);
   await fx.sendStatus(ctx, after, true);

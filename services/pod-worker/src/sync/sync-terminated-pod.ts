@@ -38,7 +38,7 @@ export async function runSyncTerminatedPod(fx: SyncEffects, ctx: SyncCtx, record
 async function syncTerminatedPod(fx: SyncEffects, ctx: SyncCtx, rec: WorkerRecord): Promise<{ error?: string }> {
   const o = fx.o;
   const { pod, guard, ctl } = ctx;
-  const status = fx.generate(pod, ctx.runtimeStatus, rec, ctx.oldStatus, true);
+  const status = fx.generate(pod, ctx.runtimeStatus, rec, ctx.oldStatus, true, ctx.probes);
   await fx.sendStatus(ctx, status, false);
   try {
     await fx.step('waitForUnmount', ctx, async () => {

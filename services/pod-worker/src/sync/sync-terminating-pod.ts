@@ -37,7 +37,7 @@ export async function runSyncTerminatingPod(fx: SyncEffects, ctx: SyncCtx, recor
 
 async function syncTerminatingPod(fx: SyncEffects, ctx: SyncCtx, rec: WorkerRecord): Promise<StateSyncOutcome> {
   const { pod, guard } = ctx;
-  const status = fx.generate(pod, ctx.runtimeStatus, rec, ctx.oldStatus, false);
+  const status = fx.generate(pod, ctx.runtimeStatus, rec, ctx.oldStatus, false, ctx.probes);
   await fx.sendStatus(ctx, status, true);
   let stopped: RuntimePodStatus;
   try {
@@ -54,7 +54,7 @@ async function syncTerminatingPod(fx: SyncEffects, ctx: SyncCtx, rec: WorkerReco
   if (running.length > 0) {
     return { terminal: false, error: `detected running containers after a successful KillPod, CRI violation: [${running.join(' ')}]` };
   }
-  const final = fx.generate(pod, stopped, rec, status, true);
+  const final = fx.generate(pod, stopped, rec, status, true, ctx.probes);
   await fx.sendStatus(ctx, final, true);
   return { terminal: true, runtimeStatus: stopped };
 }
