@@ -18,7 +18,7 @@ import { apply, deletePod, describe, getPods } from './commands/pods.js';
 import { trace } from './commands/trace.js';
 import { events } from './commands/events.js';
 import { logs } from './commands/logs.js';
-import { ensureLocalRuntime, missingPrerequisites, runtimeCommand } from './runtime/index.js';
+import { ensureLocalRuntime, isRuntimeError, missingPrerequisites, runtimeCommand } from '@splitlet/node-setup';
 import { DEFAULT_PARTITIONS } from '@splitlet/api';
 
 const USAGE = `splitlet: the kubelet's pod lifecycle as separate processes over NATS JetStream
@@ -207,7 +207,7 @@ function exitAfterFlush(code: number): void {
 main(process.argv.slice(2)).then(
   (code) => exitAfterFlush(code),
   (e: unknown) => {
-    if (e instanceof CliError) {
+    if (e instanceof CliError || isRuntimeError(e)) {
       process.stderr.write(`${e.message}\n`);
       exitAfterFlush(e.exitCode);
       return;

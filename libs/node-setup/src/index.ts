@@ -27,3 +27,4 @@ export { ensureLocalRuntime, runtimeCommand } from './runtime-command.js';
 export type { LocalRuntimeOptions, RuntimeCommandArgs } from './runtime-command.js';
 export { RuntimeError, RuntimeErrorCodes, isRuntimeError } from './runtime-error.js';
 export type { RuntimeErrorCode } from './runtime-error.js';
+export { NODE_USAGE, nodeCommand } from './node-command.js';
