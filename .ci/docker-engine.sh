@@ -61,7 +61,7 @@ EOF
   fi
   dockerd --data-root "$ENGINE_DIR/data" --exec-root "$ENGINE_DIR/exec" --pidfile "$ENGINE_DIR/dockerd.pid" \
     -H "$DOCKER_HOST" --containerd "$CTRD_SOCK" --iptables=false --ip-forward=false --ip-masq=false \
-    --bridge "$BRIDGE" --default-address-pool "base=$ADDRESS_POOL,size=24" \
+    --bridge "$BRIDGE" --ip 127.0.0.1 --default-address-pool "base=$ADDRESS_POOL,size=24" \
     >"$ENGINE_DIR/dockerd.log" 2>&1 &
   for _ in $(seq 1 300); do docker info >/dev/null 2>&1 && break; sleep 0.1; done
   docker info >/dev/null 2>&1 || { tail -20 "$ENGINE_DIR/dockerd.log" >&2; log "dockerd did not start"; return 1; }
@@ -154,7 +154,7 @@ base_images() {
   cp /bin/busybox "$r/bin/busybox"
   for a in sh wget; do ln -sf busybox "$r/bin/$a"; done
   chmod 1777 "$r/tmp"
-  import_dir "$r" splitlet-base/nats:local --change 'ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin' --change 'CMD ["nats-server"]' --change 'EXPOSE 4222 8222'
+  import_dir "$r" splitlet-base/nats:local --change 'ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin' --change 'ENTRYPOINT ["/usr/sbin/nats-server"]' --change 'EXPOSE 4222 8222'
 
   # splitlet-base/debian: debootstrap --variant=minbase bookworm with the node image's packages
   # already in (the Dockerfile installs only what its base lacks), cached as a tarball.
