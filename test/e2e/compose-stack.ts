@@ -1,6 +1,6 @@
 /**
  * One docker-compose project of the repository's docker-compose.yml for the smoke test, with the
- * CI override (test/e2e/compose.ci.yml), local base images and the host-built tree, on the engine
+ * CI overrides (test/e2e/compose.ci*.yml), local base images and the host-built tree, on the engine
  * DOCKER_HOST names (.ci/docker-engine.sh). Its own project name, manifests dir and host ports, so
  * it touches nothing else; `down()` removes its containers, networks and volumes.
  */
@@ -66,9 +66,13 @@ export interface ComposeStack {
   down(): Promise<void>;
 }
 
-/** Sets up a project (no containers yet). `manifests` is the host dir bind-mounted into config-source. */
-export async function composeStack(manifests: string, node = 'compose-node'): Promise<ComposeStack> {
-  const project = `splitlet-e2e-${process.pid}`;
+/**
+ * Sets up a project (no containers yet). `manifests` is the host dir bind-mounted into
+ * config-source; `runtime` picks the containerd node (with CI's unprivileged workaround,
+ * compose.ci-node.yml) or the simulated runtime (docker-compose.sim.yml, as a user runs it).
+ */
+export async function composeStack(manifests: string, runtime: 'containerd' | 'sim' = 'containerd', node = 'compose-node'): Promise<ComposeStack> {
+  const project = `splitlet-e2e-${runtime}-${process.pid}`;
   const [natsPort, monitorPort, jaegerPort] = [await freePort(), await freePort(), await freePort()];
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -87,7 +91,7 @@ export async function composeStack(manifests: string, node = 'compose-node'): Pr
     SPLITLET_NATS_MONITOR_PORT: String(monitorPort),
     SPLITLET_JAEGER_UI_PORT: String(jaegerPort),
   };
-  const files = ['-f', join(ROOT, 'docker-compose.yml'), '-f', join(ROOT, 'test/e2e/compose.ci.yml')];
+  const files = ['docker-compose.yml', ...(runtime === 'sim' ? ['docker-compose.sim.yml'] : ['test/e2e/compose.ci-node.yml']), 'test/e2e/compose.ci.yml'].flatMap((f) => ['-f', join(ROOT, f)]);
   const compose = (args: readonly string[], timeoutMs?: number): Promise<string> =>
     run('docker-compose', ['-p', project, '--project-directory', ROOT, ...files, ...args], env, timeoutMs);
   const label = `label=com.docker.compose.project=${project}`;

@@ -9,6 +9,9 @@
  *   from every process → 50 pods created while pod-worker scales to 4 and back to 2, each Running
  *   with exactly one sandbox and one container → delete → down -v → nothing of the project left.
  *
+ * Then the same compose file with the simulated runtime (docker-compose.sim.yml, no privileges):
+ * up, healthy, a pod Running with its log, down -v, nothing left.
+ *
  * Pods are created as the README says: a manifest file in the manifests dir (config-source's
  * static pod dir, bind-mounted). Status is read from the bus through the published NATS port (the
  * buckets `splitlet get pods` reads); the log through `docker-compose exec node`, the file the
@@ -66,7 +69,7 @@ describe('docker compose: splitlet as containers', { skip: skip ?? false, timeou
   let stack: ComposeStack;
   let manifests: string;
   let bus: NatsBus | undefined;
-  const t0 = Date.now();
+  let t0 = Date.now();
   const took = (): string => `${((Date.now() - t0) / 1000).toFixed(0)} s`;
 
   /** Writes a manifest atomically (a dotfile, then rename), as `splitlet apply` does. */
@@ -91,9 +94,10 @@ describe('docker compose: splitlet as containers', { skip: skip ?? false, timeou
   };
 
   before(async () => {
+    t0 = Date.now();
     manifests = mkdtempSync(join(tmpdir(), 'splitlet-e2e-manifests-'));
     chmodSync(manifests, 0o755); // config-source runs as uid 1000 (the image's `node` user)
-    stack = await composeStack(manifests);
+    stack = await composeStack(manifests, 'containerd');
     await run('bash', [join(import.meta.dirname, 'stage-app.sh')]);
   });
 
@@ -106,8 +110,7 @@ describe('docker compose: splitlet as containers', { skip: skip ?? false, timeou
         assert.deepEqual(left, [], 'down -v leaves no container, network or volume of the project');
       } finally {
         rmSync(manifests, { recursive: true, force: true });
-        rmSync(join(import.meta.dirname, '..', '..', '.build'), { recursive: true, force: true });
-        process.stdout.write(`# compose smoke test: ${took()} in all\n`);
+        process.stdout.write(`# compose smoke test (containerd node): ${took()} in all\n`);
       }
     }
   });
@@ -205,5 +208,59 @@ describe('docker compose: splitlet as containers', { skip: skip ?? false, timeou
     } finally {
       cri.close();
     }
+  });
+});
+
+describe('docker compose with the simulated runtime (docker-compose.sim.yml)', { skip: skip ?? false, timeout: 300_000 }, () => {
+  let stack: ComposeStack;
+  let manifests: string;
+  let bus: NatsBus | undefined;
+  let t0 = Date.now();
+
+  before(async () => {
+    t0 = Date.now();
+    manifests = mkdtempSync(join(tmpdir(), 'splitlet-e2e-manifests-'));
+    chmodSync(manifests, 0o755);
+    stack = await composeStack(manifests, 'sim');
+    await run('bash', [join(import.meta.dirname, 'stage-app.sh')]);
+  });
+
+  after(async () => {
+    await bus?.close().catch(() => undefined);
+    try {
+      await stack.down();
+      assert.deepEqual(await stack.leftovers(), [], 'down -v leaves no container, network or volume of the project');
+    } finally {
+      rmSync(manifests, { recursive: true, force: true });
+      rmSync(join(import.meta.dirname, '..', '..', '.build'), { recursive: true, force: true });
+      process.stdout.write(`# compose smoke test (sim-runtime): ${((Date.now() - t0) / 1000).toFixed(0)} s in all\n`);
+    }
+  });
+
+  test('up without privileges, healthy, a pod Running with its log', async (t) => {
+    await stack.compose(['up', '-d', '--build', '--scale', 'pod-worker=2'], 300_000);
+    await until(
+      async () => {
+        const states = [...(await stack.states()).values()];
+        return states.length === 11 && states.every(([, s]) => s === 'healthy' || s === 'running') ? true : undefined;
+      },
+      { timeoutMs: 180_000, intervalMs: 2000, message: 'every container healthy' },
+    );
+    const nodeId = (await stack.compose(['ps', '-q', 'node'])).trim();
+    const privileged = (await run('docker', ['inspect', '--format', '{{.HostConfig.Privileged}} {{.HostConfig.CapAdd}}', nodeId])).trim();
+    assert.equal(privileged, 'false []', 'the simulated node runs without privileges');
+    bus = await connectBus({ servers: stack.natsUrl, process: 'e2e', node: stack.node, logger: quiet, provision: false });
+    writeFileSync(join(manifests, 'sim.yaml'), manifest('sim', 'hello from the simulator'));
+    const pod = await until(async () => {
+      const p = (await listPods(bus!, stack.node)).find((x) => x.pod.metadata.name === `sim-${stack.node}`);
+      return p?.pod.status?.phase === 'Running' ? p : undefined;
+    }, { timeoutMs: 120_000, intervalMs: 500, message: 'the sim pod Running' });
+    const file = `/var/log/pods/default_sim-${stack.node}_${pod.pod.metadata.uid}/main/0.log`;
+    const log = await until(async () => {
+      const out = await stack.compose(['exec', '-T', 'cri-adapter', 'busybox', 'cat', file]).catch(() => '');
+      return out.includes('hello from the simulator') ? out : undefined;
+    }, { timeoutMs: 30_000, intervalMs: 1000, message: 'the sim pod log' });
+    assert.match(log, /^\S+ stdout F hello from the simulator$/m);
+    t.diagnostic(`sim pod Running with its log at ${((Date.now() - t0) / 1000).toFixed(0)} s`);
   });
 });
