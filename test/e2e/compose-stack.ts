@@ -5,7 +5,7 @@
  * it touches nothing else; `down()` removes its containers, networks and volumes.
  */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from '@splitlet/testkit';
 
@@ -120,6 +120,11 @@ export async function composeStack(manifests: string, runtime: 'containerd' | 's
       for (const kind of ['container', 'network', 'volume'] as const) {
         const args = kind === 'container' ? ['ps', '-aq', '--filter', label] : [kind, 'ls', '-q', '--filter', label];
         for (const id of (await run('docker', args, env)).split('\n').filter((l) => l !== '')) left.push(`${kind} ${id}`);
+      }
+      // Volumes and container filesystems of the project still mounted on the host.
+      for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
+        const mountPoint = line.split(' ')[4];
+        if (mountPoint?.includes(`/${project}_`) === true) left.push(`mount ${mountPoint}`);
       }
       return left;
     },

@@ -1,18 +1,23 @@
 /**
- * The bus suites (nats-bus, typed-kv-list) once more, against NATS in a container started by
+ * The bus suites that start NATS with `startTestNats` once more, against NATS in a container started by
  * testcontainers (`@testcontainers/nats`) instead of the local binary: where a Docker engine is
  * reachable (DOCKER_HOST; CI starts one with .ci/docker-engine.sh and builds a local NATS image,
  * NATS_TEST_IMAGE). Where none is, the test prints why and skips.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { containerEngineSkipReason } from '@splitlet/testkit';
 
-const SUITES = ['nats-bus.test.ts', 'typed-kv-list.test.ts'].map((f) => join(import.meta.dirname, f));
+/** The suites of this folder that start their server with `startTestNats` (and so can use a container). */
+const SUITES = readdirSync(import.meta.dirname)
+  .filter((f) => f.endsWith('.test.ts') && f !== 'nats-container.test.ts' && readFileSync(join(import.meta.dirname, f), 'utf8').includes('startTestNats('))
+  .map((f) => join(import.meta.dirname, f));
 
 test('the bus suites pass against a NATS container (testcontainers)', { timeout: 300_000 }, async (t) => {
+  assert.ok(SUITES.length >= 2, `suites using startTestNats: ${SUITES.join(', ')}`);
   const reason = await containerEngineSkipReason();
   if (reason !== undefined) {
     process.stdout.write(`# skipped: ${reason}\n`);
