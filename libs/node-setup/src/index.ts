@@ -14,7 +14,7 @@
  * busybox-static and iproute2 ({@link missingPrerequisites} lists what is absent).
  * @packageDocumentation
  */
-export { startContainerd, stopContainerd, containerdStatus, containerdPaths, missingPrerequisites, DEAD_PROXY, NO_PROXY } from './containerd.js';
+export { startContainerd, stopContainerd, containerdStatus, containerdPaths, missingPrerequisites, isStaticBusybox, DEAD_PROXY, NO_PROXY } from './containerd.js';
 export { RUNTIME_PATH } from './host-command.js';
 export type { StartContainerdOptions, StopContainerdOptions, LocalContainerd, ContainerdStatus } from './containerd.js';
 export type { ContainerdPaths, Snapshotter } from './containerd-config.js';
