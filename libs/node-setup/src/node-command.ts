@@ -8,7 +8,7 @@
  *
  * `run` is the node container's main process: it starts containerd (as `up`), imports the images,
  * serves `/healthz` (containerd alive) and `/readyz` (CRI runtime and network ready) on
- * `--health-port`, and on SIGTERM/SIGINT drains the pods and stops containerd (as `down`). When
+ * 127.0.0.1:`--health-port`, and on SIGTERM/SIGINT drains the pods and stops containerd (as `down`). When
  * containerd dies under it, it exits 1 so the container's restart policy takes over. Log lines
  * are JSON on stdout.
  */
@@ -138,8 +138,8 @@ async function runNode(o: RunNodeOptions, out: Writable): Promise<number> {
         res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ok\n' : `${st.reason ?? 'stopping'}\n`);
       });
     });
-    await new Promise<void>((resolve, reject) => server?.once('error', reject).listen(o.healthPort, resolve));
-    log('info', 'node ready', { health: `http://0.0.0.0:${o.healthPort}/readyz` });
+    await new Promise<void>((resolve, reject) => server?.once('error', reject).listen(o.healthPort, '127.0.0.1', resolve));
+    log('info', 'node ready', { health: `http://127.0.0.1:${o.healthPort}/readyz` });
     watch = setInterval(() => {
       if (stopping !== undefined) return;
       void containerdStatus(o.stateDir).then((st) => {
@@ -149,7 +149,12 @@ async function runNode(o: RunNodeOptions, out: Writable): Promise<number> {
         void stopping.then(wake);
       });
     }, WATCH_INTERVAL_MS);
-    if (stopping !== undefined) wake(await stopping);
+    if (stopping !== undefined) {
+      // A signal came while starting: the stop may have run before the daemon existed.
+      await stopping.catch(() => undefined);
+      await stopContainerd(o.stateDir);
+      return 0;
+    }
     return await done;
   } catch (e) {
     if (stopping === undefined) await stopContainerd(o.stateDir).catch(() => undefined);
