@@ -18,7 +18,7 @@ import { GrpcRuntimeService } from '@splitlet/cri';
 import { Buckets, Keys, PodStatusRecord } from '@splitlet/api';
 import { startNatsServer } from '@splitlet/testkit';
 import { waitReady } from '../integration/harness.ts';
-import { ensureLocalRuntime, missingPrerequisites, stopContainerd } from '../../services/cli/src/runtime/index.ts';
+import { ensureLocalRuntime, missingPrerequisites, stopContainerd } from '../../libs/node-setup/src/index.ts';
 
 const { values } = parseArgs({ options: { pods: { type: 'string', default: '10' } } });
 const PODS = Number(values.pods);

@@ -13,8 +13,8 @@ import { describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { BUSYBOX_APPLETS, BUSYBOX_SHIMS } from '@splitlet/images';
 import { SIMULATED_APPLETS } from '@splitlet/sim-runtime/simulator';
-import { isStaticBusybox } from '../../services/cli/src/runtime/containerd.ts';
-import { buildBusyboxImage, busyboxContents, busyboxLayer, IMAGE_RECIPES } from '../../services/cli/src/runtime/oci-image.ts';
+import { isStaticBusybox } from '../../libs/node-setup/src/containerd.ts';
+import { buildBusyboxImage, busyboxContents, busyboxLayer, IMAGE_RECIPES } from '../../libs/node-setup/src/oci-image.ts';
 
 const BUSYBOX = '/bin/busybox';
 const noBusybox = isStaticBusybox(BUSYBOX) ? undefined : `${BUSYBOX} is not a static busybox (apt-get install busybox-static)`;

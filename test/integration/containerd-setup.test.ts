@@ -11,11 +11,11 @@ import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { writeTar } from '../../services/cli/src/runtime/tar-writer.ts';
-import { IMAGE_RECIPES, IMAGES, buildBusyboxImage, containerdPaths, isRuntimeError } from '../../services/cli/src/runtime/index.ts';
-import { choosePodNetwork, podNetworkConflist } from '../../services/cli/src/runtime/cni-network.ts';
-import { containerdConfigToml } from '../../services/cli/src/runtime/containerd-config.ts';
-import { isStaticBusybox } from '../../services/cli/src/runtime/containerd.ts';
+import { writeTar } from '../../libs/node-setup/src/tar-writer.ts';
+import { IMAGE_RECIPES, IMAGES, buildBusyboxImage, containerdPaths, isRuntimeError } from '../../libs/node-setup/src/index.ts';
+import { choosePodNetwork, podNetworkConflist } from '../../libs/node-setup/src/cni-network.ts';
+import { containerdConfigToml } from '../../libs/node-setup/src/containerd-config.ts';
+import { isStaticBusybox } from '../../libs/node-setup/src/containerd.ts';
 
 const hasTar = spawnSync('tar', ['--version']).status === 0;
 const hasIp = spawnSync('ip', ['-V']).status === 0;

@@ -1,5 +1,5 @@
 /**
- * A real containerd 1.6 that splitlet starts itself (services/cli/src/runtime), with locally built
+ * A real containerd 1.6 that splitlet starts itself (libs/node-setup), with locally built
  * images, driven through `@splitlet/cri`'s GrpcRuntimeService: sandboxes with CNI, container exit
  * codes and reasons, stop timeouts, start failures, image errors.
  *
@@ -17,9 +17,9 @@ import { join } from 'node:path';
 import { ContainerState, GrpcRuntimeService, NamespaceMode, PodSandboxState, isCriError } from '@splitlet/cri';
 import type { ContainerConfig, ContainerStatus, CriInput, PodSandboxConfig } from '@splitlet/cri';
 import { eventually } from '@splitlet/testkit';
-import { IMAGES, containerdStatus, ensureImages, startContainerd } from '../../services/cli/src/runtime/index.ts';
+import { IMAGES, containerdStatus, ensureImages, startContainerd } from '../../libs/node-setup/src/index.ts';
 import { containerdSkipReason } from './harness.ts';
-import type { LocalContainerd } from '../../services/cli/src/runtime/index.ts';
+import type { LocalContainerd } from '../../libs/node-setup/src/index.ts';
 
 const skip = containerdSkipReason();
 if (skip !== undefined) console.log(`# containerd tests skipped: ${skip}`);

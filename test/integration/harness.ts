@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { once } from 'node:events';
-import { containerdPaths, missingPrerequisites } from '../../services/cli/src/runtime/index.ts';
+import { containerdPaths, missingPrerequisites } from '../../libs/node-setup/src/index.ts';
 
 const execFileP = promisify(execFile);
 

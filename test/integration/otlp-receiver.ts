@@ -293,8 +293,8 @@ export function decodeExportTraceServiceRequest(body: Uint8Array): ReceivedSpan[
   return out;
 }
 
-/** Starts a receiver on 127.0.0.1 (a free port). */
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+/** Starts a receiver on `host` (127.0.0.1) and `port` (a free one). */
+export async function startOtlpReceiver(options: { host?: string; port?: number } = {}): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const errors: string[] = [];
   let requests = 0;
@@ -321,11 +321,12 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       }
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, host, resolve));
   const addr = server.address();
   if (addr === null || typeof addr === 'string') throw new Error('receiver has no TCP address');
   return {
-    endpoint: `http://127.0.0.1:${addr.port}`,
+    endpoint: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${addr.port}`,
     spans,
     get requests() {
       return requests;

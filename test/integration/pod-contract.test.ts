@@ -21,7 +21,7 @@ import { promisify } from 'node:util';
 import type { ContainerStatus as ApiContainerStatus, KubeEvent, Pod } from '@splitlet/api';
 import { GrpcRuntimeService } from '@splitlet/cri';
 import type { ContainerStatus as CriContainerStatus } from '@splitlet/cri';
-import { containerdPaths } from '../../services/cli/src/runtime/index.ts';
+import { containerdPaths } from '../../libs/node-setup/src/index.ts';
 import type { InstanceInfo } from '../../services/cli/src/state-dir.ts';
 import { containerdSkipReason, criEndpointOf, startSplitlet, stopSplitlet, waitFor } from './harness.ts';
 import type { Instance } from './harness.ts';

@@ -21,7 +21,7 @@ import { Subjects } from '@splitlet/api';
 import type { KubeEvent, Pod, SpanRecord } from '@splitlet/api';
 import { GrpcRuntimeService } from '@splitlet/cri';
 import type { InstanceInfo } from '../../services/cli/src/state-dir.ts';
-import { connectCli } from '../../services/cli/src/node-view.ts';
+import { connectCliBus } from '../../services/cli/src/target.ts';
 import { containerdSkipReason, criEndpointOf, repoRoot, startSplitlet, stopSplitlet, waitFor } from './harness.ts';
 import type { Instance } from './harness.ts';
 import { NodeObserver } from './contract/node-observer.ts';
@@ -178,7 +178,8 @@ function probeContract(runtime: RuntimeName, skip: string | undefined): void {
 
     it("a liveness failure is a span in the pod's episode, and the sync that kills the container continues its trace", async () => {
       const uid = uidOf('liveness-restart');
-      const bus = await connectCli(s.info() as unknown as InstanceInfo);
+      const info = s.info() as unknown as InstanceInfo;
+      const bus = await connectCliBus(info.natsUrl, info.nodeName);
       try {
         const found = await waitFor('the probe span and the kill in one trace', async () => {
           const spans: SpanRecord[] = [];

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { context, propagation, trace } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { startNatsServer, eventually as poll } from '@splitlet/testkit';
+import { startTestNats, eventually as poll } from '@splitlet/testkit';
 import type { NatsServer } from '@splitlet/testkit';
 import { DeadLetter, SpanBatch, SpanRecord, Streams, Subjects, KubeletError } from '@splitlet/api';
 import { connectBus, isBusError, STREAMS } from '../src/index.ts';
@@ -38,7 +38,7 @@ describe('NatsBus', () => {
     cm.enable();
     context.setGlobalContextManager(cm);
     propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-    server = await startNatsServer();
+    server = await startTestNats();
     bus = await connectBus({ servers: server.url, process: 'test-a', node: NODE, logger: quiet });
     other = await connectBus({ servers: server.url, process: 'test-b', node: NODE, logger: quiet });
   });

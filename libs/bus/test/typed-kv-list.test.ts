@@ -7,7 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
-import { startNatsServer } from '@splitlet/testkit';
+import { startTestNats } from '@splitlet/testkit';
 import type { NatsServer } from '@splitlet/testkit';
 import { connectBus } from '../src/index.ts';
 import type { NatsBus } from '../src/index.ts';
@@ -22,7 +22,7 @@ describe('TypedKv.list under concurrent writes', () => {
   let writer: NatsBus;
 
   before(async () => {
-    server = await startNatsServer();
+    server = await startTestNats();
     bus = await connectBus({ servers: server.url, process: 'test-list', node: NODE, logger: quiet });
     writer = await connectBus({ servers: server.url, process: 'test-writer', node: NODE, logger: quiet, provision: false });
   });

@@ -3,7 +3,7 @@
  * busybox built with `make defconfig` plus `ar` and `inotifyd` (docker-library/busybox
  * Dockerfile.builder); this is that configuration's applet list. One list, read by both sides that
  * must agree on which commands a busybox container has: the simulator (services/sim-runtime) and
- * the builder of the local containerd images (services/cli/src/runtime/oci-image.ts).
+ * the builder of the local containerd images (libs/node-setup/src/oci-image.ts).
  */
 export const BUSYBOX_APPLETS: readonly string[] = Object.freeze(
   `[ [[ acpid add-shell addgroup adduser adjtimex ar arch arp arping ascii ash awk base32 base64 basename bc

@@ -15,3 +15,4 @@ export { makeTempDir } from './temp-dir.js';
 export type { TempDir } from './temp-dir.js';
 export { TestkitError, TestkitErrorCodes, isTestkitError } from './testkit-error.js';
 export type { TestkitErrorCode } from './testkit-error.js';
+export { DEFAULT_NATS_TEST_IMAGE, containerEngineSkipReason, startNatsContainer, startTestNats } from './nats-container.js';

@@ -23,8 +23,8 @@ import { trace } from './commands/trace.js';
 import { events } from './commands/events.js';
 import { logs } from './commands/logs.js';
 import { exec } from './commands/exec.js';
-import { ensureLocalRuntime, missingPrerequisites, runtimeCommand } from './runtime/index.js';
 import { withProgress } from './up/progress.js';
+import { ensureLocalRuntime, isRuntimeError, missingPrerequisites, runtimeCommand } from '@splitlet/node-setup';
 
 const USAGE = `splitlet: the kubelet's pod lifecycle as separate processes over NATS JetStream
 
@@ -243,7 +243,7 @@ function exitAfterFlush(code: number): void {
 main(process.argv.slice(2)).then(
   (code) => exitAfterFlush(code),
   (e: unknown) => {
-    if (e instanceof CliError) {
+    if (e instanceof CliError || isRuntimeError(e)) {
       process.stderr.write(`${e.message}\n`);
       exitAfterFlush(e.exitCode);
       return;

@@ -78,7 +78,7 @@ const Cidr = z
 const BUSYBOX_CONFIG: SimImageConfig = BUSYBOX_IMAGE;
 
 /**
- * The images `splitlet runtime` builds for the local containerd (services/cli/src/runtime/images.ts
+ * The images `splitlet runtime` builds for the local containerd (libs/node-setup/src/images.ts
  * and oci-image.ts IMAGE_RECIPES): busybox 1.36, 1.37 (also `latest`) with `Cmd ["sh"]`, and the
  * pause image (`/bin/sleep infinity`). The simulated node has exactly these, like the real one.
  */

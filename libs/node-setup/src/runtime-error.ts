@@ -1,7 +1,6 @@
 /**
  * RuntimeError: why the local containerd or its images could not be brought up.
  */
-import { CliError } from '../state-dir.js';
 
 /** The RuntimeError codes. */
 export const RuntimeErrorCodes = [
@@ -21,12 +20,15 @@ export const RuntimeErrorCodes = [
 export type RuntimeErrorCode = (typeof RuntimeErrorCodes)[number];
 
 /**
- * A failure of the local runtime (containerd, its network, its images). It is a {@link CliError}, so
- * `splitlet` prints the message alone and exits non-zero; the `code` says which step failed and
- * the message says what to do about it (which package to install, which log to read).
+ * A failure of the local runtime (containerd, its network, its images). Its message is meant for a
+ * person as is: `splitlet` and `splitlet-node` print it alone (no stack) and exit with `exitCode`;
+ * the `code` says which step failed and the message says what to do about it (which package to
+ * install, which log to read).
  */
-export class RuntimeError extends CliError {
+export class RuntimeError extends Error {
   readonly code: RuntimeErrorCode;
+  /** The exit code a command failing with this error returns. */
+  readonly exitCode = 1;
 
   constructor(code: RuntimeErrorCode, message: string, options?: { cause?: unknown }) {
     super(message);

@@ -14,7 +14,7 @@
  * busybox-static and iproute2 ({@link missingPrerequisites} lists what is absent).
  * @packageDocumentation
  */
-export { startContainerd, stopContainerd, containerdStatus, containerdPaths, missingPrerequisites, DEAD_PROXY, NO_PROXY } from './containerd.js';
+export { startContainerd, stopContainerd, containerdStatus, containerdPaths, missingPrerequisites, isStaticBusybox, DEAD_PROXY, NO_PROXY } from './containerd.js';
 export { RUNTIME_PATH } from './host-command.js';
 export type { StartContainerdOptions, StopContainerdOptions, LocalContainerd, ContainerdStatus } from './containerd.js';
 export type { ContainerdPaths, Snapshotter } from './containerd-config.js';
@@ -27,3 +27,4 @@ export { ensureLocalRuntime, runtimeCommand } from './runtime-command.js';
 export type { LocalRuntimeOptions, RuntimeCommandArgs } from './runtime-command.js';
 export { RuntimeError, RuntimeErrorCodes, isRuntimeError } from './runtime-error.js';
 export type { RuntimeErrorCode } from './runtime-error.js';
+export { NODE_USAGE, nodeCommand } from './node-command.js';
