@@ -6,7 +6,7 @@
  * NewInvalid, NewBadRequest, NewGone, NewMethodNotSupported, NewUnauthorized).
  */
 
-/** One field cause of an Invalid error. */
+/** One field cause of an Invalid error: the message without the field (`Invalid value: "x": …`). */
 export interface StatusCause {
   readonly reason: string;
   readonly message: string;
@@ -54,7 +54,7 @@ export class ApiError extends Error {
   }
 
   static invalid(kind: string, name: string, causes: readonly StatusCause[]): ApiError {
-    const list = causes.map((c) => c.message);
+    const list = causes.map((c) => (c.field === '' ? c.message : `${c.field}: ${c.message}`));
     const text = list.length === 1 ? (list[0] as string) : `[${list.join(', ')}]`;
     return new ApiError(422, 'Invalid', `${kind} "${name}" is invalid: ${text}`, { name, kind, causes });
   }

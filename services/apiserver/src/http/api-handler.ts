@@ -20,6 +20,7 @@ import type { RestStorage } from '../registry/rest-storage.js';
 import type { KubeObject } from '../storage/object-store.js';
 import { ApiError, isApiError } from './api-errors.js';
 import { SERVER_VERSION, apiGroup, apiGroupList, apiResourceList, apiVersions, openApiDocument, openApiRoot } from './discovery.js';
+import { PROTOBUF_TYPE, decodeProtobufBody } from './protobuf-body.js';
 import { toTable, wantsTable } from './tables.js';
 
 /** Serves a pod's container log (the node's job); undefined when no node answers. */
@@ -60,7 +61,15 @@ function authorized(req: IncomingMessage, token: string): boolean {
   return got.length === want.length && timingSafeEqual(got, want);
 }
 
+/** JSON bodies only: a protobuf or CBOR body is 415, which makes client-go fall back to JSON. */
+const BODY_TYPES = ['application/json', 'application/merge-patch+json', 'application/json-patch+json', 'application/strategic-merge-patch+json'];
+
 async function readBody(req: IncomingMessage): Promise<unknown> {
+  const type = (req.headers['content-type'] ?? 'application/json').split(';')[0]?.trim() ?? '';
+  if (type !== PROTOBUF_TYPE && !BODY_TYPES.includes(type)) {
+    req.resume();
+    throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${[...BODY_TYPES, PROTOBUF_TYPE].join(', ')}`);
+  }
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const c of req) {
@@ -68,6 +77,7 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
     if (size > MAX_BODY) throw new ApiError(413, 'RequestEntityTooLarge', `the request body is larger than ${MAX_BODY} bytes`);
     chunks.push(c as Buffer);
   }
+  if (type === PROTOBUF_TYPE) return decodeProtobufBody(Buffer.concat(chunks));
   const text = Buffer.concat(chunks).toString('utf8');
   if (text.trim() === '') return undefined;
   try {

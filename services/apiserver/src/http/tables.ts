@@ -120,6 +120,18 @@ const TABLES: Readonly<Record<string, { columns: Column[]; cells: Cells }>> = {
       ];
     },
   },
+  configmaps: {
+    columns: [NAME, col('Data', 'integer', 'Data contains the configuration data.'), AGE],
+    cells: (o, now) => [o.metadata?.['name'], Object.keys((o['data'] as object | undefined) ?? {}).length + Object.keys((o['binaryData'] as object | undefined) ?? {}).length, age(o, now)],
+  },
+  secrets: {
+    columns: [NAME, col('Type', 'string', 'Used to facilitate programmatic handling of secret data.'), col('Data', 'integer', 'Data contains the secret data.'), AGE],
+    cells: (o, now) => [o.metadata?.['name'], o['type'] ?? 'Opaque', Object.keys((o['data'] as object | undefined) ?? {}).length, age(o, now)],
+  },
+  leases: {
+    columns: [NAME, col('Holder', 'string', 'holderIdentity contains the identity of the holder of a current lease.'), AGE],
+    cells: (o, now) => [o.metadata?.['name'], (o['spec'] as { holderIdentity?: string } | undefined)?.holderIdentity ?? '', age(o, now)],
+  },
   namespaces: {
     columns: [NAME, col('Status', 'string', 'The status of the namespace'), AGE],
     cells: (o, now) => [o.metadata?.['name'], (o['status'] as { phase?: string } | undefined)?.phase ?? '', age(o, now)],

@@ -25,7 +25,7 @@ export function preparePodForCreate(o: KubeObject): void {
 
 /** Field errors of a pod, as `Status` causes. */
 export function validatePodObject(o: KubeObject): StatusCause[] {
-  return validatePod(o as unknown as Pod).map((e) => ({ reason: e.type, message: formatFieldError(e), field: e.field }));
+  return validatePod(o as unknown as Pod).map((e) => ({ reason: e.type, message: formatFieldError(e).slice(e.field.length + 2), field: e.field }));
 }
 
 /** The spec with what an update may change blanked out, to compare old and new. */
@@ -55,7 +55,7 @@ export function preparePodForUpdate(next: KubeObject, old: KubeObject, subresour
   const newSpec = applyPodApiDefaults({ ...out, spec: out['spec'] } as unknown as Pod).spec as unknown as Record<string, unknown>;
   if (!jsonEqual(mutableStripped(oldSpec), mutableStripped(newSpec))) {
     const name = String(old.metadata?.['name'] ?? '');
-    throw ApiError.invalid('Pod', name, [{ reason: 'FieldValueForbidden', field: 'spec', message: `spec: Forbidden: ${FORBIDDEN_UPDATE}` }]);
+    throw ApiError.invalid('Pod', name, [{ reason: 'FieldValueForbidden', field: 'spec', message: `Forbidden: ${FORBIDDEN_UPDATE}` }]);
   }
   out['spec'] = newSpec;
   const gen = Number(old.metadata?.['generation'] ?? 1);

@@ -127,7 +127,7 @@ export const RESOURCES: readonly ResourceDef[] = [
     strategy: { fields: (o) => ({ source: get(o, 'source.component') ?? get(o, 'reportingComponent') }) },
   }),
   def({ name: 'configmaps', singular: 'configmap', kind: 'ConfigMap', group: '', version: 'v1', namespaced: true, shortNames: ['cm'] }),
-  def({ name: 'secrets', singular: 'secret', kind: 'Secret', group: '', version: 'v1', namespaced: true, shortNames: [], fields: ['type'], strategy: { prepareForCreate: (o) => void (o['type'] ??= 'Opaque') } }),
+  def({ name: 'secrets', singular: 'secret', kind: 'Secret', group: '', version: 'v1', namespaced: true, shortNames: [], fields: ['type'], strategy: { prepareForCreate: (o) => void (typeof o['type'] !== 'string' || o['type'] === '' ? (o['type'] = 'Opaque') : undefined) } }),
   def({ name: 'serviceaccounts', singular: 'serviceaccount', kind: 'ServiceAccount', group: '', version: 'v1', namespaced: true, shortNames: ['sa'] }),
   def({ name: 'leases', singular: 'lease', kind: 'Lease', group: 'coordination.k8s.io', version: 'v1', namespaced: true, shortNames: [], fields: [] }),
 ];

@@ -90,9 +90,9 @@ export class RestStorage {
     if ((m['name'] === undefined || m['name'] === '') && typeof m['generateName'] === 'string' && m['generateName'] !== '') m['name'] = `${m['generateName']}${randomSuffix()}`;
     const name = typeof m['name'] === 'string' ? m['name'] : '';
     const causes: StatusCause[] = [];
-    if (name === '') causes.push({ reason: 'FieldValueRequired', field: 'metadata.name', message: 'metadata.name: Required value: name or generateName is required' });
+    if (name === '') causes.push({ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' });
     else if (!DNS_SUBDOMAIN.test(name) || name.length > 253) {
-      causes.push({ reason: 'FieldValueInvalid', field: 'metadata.name', message: `metadata.name: Invalid value: ${JSON.stringify(name)}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')` });
+      causes.push({ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: ${JSON.stringify(name)}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')` });
     }
     if (r.namespaced) m['namespace'] = namespace;
     else delete m['namespace'];
