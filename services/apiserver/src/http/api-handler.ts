@@ -300,6 +300,7 @@ export function createApiHandler(o: ApiHandlerOptions): (req: IncomingMessage, r
     // As kube-apiserver does, the response starts at once; a revision too old to resume from
     // (410 Expired) and any later failure arrive as an ERROR event, which informers answer with a relist.
     res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', 'Cache-Control': 'no-cache' });
+    res.flushHeaders();
     let headers = true;
     let last = from;
     const write = (type: string, object: KubeObject): void => {
