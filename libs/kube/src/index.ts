@@ -14,6 +14,8 @@ export { parseQuantity, milliValue, quantityValue, resourceAmount } from './quan
 export type { Quantity } from './quantity.js';
 export { formatDownwardMap, podFieldValue, resourceFieldContainer, resourceFieldValue } from './downward-api.js';
 export type { DownwardApiContext, ResourceFieldRef } from './downward-api.js';
+export { humanDuration, podCreatedAt, podRow } from './pod-printer.js';
+export type { PodRow } from './pod-printer.js';
 export { podRequests, containerRequests } from './pod-requests.js';
 export type { ResourceAmounts } from './pod-requests.js';
 export { getPodQos } from './qos.js';

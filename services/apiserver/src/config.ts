@@ -1,0 +1,47 @@
+/**
+ * The embedded API server's configuration, read from the environment (the only reader of
+ * `process.env`).
+ */
+import { z } from 'zod';
+import { loadConfig, type Env, NodeProcessEnv, otelEnv } from '@splitlet/service';
+
+/** The environment variables the API server reads. */
+export const ApiServerEnv = z.object({
+  ...NodeProcessEnv,
+  /** HTTPS port of the Kubernetes API. @default 6443 */
+  API_PORT: z.coerce.number().int().min(0).max(65535).default(6443),
+  /** Address the API binds. @default 127.0.0.1 */
+  API_HOST: z.string().min(1).default('127.0.0.1'),
+  /** Where the CA, the serving certificate and the token are kept (created on first start). */
+  API_CERT_DIR: z.string().min(1),
+  /** When set, a kubeconfig for this server is written there (mode 0600). */
+  API_KUBECONFIG: z.string().min(1).optional(),
+  /** Extra names/addresses for the serving certificate, comma-separated. */
+  API_SANS: z
+    .string()
+    .default('')
+    .transform((s) =>
+      s
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== ''),
+    ),
+  /** The address clients use in the kubeconfig. @default https://<API_HOST>:<port> */
+  API_ADVERTISE_URL: z.url().optional(),
+  /** The JetStream KV bucket the objects live in. @default sl_api */
+  API_BUCKET: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+$/)
+    .default('sl_api'),
+});
+
+/** The API server's typed configuration plus the `OTEL_*` variables. */
+export type ApiServerConfig = z.output<typeof ApiServerEnv> & { readonly otelEnv: Env };
+
+/**
+ * Parses the environment. Throws `ConfigError` naming every bad variable.
+ * @param env @default process.env
+ */
+export function readConfig(env: Env = process.env): ApiServerConfig {
+  return { ...loadConfig(ApiServerEnv, env), otelEnv: otelEnv(env) };
+}

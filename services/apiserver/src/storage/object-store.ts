@@ -1,0 +1,240 @@
+/**
+ * The API server's storage: one JetStream KV bucket, one key per object. The key's revision (the
+ * stream sequence) is the object's `resourceVersion`, so a list carries the revision it was read at
+ * and a watch resumes from it exactly — the kine pattern, with JetStream in etcd's place.
+ *
+ * Models k8s.io/apiserver/pkg/storage (Interface: Get, GetList, Create, GuaranteedUpdate, Delete,
+ * Watch) and storage/etcd3/store.go, on KV instead of etcd.
+ *
+ * ```
+ * key      <resource>.<namespace|_>.<name with '.' as '_'>      e.g. pods.default.web, nodes._.node-a
+ * history  the last HISTORY revisions of each key, so watches resuming from an older revision replay them
+ * value    {"o": object}                 a live object ("c": true on the write that created it)
+ *          {"o": object, "d": true}      a deletion tombstone: watchers see DELETED with the last state
+ * ```
+ * Tombstones are purged after {@link TOMBSTONE_TTL_MS}; a watch that would need a purged event is
+ * refused with 410 Gone (`compactedRevision`), as etcd compaction does.
+ */
+import type { JetStreamManager } from '@nats-io/jetstream';
+import { Kvm, KvWatchInclude, type KV, type KvEntry } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { ApiError } from '../http/api-errors.js';
+
+/** A Kubernetes object as stored: any JSON with `metadata`. */
+export type KubeObject = Record<string, unknown> & { metadata?: Record<string, unknown> };
+
+/** One stored object and its revision. */
+export interface Stored {
+  readonly key: string;
+  readonly object: KubeObject;
+  readonly revision: number;
+}
+
+/** A watch event, as the API sends it (the object carries its resourceVersion). */
+export interface StoreEvent {
+  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  readonly object: KubeObject;
+  readonly revision: number;
+}
+
+interface Envelope {
+  o: KubeObject;
+  c?: true;
+  d?: true;
+}
+
+/**
+ * Revisions kept per key, so a watch resuming from an older revision still sees each change (the
+ * watch cache's window); older ones are dropped by the stream.
+ */
+export const HISTORY = 16;
+
+/** How long a deletion tombstone stays for watchers before it is purged. */
+export const TOMBSTONE_TTL_MS = 5 * 60_000;
+
+const META_COMPACTED = 'meta._.compacted';
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** `.` is a token separator in keys and cannot be in a name, `_` cannot be in a DNS name: swap them. */
+export function objectKey(resource: string, namespace: string | undefined, name: string): string {
+  return `${resource}.${namespace === undefined || namespace === '' ? '_' : namespace}.${name.replaceAll('.', '_')}`;
+}
+
+/** The key filter of a resource, optionally within one namespace. */
+export function keyFilter(resource: string, namespace?: string): string {
+  return namespace === undefined || namespace === '' ? `${resource}.>` : `${resource}.${namespace}.*`;
+}
+
+function isWrongLastSequence(e: unknown): boolean {
+  return /wrong last sequence|key exists|10071/i.test(e instanceof Error ? e.message : String(e));
+}
+
+function withRevision(o: KubeObject, revision: number): KubeObject {
+  const copy = structuredClone(o);
+  copy.metadata = { ...(copy.metadata ?? {}), resourceVersion: String(revision) };
+  return copy;
+}
+
+function decode(e: KvEntry): Envelope | undefined {
+  if (e.operation !== 'PUT' || e.value.length === 0) return undefined;
+  try {
+    return JSON.parse(dec.decode(e.value)) as Envelope;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The store. One per process; safe for concurrent use (every write is a compare-and-swap). */
+export class ObjectStore {
+  readonly #kv: KV;
+  readonly #jsm: JetStreamManager;
+  readonly #bucket: string;
+
+  private constructor(kv: KV, jsm: JetStreamManager, bucket: string) {
+    this.#kv = kv;
+    this.#jsm = jsm;
+    this.#bucket = bucket;
+  }
+
+  /** Opens (creating if needed) the bucket. Objects survive restarts: the bucket is file-backed. */
+  static async open(nc: NatsConnection, jsm: JetStreamManager, bucket: string): Promise<ObjectStore> {
+    const kv = await new Kvm(nc).create(bucket, { history: HISTORY, storage: 'file' } as never);
+    return new ObjectStore(kv, jsm, bucket);
+  }
+
+  /** The current object, or undefined. */
+  async get(key: string): Promise<Stored | undefined> {
+    const e = await this.#kv.get(key);
+    if (e === null) return undefined;
+    const env = decode(e);
+    if (env === undefined || env.d === true) return undefined;
+    return { key, object: withRevision(env.o, e.revision), revision: e.revision };
+  }
+
+  /** The stream's last sequence: the revision a list made now is consistent with. */
+  async currentRevision(): Promise<number> {
+    const si = await this.#jsm.streams.info(`KV_${this.#bucket}`);
+    return si.state.last_seq;
+  }
+
+  /** The oldest revision a watch may resume from (older ones may have lost purged tombstones). */
+  async compactedRevision(): Promise<number> {
+    const e = await this.#kv.get(META_COMPACTED);
+    return e === null || e.operation !== 'PUT' ? 0 : Number(dec.decode(e.value)) || 0;
+  }
+
+  /**
+   * Every live object under `filter`, and the revision of the listing: the stream's last sequence
+   * read with the key list (an object may be newer; a watch from the revision replays it again,
+   * which informers take as an update).
+   */
+  async list(filter: string): Promise<{ items: Stored[]; revision: number }> {
+    const prefix = `$KV.${this.#bucket}.`;
+    const si = await this.#jsm.streams.info(`KV_${this.#bucket}`, { subjects_filter: `${prefix}${filter}` });
+    const keys = Object.keys(si.state.subjects ?? {}).map((s) => s.slice(prefix.length)).sort();
+    const items: Stored[] = [];
+    for (let i = 0; i < keys.length; i += 64) {
+      const batch = await Promise.all(keys.slice(i, i + 64).map((k) => this.get(k)));
+      for (const s of batch) if (s !== undefined) items.push(s);
+    }
+    return { items, revision: si.state.last_seq };
+  }
+
+  /** Creates `key`; 409 AlreadyExists when a live object has it. Returns the stored object. */
+  async create(key: string, object: KubeObject, what: { resource: string; name: string }): Promise<Stored> {
+    const data = enc.encode(JSON.stringify({ o: object, c: true } satisfies Envelope));
+    try {
+      const revision = await this.#kv.create(key, data);
+      return { key, object: withRevision(object, revision), revision };
+    } catch (e) {
+      if (!isWrongLastSequence(e)) throw e;
+    }
+    // A tombstone (or a purge marker) holds the key: create over it with a CAS on its revision.
+    const cur = await this.#kv.get(key);
+    const env = cur === null ? undefined : decode(cur);
+    if (cur !== null && (env === undefined || env.d === true)) {
+      try {
+        const revision = await this.#kv.update(key, data, cur.revision);
+        return { key, object: withRevision(object, revision), revision };
+      } catch (e) {
+        if (!isWrongLastSequence(e)) throw e;
+      }
+    }
+    throw ApiError.alreadyExists(what.resource, what.name);
+  }
+
+  /**
+   * Replaces `key` if its revision is still `expected`; 409 Conflict otherwise, 404 when it is gone.
+   */
+  async update(key: string, object: KubeObject, expected: number, what: { resource: string; name: string }): Promise<Stored> {
+    try {
+      const revision = await this.#kv.update(key, enc.encode(JSON.stringify({ o: object } satisfies Envelope)), expected);
+      return { key, object: withRevision(object, revision), revision };
+    } catch (e) {
+      if (!isWrongLastSequence(e)) throw e;
+      if ((await this.get(key)) === undefined) throw ApiError.notFound(what.resource, what.name);
+      throw ApiError.conflict(what.resource, what.name, 'the object has been modified; please apply your changes to the latest version and try again');
+    }
+  }
+
+  /** Deletes `key` (a tombstone with the object's last state) if its revision is still `expected`. */
+  async delete(key: string, last: KubeObject, expected: number, what: { resource: string; name: string }): Promise<Stored> {
+    try {
+      const revision = await this.#kv.update(key, enc.encode(JSON.stringify({ o: last, d: true } satisfies Envelope)), expected);
+      return { key, object: withRevision(last, revision), revision };
+    } catch (e) {
+      if (!isWrongLastSequence(e)) throw e;
+      if ((await this.get(key)) === undefined) throw ApiError.notFound(what.resource, what.name);
+      throw ApiError.conflict(what.resource, what.name, 'the object has been modified; please apply your changes to the latest version and try again');
+    }
+  }
+
+  /**
+   * Events under `filter` after `fromRevision`, until `signal` aborts. Throws 410 Gone when
+   * `fromRevision` is older than the compacted revision.
+   */
+  async *watch(filter: string, fromRevision: number, signal: AbortSignal): AsyncGenerator<StoreEvent> {
+    if (fromRevision < (await this.compactedRevision())) throw ApiError.gone(`too old resource version: ${fromRevision} (${await this.compactedRevision()})`);
+    const w = await this.#kv.watch({ key: filter, include: KvWatchInclude.AllHistory, resumeFromRevision: fromRevision + 1 });
+    const stop = (): void => w.stop();
+    signal.addEventListener('abort', stop, { once: true });
+    try {
+      for await (const e of w) {
+        if (signal.aborted) return;
+        if (e.revision <= fromRevision) continue;
+        const env = decode(e);
+        if (env === undefined) continue;
+        const type = env.d === true ? 'DELETED' : env.c === true ? 'ADDED' : 'MODIFIED';
+        yield { type, object: withRevision(env.o, e.revision), revision: e.revision };
+      }
+    } finally {
+      signal.removeEventListener('abort', stop);
+      w.stop();
+    }
+  }
+
+  /**
+   * Purges tombstones older than `ttlMs` and raises the compacted revision to the newest purged one.
+   * Returns how many were purged. Run periodically by one process.
+   */
+  async compact(now: number, ttlMs = TOMBSTONE_TTL_MS): Promise<number> {
+    const prefix = `$KV.${this.#bucket}.`;
+    const si = await this.#jsm.streams.info(`KV_${this.#bucket}`, { subjects_filter: `${prefix}>` });
+    let purged = 0;
+    let high = await this.compactedRevision();
+    for (const subject of Object.keys(si.state.subjects ?? {})) {
+      const key = subject.slice(prefix.length);
+      if (key === META_COMPACTED) continue;
+      const e = await this.#kv.get(key);
+      if (e === null) continue;
+      const env = decode(e);
+      if (env?.d !== true || now - e.created.getTime() < ttlMs) continue;
+      await this.#kv.purge(key, { previousSeq: e.revision } as never).catch(() => undefined);
+      high = Math.max(high, e.revision);
+      purged++;
+    }
+    if (purged > 0) await this.#kv.put(META_COMPACTED, enc.encode(String(high)));
+    return purged;
+  }
+}
