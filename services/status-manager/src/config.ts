@@ -9,6 +9,13 @@ export const StatusManagerEnv = z.object({
   ...NodeProcessEnv,
   /** Status updates handled at once (updates of one pod stay in order). @default 32 */
   STATUS_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(32),
+  /**
+   * Cluster mode: the kubeconfig of the API server to report to (pod statuses, deletions, the Node
+   * and its Lease). Unset: standalone mode, the statuses stay in `sl_status`.
+   */
+  KUBECONFIG: z.string().min(1).optional(),
+  /** `containerRuntimeVersion` the Node reports (cluster mode). @default unknown */
+  CONTAINER_RUNTIME_VERSION: z.string().min(1).optional(),
 });
 
 /** status-manager's typed configuration. */

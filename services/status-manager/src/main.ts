@@ -1,11 +1,13 @@
 /**
  * status-manager: the composition root. Consumes `SL_STATUS` into the versioned pod status cache
- * (`sl_status`), standalone mode (no API server).
+ * (`sl_status`); with `KUBECONFIG` (cluster mode) also reports pod statuses, deletions, the Node and
+ * its Lease to the API server.
  */
 import { realClock, runNodeProcess } from '@splitlet/service';
 import { processEnv, StatusManagerEnv } from './config.js';
 import { createKvStatusStore } from './adapters/kv-status-store.js';
 import { consumeStatusUpdates } from './adapters/status-consumer.js';
+import { startClusterReporting, type ClusterReporting } from './api/cluster-reporting.js';
 import { createStatusMetrics } from './status/metrics.js';
 import { StatusManager } from './status/status-manager.js';
 
@@ -17,13 +19,20 @@ await runNodeProcess({
   schema: StatusManagerEnv,
   env: processEnv(),
   start: async ({ config, bus, registry, logger, signal, health, onClose }) => {
+    let cluster: ClusterReporting | undefined;
     const manager = new StatusManager({
       store: await createKvStatusStore(bus, config.NODE_NAME),
       clock: realClock,
       logger,
       metrics: createStatusMetrics(registry),
+      onChange: (uid, record) => cluster?.changed(uid, record),
     });
     await manager.load();
+    if (config.KUBECONFIG !== undefined) {
+      cluster = await startClusterReporting({ kubeconfig: config.KUBECONFIG, bus, manager, node: config.NODE_NAME, runtimeVersion: config.CONTAINER_RUNTIME_VERSION, logger, signal });
+      const reporting = cluster;
+      onClose({ name: 'cluster-reporting', close: () => reporting.done });
+    }
     const consumption = await consumeStatusUpdates(bus, manager, { node: config.NODE_NAME, concurrency: config.STATUS_CONCURRENCY, signal });
     // Closers run after the signal aborted: finish in-flight updates before the bus closes.
     onClose({ name: 'status-consumer', close: () => consumption.done });
@@ -33,6 +42,6 @@ await runNodeProcess({
         ? { ok: true }
         : { ok: false, reason: `status consumer was last seen active ${age} ms ago; threshold is ${CONSUMER_STALL_MS} ms` };
     });
-    logger.info('status-manager started', { pods: manager.size, concurrency: config.STATUS_CONCURRENCY });
+    logger.info('status-manager started', { pods: manager.size, concurrency: config.STATUS_CONCURRENCY, mode: config.KUBECONFIG === undefined ? 'standalone' : 'cluster' });
   },
 });

@@ -21,6 +21,8 @@ export interface StatusManagerOptions {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly metrics: StatusMetrics;
+  /** Called after a record was written (`record`) or deleted (`undefined`), e.g. to report it to the API server. */
+  readonly onChange?: (uid: string, record: PodStatusRecord | undefined) => void;
 }
 
 /** What happened to one update. */
@@ -47,6 +49,11 @@ export class StatusManager {
   /** The cached record of a pod. */
   get(uid: string): PodStatusRecord | undefined {
     return this.#cache.get(uid);
+  }
+
+  /** Every cached record. */
+  records(): IterableIterator<PodStatusRecord> {
+    return this.#cache.values();
   }
 
   /** How many pods have a cached status. */
@@ -101,12 +108,14 @@ export class StatusManager {
           await store.delete(update.uid);
           this.#cache.delete(update.uid);
           outcome = 'deleted';
+          this.#o.onChange?.(update.uid, undefined);
           logger.debug('Removing pod from status map', fields);
           break;
         case 'write':
           await store.put(decision.record);
           this.#cache.set(update.uid, decision.record);
           outcome = 'written';
+          this.#o.onChange?.(update.uid, decision.record);
           this.#observeSync(update.at);
           logger.debug('status written', { ...fields, version: decision.record.version, phase: decision.record.status.phase, finished: decision.record.finished });
           break;

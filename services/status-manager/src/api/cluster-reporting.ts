@@ -1,0 +1,63 @@
+/**
+ * Cluster mode wiring: the API client from the kubeconfig, the pod status syncer (on every written
+ * status, and every 10 s over the whole cache) and the node reporter (registration, status, Lease).
+ */
+import { Buckets, Keys, NodeCapacity, errorMessage, type PodStatusRecord } from '@splitlet/api';
+import type { Bus } from '@splitlet/bus';
+import { realClock } from '@splitlet/service';
+import type { Logger } from '@splitlet/telemetry';
+import type { StatusManager } from '../status/status-manager.js';
+import { createKubeRest } from './kube-rest.js';
+import { NodeReporter } from './node-reporter.js';
+import { PodStatusSyncer, STATUS_SYNC_PERIOD_MS } from './pod-status-syncer.js';
+
+/** Running cluster reporting. */
+export interface ClusterReporting {
+  /** A status was written (`record`) or removed (`undefined`). */
+  changed(uid: string, record: PodStatusRecord | undefined): void;
+  /** Resolves once every loop stopped (after the signal aborted). */
+  readonly done: Promise<void>;
+}
+
+/** Options of {@link startClusterReporting}. */
+export interface ClusterReportingOptions {
+  readonly kubeconfig: string;
+  readonly bus: Pick<Bus, 'kv'>;
+  readonly manager: Pick<StatusManager, 'records'>;
+  readonly node: string;
+  readonly runtimeVersion?: string | undefined;
+  readonly logger: Logger;
+  readonly signal: AbortSignal;
+}
+
+/** Starts reporting to the API server until `signal` aborts. */
+export async function startClusterReporting(o: ClusterReportingOptions): Promise<ClusterReporting> {
+  const api = await createKubeRest(o.kubeconfig);
+  const capacityKv = await o.bus.kv(Buckets.nodeCapacity, NodeCapacity);
+  const syncer = new PodStatusSyncer(api, o.logger);
+  const reporter = new NodeReporter({
+    api,
+    node: o.node,
+    clock: realClock,
+    logger: o.logger,
+    capacity: async () => (await capacityKv.get(Keys.node(o.node)))?.value ?? undefined,
+    ...(o.runtimeVersion === undefined ? {} : { runtimeVersion: o.runtimeVersion }),
+  });
+  const nodeDone = reporter.run(o.signal);
+  const resync = setInterval(() => void syncer.resync(o.manager.records()), STATUS_SYNC_PERIOD_MS);
+  const done = new Promise<void>((resolve) => o.signal.addEventListener('abort', () => resolve(), { once: true })).then(() => {
+    clearInterval(resync);
+    return nodeDone;
+  });
+  o.logger.info('reporting to the API server', { kubeconfig: o.kubeconfig, node: o.node });
+  return {
+    changed(uid, record) {
+      if (record === undefined) {
+        syncer.forget(uid);
+        return;
+      }
+      syncer.sync(record).catch((e: unknown) => o.logger.warn('Failed to update status for pod', { podUID: uid, pod: `${record.namespace}/${record.name}`, err: errorMessage(e) }));
+    },
+    done,
+  };
+}

@@ -1,0 +1,117 @@
+/**
+ * Reports the cached pod statuses to the API server (cluster mode).
+ *
+ * Models the status manager's send loop (pkg/kubelet/status/status_manager.go syncBatch / syncPod /
+ * canBeDeleted): a written status is patched at once when its version is newer than the one last
+ * sent; every 10 s (syncPeriod) every cached pod is reconciled against the API copy. Per pod: GET the
+ * pod (404 or another UID → its API state is dropped), keep a terminal API phase, strategic-merge
+ * patch `pods/status` with a `metadata.uid` precondition unless nothing changed, then — once the pod
+ * has a deletionTimestamp, a terminal phase and its worker finished — DELETE it with grace 0 and a UID
+ * precondition. Static pods are skipped (the kubelet reports them through mirror pods).
+ */
+import type { PodStatusRecord } from '@splitlet/api';
+import { errorMessage } from '@splitlet/api';
+import { isStaticPod } from '@splitlet/kube';
+import type { Logger } from '@splitlet/telemetry';
+import { kubeError, STRATEGIC_MERGE_PATCH, type KubeRest } from './kube-rest.js';
+import { isTerminalPhase, neverRegressTerminal, podStatusPatch } from './pod-status-patch.js';
+
+/** What one sync did. */
+export type PodSyncOutcome = 'static' | 'current' | 'not-found' | 'uid-mismatch' | 'patched' | 'unchanged' | 'deleted';
+
+/** The status manager's sync period (syncPeriod). */
+export const STATUS_SYNC_PERIOD_MS = 10_000;
+
+/** Sends pod statuses to the API server. One sync per pod at a time; a sync asked for meanwhile runs after it. */
+export class PodStatusSyncer {
+  readonly #api: KubeRest;
+  readonly #logger: Logger;
+  /** uid → the status version last sent (apiStatusVersions). */
+  readonly #sent = new Map<string, number>();
+  readonly #running = new Map<string, Promise<PodSyncOutcome>>();
+
+  constructor(api: KubeRest, logger: Logger) {
+    this.#api = api;
+    this.#logger = logger;
+  }
+
+  /** Drops what is known about a pod (its status was removed). */
+  forget(uid: string): void {
+    this.#sent.delete(uid);
+  }
+
+  /**
+   * Syncs one pod after any sync of it in flight. Without `force`, a version already sent is skipped.
+   * @throws Error when the API server failed (the next resync tries again).
+   */
+  sync(record: PodStatusRecord, force = false): Promise<PodSyncOutcome> {
+    const previous = this.#running.get(record.uid) ?? Promise.resolve<PodSyncOutcome>('current');
+    const run = previous.catch(() => 'current' as const).then(() => this.#sync(record, force));
+    this.#running.set(record.uid, run);
+    void run.finally(() => {
+      if (this.#running.get(record.uid) === run) this.#running.delete(record.uid);
+    }).catch(() => undefined);
+    return run;
+  }
+
+  /** Reconciles every record (syncBatch(true)); failures are logged, not thrown. */
+  async resync(records: Iterable<PodStatusRecord>): Promise<void> {
+    const counts: Partial<Record<PodSyncOutcome | 'failed', number>> = {};
+    await Promise.all(
+      [...records].map(async (r) => {
+        let outcome: PodSyncOutcome | 'failed';
+        try {
+          outcome = await this.sync(r, true);
+        } catch (e) {
+          outcome = 'failed';
+          this.#logger.warn('Failed to update status for pod', { podUID: r.uid, pod: `${r.namespace}/${r.name}`, err: errorMessage(e) });
+        }
+        counts[outcome] = (counts[outcome] ?? 0) + 1;
+      }),
+    );
+    this.#logger.debug('pod status resync done', counts);
+  }
+
+  async #sync(record: PodStatusRecord, force: boolean): Promise<PodSyncOutcome> {
+    if (isStaticPod(record.pod)) return 'static';
+    if (!force && (this.#sent.get(record.uid) ?? -1) >= record.version) return 'current';
+    const path = `/api/v1/namespaces/${encodeURIComponent(record.namespace)}/pods/${encodeURIComponent(record.name)}`;
+    const fields = { podUID: record.uid, pod: `${record.namespace}/${record.name}` };
+    const got = await this.#api.request('GET', path);
+    if (got.status === 404) {
+      this.#logger.debug('Pod does not exist on the server', fields);
+      this.#sent.delete(record.uid);
+      return 'not-found';
+    }
+    if (got.status !== 200) throw kubeError(`GET pod ${fields.pod}`, got);
+    const apiPod = got.body as { metadata: { uid?: string; deletionTimestamp?: string }; status?: Record<string, unknown> };
+    if (apiPod.metadata.uid !== record.uid) {
+      this.#logger.debug('Pod was deleted and then recreated, skipping status update', { ...fields, apiUID: apiPod.metadata.uid });
+      this.#sent.delete(record.uid);
+      return 'uid-mismatch';
+    }
+    const apiStatus = apiPod.status ?? {};
+    const status = neverRegressTerminal(apiStatus, record.status as Record<string, unknown>);
+    const patch = podStatusPatch(record.uid, apiStatus, status);
+    let outcome: PodSyncOutcome = 'unchanged';
+    if (patch !== undefined) {
+      const res = await this.#api.request('PATCH', `${path}/status`, patch, STRATEGIC_MERGE_PATCH);
+      if (res.status === 404 || res.status === 409) {
+        this.#sent.delete(record.uid);
+        return res.status === 404 ? 'not-found' : 'uid-mismatch';
+      }
+      if (res.status !== 200) throw kubeError(`PATCH pod ${fields.pod} status`, res);
+      outcome = 'patched';
+      this.#logger.debug('Patch status for pod', { ...fields, version: record.version, patch: JSON.stringify(patch) });
+    }
+    this.#sent.set(record.uid, record.version);
+    if (apiPod.metadata.deletionTimestamp !== undefined && isTerminalPhase(status['phase']) && record.finished) {
+      const res = await this.#api.request('DELETE', path, { kind: 'DeleteOptions', apiVersion: 'v1', gracePeriodSeconds: 0, preconditions: { uid: record.uid } });
+      if (res.status !== 200 && res.status !== 202 && res.status !== 404) throw kubeError(`DELETE pod ${fields.pod}`, res);
+      this.#sent.delete(record.uid);
+      this.#logger.info('Pod fully terminated and removed from etcd', fields);
+      return 'deleted';
+    }
+    return outcome;
+  }
+}
