@@ -3,7 +3,7 @@
  * status-manager process (src/main.ts through tsx) with `KUBECONFIG`, status updates published on
  * `SL_STATUS`, everything asserted through the API: pod status patches (exact fields, unchanged not
  * re-patched, a terminal phase not regressed), deletion of a terminated pod with a deletionTimestamp,
- * the Node (Ready, capacity) and its renewed Lease.
+ * mirror pods of static pods, the Node (Ready, capacity) and its renewed Lease.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -141,6 +141,39 @@ describe('status-manager → API server (integration)', () => {
     await publish(pod, undefined, false, 'terminated');
     await eventually(async () => (await getPod('web-3')).status === 404, { ...SLOW, message: 'API pod web-3 deleted' });
     assert.ok(proc.lines.some((l) => l.includes('Pod fully terminated and removed from etcd') && l.includes(pod.metadata.uid)));
+  });
+
+  it('reports a static pod through a mirror pod: created, recreated when deleted, deleted with the static pod', async () => {
+    const uid = 'static-uid-1';
+    const name = `static-web-${NODE}`;
+    const pod: BoundPod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: 'default', uid, labels: { app: 'static' }, annotations: { 'kubernetes.io/config.source': 'file', 'kubernetes.io/config.hash': uid } },
+      spec: { containers: [{ name: 'foo1', image: 'busybox' }], restartPolicy: 'Always' } as BoundPod['spec'],
+    };
+    await publish(pod, { phase: 'Running', conditions, containerStatuses: [aRunningStatus('foo1')] }, true);
+    const mirror = await eventually(async () => {
+      const r = await getPod(name);
+      return r.body?.status?.phase === 'Running' ? r.body : undefined;
+    }, { ...SLOW, message: 'mirror pod Running' });
+    assert.equal(mirror.metadata.annotations['kubernetes.io/config.mirror'], uid);
+    assert.equal(mirror.metadata.labels.app, 'static');
+    assert.equal(mirror.spec.nodeName, NODE);
+    assert.deepEqual(mirror.metadata.ownerReferences.map((o: any) => [o.kind, o.name, o.controller]), [['Node', NODE, true]]);
+    assert.notEqual(mirror.metadata.uid, uid);
+
+    // Deleted by a user: the next resync replaces it.
+    await api.request('DELETE', `/api/v1/namespaces/default/pods/${name}`);
+    const again = await eventually(async () => {
+      const r = await getPod(name);
+      return r.status === 200 && r.body.metadata.uid !== mirror.metadata.uid && r.body.metadata.deletionTimestamp === undefined && r.body.status?.phase === 'Running' ? r.body : undefined;
+    }, { ...SLOW, message: 'mirror pod recreated' });
+    assert.equal(again.metadata.annotations['kubernetes.io/config.mirror'], uid);
+
+    // The static pod is gone: so is its mirror pod.
+    await publish(pod, undefined, false, 'removed');
+    await eventually(async () => (await getPod(name)).status === 404, { ...SLOW, message: 'mirror pod deleted' });
   });
 
   it('registers the Node, Ready with the capacity the node published', async () => {

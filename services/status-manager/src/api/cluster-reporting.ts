@@ -8,6 +8,7 @@ import { realClock } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
 import type { StatusManager } from '../status/status-manager.js';
 import { createKubeRest } from './kube-rest.js';
+import { MirrorPods } from './mirror-pods.js';
 import { NodeReporter } from './node-reporter.js';
 import { PodStatusSyncer, STATUS_SYNC_PERIOD_MS } from './pod-status-syncer.js';
 
@@ -34,8 +35,7 @@ export interface ClusterReportingOptions {
 export async function startClusterReporting(o: ClusterReportingOptions): Promise<ClusterReporting> {
   const api = await createKubeRest(o.kubeconfig);
   const capacityKv = await o.bus.kv(Buckets.nodeCapacity, NodeCapacity);
-  const syncer = new PodStatusSyncer(api, o.logger);
-  const reporter = new NodeReporter({
+  const reporter: NodeReporter = new NodeReporter({
     api,
     node: o.node,
     clock: realClock,
@@ -43,6 +43,7 @@ export async function startClusterReporting(o: ClusterReportingOptions): Promise
     capacity: async () => (await capacityKv.get(Keys.node(o.node)))?.value ?? undefined,
     ...(o.runtimeVersion === undefined ? {} : { runtimeVersion: o.runtimeVersion }),
   });
+  const syncer = new PodStatusSyncer(api, new MirrorPods(api, o.node, () => reporter.nodeUid), o.logger);
   const nodeDone = reporter.run(o.signal);
   const resync = setInterval(() => void syncer.resync(o.manager.records()), STATUS_SYNC_PERIOD_MS);
   const done = new Promise<void>((resolve) => o.signal.addEventListener('abort', () => resolve(), { once: true })).then(() => {
@@ -53,7 +54,7 @@ export async function startClusterReporting(o: ClusterReportingOptions): Promise
   return {
     changed(uid, record) {
       if (record === undefined) {
-        syncer.forget(uid);
+        syncer.forget(uid).catch((e: unknown) => o.logger.warn('Failed deleting a mirror pod', { podUID: uid, err: errorMessage(e) }));
         return;
       }
       syncer.sync(record).catch((e: unknown) => o.logger.warn('Failed to update status for pod', { podUID: uid, pod: `${record.namespace}/${record.name}`, err: errorMessage(e) }));

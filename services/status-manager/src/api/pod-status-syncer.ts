@@ -7,17 +7,19 @@
  * pod (404 or another UID → its API state is dropped), keep a terminal API phase, strategic-merge
  * patch `pods/status` with a `metadata.uid` precondition unless nothing changed, then — once the pod
  * has a deletionTimestamp, a terminal phase and its worker finished — DELETE it with grace 0 and a UID
- * precondition. Static pods are skipped (the kubelet reports them through mirror pods).
+ * precondition. A static pod's status goes to its mirror pod (created when missing, replaced when
+ * outdated, deleted with the static pod's status).
  */
 import type { PodStatusRecord } from '@splitlet/api';
 import { errorMessage } from '@splitlet/api';
 import { isStaticPod } from '@splitlet/kube';
 import type { Logger } from '@splitlet/telemetry';
 import { kubeError, STRATEGIC_MERGE_PATCH, type KubeRest } from './kube-rest.js';
+import { podPath, type ApiPod, type MirrorPods } from './mirror-pods.js';
 import { isTerminalPhase, neverRegressTerminal, podStatusPatch } from './pod-status-patch.js';
 
 /** What one sync did. */
-export type PodSyncOutcome = 'static' | 'current' | 'not-found' | 'uid-mismatch' | 'patched' | 'unchanged' | 'deleted';
+export type PodSyncOutcome = 'no-mirror' | 'current' | 'not-found' | 'uid-mismatch' | 'patched' | 'unchanged' | 'deleted';
 
 /** The status manager's sync period (syncPeriod). */
 export const STATUS_SYNC_PERIOD_MS = 10_000;
@@ -29,15 +31,24 @@ export class PodStatusSyncer {
   /** uid → the status version last sent (apiStatusVersions). */
   readonly #sent = new Map<string, number>();
   readonly #running = new Map<string, Promise<PodSyncOutcome>>();
+  readonly #mirrors: MirrorPods;
+  /** static pod uid -> its mirror pod. */
+  readonly #mirrored = new Map<string, { namespace: string; name: string; uid: string }>();
 
-  constructor(api: KubeRest, logger: Logger) {
+  constructor(api: KubeRest, mirrors: MirrorPods, logger: Logger) {
     this.#api = api;
+    this.#mirrors = mirrors;
     this.#logger = logger;
   }
 
-  /** Drops what is known about a pod (its status was removed). */
-  forget(uid: string): void {
+  /** Drops what is known about a pod (its status was removed); a static pod's mirror pod is deleted. */
+  async forget(uid: string): Promise<void> {
     this.#sent.delete(uid);
+    const mirror = this.#mirrored.get(uid);
+    if (mirror === undefined) return;
+    this.#mirrored.delete(uid);
+    await this.#mirrors.delete(mirror.namespace, mirror.name, mirror.uid);
+    this.#logger.info('Deleting mirror pod', { pod: `${mirror.namespace}/${mirror.name}`, podUID: mirror.uid });
   }
 
   /**
@@ -73,26 +84,37 @@ export class PodStatusSyncer {
   }
 
   async #sync(record: PodStatusRecord, force: boolean): Promise<PodSyncOutcome> {
-    if (isStaticPod(record.pod)) return 'static';
     if (!force && (this.#sent.get(record.uid) ?? -1) >= record.version) return 'current';
-    const path = `/api/v1/namespaces/${encodeURIComponent(record.namespace)}/pods/${encodeURIComponent(record.name)}`;
+    const path = podPath(record.namespace, record.name);
     const fields = { podUID: record.uid, pod: `${record.namespace}/${record.name}` };
-    const got = await this.#api.request('GET', path);
-    if (got.status === 404) {
-      this.#logger.debug('Pod does not exist on the server', fields);
-      this.#sent.delete(record.uid);
-      return 'not-found';
-    }
-    if (got.status !== 200) throw kubeError(`GET pod ${fields.pod}`, got);
-    const apiPod = got.body as { metadata: { uid?: string; deletionTimestamp?: string }; status?: Record<string, unknown> };
-    if (apiPod.metadata.uid !== record.uid) {
-      this.#logger.debug('Pod was deleted and then recreated, skipping status update', { ...fields, apiUID: apiPod.metadata.uid });
-      this.#sent.delete(record.uid);
-      return 'uid-mismatch';
+    const isStatic = isStaticPod(record.pod);
+    let apiPod: ApiPod;
+    if (isStatic) {
+      const mirror = await this.#mirrors.ensure(record.pod);
+      if (mirror === undefined) {
+        this.#logger.debug('Static pod does not have a corresponding mirror pod; skipping', fields);
+        return 'no-mirror';
+      }
+      apiPod = mirror;
+      this.#mirrored.set(record.uid, { namespace: record.namespace, name: record.name, uid: mirror.metadata.uid });
+    } else {
+      const got = await this.#api.request('GET', path);
+      if (got.status === 404) {
+        this.#logger.debug('Pod does not exist on the server', fields);
+        this.#sent.delete(record.uid);
+        return 'not-found';
+      }
+      if (got.status !== 200) throw kubeError(`GET pod ${fields.pod}`, got);
+      apiPod = got.body as ApiPod;
+      if (apiPod.metadata.uid !== record.uid) {
+        this.#logger.debug('Pod was deleted and then recreated, skipping status update', { ...fields, apiUID: apiPod.metadata.uid });
+        this.#sent.delete(record.uid);
+        return 'uid-mismatch';
+      }
     }
     const apiStatus = apiPod.status ?? {};
     const status = neverRegressTerminal(apiStatus, record.status as Record<string, unknown>);
-    const patch = podStatusPatch(record.uid, apiStatus, status);
+    const patch = podStatusPatch(apiPod.metadata.uid, apiStatus, status);
     let outcome: PodSyncOutcome = 'unchanged';
     if (patch !== undefined) {
       const res = await this.#api.request('PATCH', `${path}/status`, patch, STRATEGIC_MERGE_PATCH);
@@ -105,7 +127,7 @@ export class PodStatusSyncer {
       this.#logger.debug('Patch status for pod', { ...fields, version: record.version, patch: JSON.stringify(patch) });
     }
     this.#sent.set(record.uid, record.version);
-    if (apiPod.metadata.deletionTimestamp !== undefined && isTerminalPhase(status['phase']) && record.finished) {
+    if (!isStatic && apiPod.metadata.deletionTimestamp !== undefined && isTerminalPhase(status['phase']) && record.finished) {
       const res = await this.#api.request('DELETE', path, { kind: 'DeleteOptions', apiVersion: 'v1', gracePeriodSeconds: 0, preconditions: { uid: record.uid } });
       if (res.status !== 200 && res.status !== 202 && res.status !== 404) throw kubeError(`DELETE pod ${fields.pod}`, res);
       this.#sent.delete(record.uid);
