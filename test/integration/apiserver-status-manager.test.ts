@@ -3,13 +3,14 @@
  * status-manager process (src/main.ts through tsx) with `KUBECONFIG`, status updates published on
  * `SL_STATUS`, everything asserted through the API: pod status patches (exact fields, unchanged not
  * re-patched, a terminal phase not regressed), deletion of a terminated pod with a deletionTimestamp,
- * mirror pods of static pods, the Node (Ready, capacity) and its renewed Lease.
+ * mirror pods of static pods, events posted as core/v1 Events, the Node (Ready, capacity) and its
+ * renewed Lease.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { Buckets, Keys, NodeCapacity, PodStatusRecord, PodStatusUpdate, Subjects, type BoundPod, type PodStatus } from '@splitlet/api';
+import { Buckets, KubeEvent, Keys, NodeCapacity, PodStatusRecord, PodStatusUpdate, Subjects, type BoundPod, type PodStatus } from '@splitlet/api';
 import { connectBus, type NatsBus } from '@splitlet/bus';
 import { aRunningStatus, aTerminatedStatus } from '@splitlet/kube/testing';
 import { createLogger } from '@splitlet/telemetry';
@@ -174,6 +175,28 @@ describe('status-manager → API server (integration)', () => {
     // The static pod is gone: so is its mirror pod.
     await publish(pod, undefined, false, 'removed');
     await eventually(async () => (await getPod(name)).status === 404, { ...SLOW, message: 'mirror pod deleted' });
+  });
+
+  it('posts the node events (SL_EVENTS) as core/v1 Events', async () => {
+    const timestamp = new Date().toISOString();
+    await bus.publish(KubeEvent, Subjects.events(NODE, 'uid-ev'), {
+      type: 'kubelet.events.Event.v1',
+      eventType: 'Warning',
+      reason: 'BackOff',
+      message: 'Back-off restarting failed container foo1 in pod web-ev_default(uid-ev)',
+      involvedObject: { kind: 'Pod', name: 'web-ev', namespace: 'default', uid: 'uid-ev', fieldPath: 'spec.containers{foo1}' },
+      source: { component: 'kubelet', host: NODE },
+      timestamp,
+    });
+    const ev = await eventually(async () => {
+      const r = await api.request('GET', '/api/v1/namespaces/default/events');
+      return (r.body?.items as any[] | undefined)?.find((e) => e.involvedObject?.uid === 'uid-ev');
+    }, { ...SLOW, message: 'Event posted' });
+    assert.match(ev.metadata.name, /^web-ev\.[0-9a-f]+$/);
+    assert.deepEqual([ev.type, ev.reason, ev.message, ev.count], ['Warning', 'BackOff', 'Back-off restarting failed container foo1 in pod web-ev_default(uid-ev)', 1]);
+    assert.deepEqual(ev.involvedObject, { apiVersion: 'v1', kind: 'Pod', name: 'web-ev', namespace: 'default', uid: 'uid-ev', fieldPath: 'spec.containers{foo1}' });
+    assert.deepEqual(ev.source, { component: 'kubelet', host: NODE });
+    assert.equal(Date.parse(ev.lastTimestamp), Math.floor(Date.parse(timestamp) / 1000) * 1000);
   });
 
   it('registers the Node, Ready with the capacity the node published', async () => {

@@ -152,4 +152,6 @@ export const Consumers = {
   syncLoopPleg: (node: string) => `sync-loop-pleg-${nodeToken(node)}`,
   podWorkerPartition: (node: string, partition: number) => `pod-worker-${nodeToken(node)}-${partition}`,
   statusManager: (node: string) => `status-manager-${nodeToken(node)}`,
+  /** status-manager's copy of the node's events, posted to the API server (cluster mode). */
+  statusManagerEvents: (node: string) => `status-manager-events-${nodeToken(node)}`,
 } as const;

@@ -99,6 +99,8 @@ export const CONSUMERS = {
   }),
   /** status-manager's status updates. */
   statusManager: (node: string): ConsumerSpec => ({ stream: Streams.status, durable: Consumers.statusManager(node), filterSubject: Subjects.statusAll(node) }),
+  /** status-manager's events to post to the API server (cluster mode): only new ones when first created. */
+  statusManagerEvents: (node: string): ConsumerSpec => ({ stream: Streams.events, durable: Consumers.statusManagerEvents(node), filterSubject: Subjects.eventsAll(node), deliverNew: true }),
 } as const;
 
 function streamConfig(s: StreamSpec): Partial<StreamConfig> & { name: string } {

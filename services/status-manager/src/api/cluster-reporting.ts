@@ -1,6 +1,7 @@
 /**
  * Cluster mode wiring: the API client from the kubeconfig, the pod status syncer (on every written
- * status, and every 10 s over the whole cache) and the node reporter (registration, status, Lease).
+ * status, and every 10 s over the whole cache), the node reporter (registration, status, Lease) and
+ * the event poster (`SL_EVENTS` → core/v1 Events).
  */
 import { Buckets, Keys, NodeCapacity, errorMessage, type PodStatusRecord } from '@splitlet/api';
 import type { Bus } from '@splitlet/bus';
@@ -8,6 +9,7 @@ import { realClock } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
 import type { StatusManager } from '../status/status-manager.js';
 import { createKubeRest } from './kube-rest.js';
+import { postEventsToApi } from './event-poster.js';
 import { MirrorPods } from './mirror-pods.js';
 import { NodeReporter } from './node-reporter.js';
 import { PodStatusSyncer, STATUS_SYNC_PERIOD_MS } from './pod-status-syncer.js';
@@ -23,7 +25,7 @@ export interface ClusterReporting {
 /** Options of {@link startClusterReporting}. */
 export interface ClusterReportingOptions {
   readonly kubeconfig: string;
-  readonly bus: Pick<Bus, 'kv'>;
+  readonly bus: Pick<Bus, 'kv' | 'consume'>;
   readonly manager: Pick<StatusManager, 'records'>;
   readonly node: string;
   readonly runtimeVersion?: string | undefined;
@@ -45,10 +47,11 @@ export async function startClusterReporting(o: ClusterReportingOptions): Promise
   });
   const syncer = new PodStatusSyncer(api, new MirrorPods(api, o.node, () => reporter.nodeUid), o.logger);
   const nodeDone = reporter.run(o.signal);
+  const events = await postEventsToApi(o.bus, api, { node: o.node, logger: o.logger, signal: o.signal });
   const resync = setInterval(() => void syncer.resync(o.manager.records()), STATUS_SYNC_PERIOD_MS);
   const done = new Promise<void>((resolve) => o.signal.addEventListener('abort', () => resolve(), { once: true })).then(() => {
     clearInterval(resync);
-    return nodeDone;
+    return Promise.all([nodeDone, events.done]).then(() => undefined);
   });
   o.logger.info('reporting to the API server', { kubeconfig: o.kubeconfig, node: o.node });
   return {
