@@ -7,7 +7,7 @@ import { realClock, runNodeProcess } from '@splitlet/service';
 import { processEnv, StatusManagerEnv } from './config.js';
 import { createKvStatusStore } from './adapters/kv-status-store.js';
 import { consumeStatusUpdates } from './adapters/status-consumer.js';
-import { startClusterReporting, type ClusterReporting } from './api/cluster-reporting.js';
+import type { ClusterReporting } from './api/cluster-reporting.js';
 import { createStatusMetrics } from './status/metrics.js';
 import { StatusManager } from './status/status-manager.js';
 
@@ -29,6 +29,8 @@ await runNodeProcess({
     });
     await manager.load();
     if (config.KUBECONFIG !== undefined) {
+      // Loaded only in cluster mode: @kubernetes/client-node is large, standalone starts without it.
+      const { startClusterReporting } = await import('./api/cluster-reporting.js');
       cluster = await startClusterReporting({ kubeconfig: config.KUBECONFIG, bus, manager, node: config.NODE_NAME, runtimeVersion: config.CONTAINER_RUNTIME_VERSION, logger, signal });
       const reporting = cluster;
       onClose({ name: 'cluster-reporting', close: () => reporting.done });
