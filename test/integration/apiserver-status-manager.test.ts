@@ -7,6 +7,7 @@
  * renewed Lease.
  */
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -37,7 +38,7 @@ describe('status-manager → API server (integration)', () => {
       args: ['--import', 'tsx', join(repoRoot, 'services/status-manager/src/main.ts')],
       cwd: repoRoot,
       name: 'status-manager',
-      env: { NATS_URL: api.nats.url, NODE_NAME: NODE, KUBECONFIG: api.kubeconfig, CONTAINER_RUNTIME_VERSION: 'containerd://2.0.0', HEALTH_PORT: '0', LOG_LEVEL: 'debug', PUBLISH_SPANS: 'false', OTEL_SDK_DISABLED: 'true' },
+      env: { NATS_URL: api.nats.url, NODE_NAME: NODE, KUBECONFIG: api.kubeconfig, CONTAINER_RUNTIME_VERSION: 'containerd://2.0.0', HEALTH_PORT: '0', HEALTH_PORT_FILE: join(api.dir.path, 'status-manager.port'), LOG_LEVEL: 'debug', PUBLISH_SPANS: 'false', OTEL_SDK_DISABLED: 'true' },
     });
     await proc.waitForLine('status-manager started', 60_000);
   });
@@ -228,5 +229,10 @@ describe('status-manager → API server (integration)', () => {
     assert.equal(first.spec.leaseDurationSeconds, 40);
     const t0 = Date.parse(first.spec.renewTime);
     await eventually(async () => Date.parse((await api.request('GET', path)).body?.spec?.renewTime) > t0, { ...SLOW, message: 'Lease renewed' });
+    // Health includes the lease check, and it passes.
+    const port = (await readFile(join(api.dir.path, 'status-manager.port'), 'utf8')).trim();
+    const health = await fetch(`http://127.0.0.1:${port}/healthz?verbose`);
+    const text = await health.text();
+    assert.equal(health.status, 200, text);
   });
 });

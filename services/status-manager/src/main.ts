@@ -34,6 +34,7 @@ await runNodeProcess({
       cluster = await startClusterReporting({ kubeconfig: config.KUBECONFIG, bus, manager, node: config.NODE_NAME, runtimeVersion: config.CONTAINER_RUNTIME_VERSION, logger, signal });
       const reporting = cluster;
       onClose({ name: 'cluster-reporting', close: () => reporting.done });
+      health.register('api-lease', () => reporting.health());
     }
     const consumption = await consumeStatusUpdates(bus, manager, { node: config.NODE_NAME, concurrency: config.STATUS_CONCURRENCY, signal });
     // Closers run after the signal aborted: finish in-flight updates before the bus closes.

@@ -11,13 +11,15 @@ import type { StatusManager } from '../status/status-manager.js';
 import { createKubeRest } from './kube-rest.js';
 import { postEventsToApi } from './event-poster.js';
 import { MirrorPods } from './mirror-pods.js';
-import { NodeReporter } from './node-reporter.js';
+import { LEASE_DURATION_SECONDS, NodeReporter } from './node-reporter.js';
 import { PodStatusSyncer, STATUS_SYNC_PERIOD_MS } from './pod-status-syncer.js';
 
 /** Running cluster reporting. */
 export interface ClusterReporting {
   /** A status was written (`record`) or removed (`undefined`). */
   changed(uid: string, record: PodStatusRecord | undefined): void;
+  /** Health: failing when the node Lease was not renewed within its duration (40 s). */
+  health(): { ok: true } | { ok: false; reason: string };
   /** Resolves once every loop stopped (after the signal aborted). */
   readonly done: Promise<void>;
 }
@@ -53,6 +55,8 @@ export async function startClusterReporting(o: ClusterReportingOptions): Promise
     clearInterval(resync);
     return Promise.all([nodeDone, events.done]).then(() => undefined);
   });
+  const startedAt = realClock.now();
+  const leaseMs = LEASE_DURATION_SECONDS * 1000;
   o.logger.info('reporting to the API server', { kubeconfig: o.kubeconfig, node: o.node });
   return {
     changed(uid, record) {
@@ -61,6 +65,10 @@ export async function startClusterReporting(o: ClusterReportingOptions): Promise
         return;
       }
       syncer.sync(record).catch((e: unknown) => o.logger.warn('Failed to update status for pod', { podUID: uid, pod: `${record.namespace}/${record.name}`, err: errorMessage(e) }));
+    },
+    health() {
+      const age = realClock.now() - (reporter.leaseRenewedAt ?? startedAt);
+      return age <= leaseMs ? { ok: true } : { ok: false, reason: `node lease kube-node-lease/${o.node} was last renewed ${age} ms ago; lease duration is ${leaseMs} ms` };
     },
     done,
   };

@@ -47,10 +47,16 @@ export class NodeReporter {
   #nodeUid: string | undefined;
   #lastStatus: Json | undefined;
   #lastReportAt = 0;
-  #conditions = new Map<string, Json>();
+  readonly #conditions = new Map<string, Json>();
+  #leaseRenewedAt: number | undefined;
 
   constructor(options: NodeReporterOptions) {
     this.#o = options;
+  }
+
+  /** When the Lease was last created or renewed (clock ms), undefined before the first time. */
+  get leaseRenewedAt(): number | undefined {
+    return this.#leaseRenewedAt;
   }
 
   /** The registered Node's uid (after `register`). */
@@ -116,12 +122,14 @@ export class NodeReporter {
         spec,
       });
       if (res.status !== 201 && res.status !== 200) throw kubeError(`failed to create lease kube-node-lease/${node}`, res);
+      this.#leaseRenewedAt = this.#o.clock.now();
       return;
     }
     if (got.status !== 200) throw kubeError(`failed to get lease kube-node-lease/${node}`, got);
     const lease = got.body as Json;
     const res = await api.request('PUT', path, { ...lease, spec: { ...lease['spec'], ...spec } });
     if (res.status !== 200) throw kubeError(`failed to update lease kube-node-lease/${node}`, res);
+    this.#leaseRenewedAt = this.#o.clock.now();
   }
 
   /** Runs registration, status and Lease loops until `signal` aborts. Resolves when they stopped. */
