@@ -14,7 +14,7 @@
  * Exits non-zero only on errors (a missed target is printed, not failed). The JSON goes to --out;
  * `npm run bench:report` turns it into docs/benchmarks.md.
  *
- * Usage: npm run bench [-- --quick] [--row burst,delete] [--out file.json] [--pods 1000] [--rate 50]
+ * Usage: npm run bench [-- --quick] [--row burst,delete] [--out file.json] [--pods 1000] [--rate 50] [--splitlet-root DIR]
  *        [--seconds 20] [--scale-pods 200] [--cpu-seconds 10] [--spans]
  */
 import { execFileSync } from 'node:child_process';
@@ -44,6 +44,7 @@ const { values } = parseArgs({
     'cpu-seconds': { type: 'string' },
     'pod-workers': { type: 'string', default: '2' },
     spans: { type: 'boolean', default: false },
+    'splitlet-root': { type: 'string' },
   },
 });
 const quick = values.quick === true;
@@ -70,6 +71,8 @@ const selected = new Set<RowId>(
     }),
 );
 
+/** `--splitlet-root DIR`: run another checkout's build (e.g. main's, for a before/after). */
+const splitletRoot = values['splitlet-root'] === undefined ? {} : { splitletRoot: resolve(values['splitlet-root']) };
 const rows: BenchRow[] = [];
 function report(row: BenchRow): void {
   rows.push(row);
@@ -121,7 +124,7 @@ async function burst(node: NodeUnderTest, prefix: string, n: number): Promise<{ 
 
 async function mainNodeRows(): Promise<void> {
   console.log(`\n— node with ${WORKERS} pod-workers, simulator at zero latency —`);
-  const node = await NodeUnderTest.start({ podWorkers: WORKERS, maxPods: PODS + 1000, spans: values.spans === true });
+  const node = await NodeUnderTest.start({ podWorkers: WORKERS, maxPods: PODS + 1000, spans: values.spans === true, ...splitletRoot });
   try {
     await new Promise((r) => setTimeout(r, 3000)); // let start-up settle before the idle sample
     const idle = memory(node);
@@ -158,7 +161,13 @@ async function mainNodeRows(): Promise<void> {
     const needBurst = ['burst', 'memory', 'cpu', 'delete'].some((r) => selected.has(r as RowId));
     if (!needBurst) return;
     const before = await node.writeCounters();
+    const procs = node.processes();
+    const cpu0 = procs.map((p) => cpuSeconds(p.pid));
     const b = await burst(node, 'burst', PODS);
+    // CPU per pod by process: less sensitive to the machine's load than the wall-clock rate.
+    const cpuMsPerPod: Record<string, number> = {};
+    procs.forEach((p, i) => (cpuMsPerPod[p.name] = Math.round((10000 * (cpuSeconds(p.pid) - cpu0[i]!)) / PODS) / 10));
+    const cpuMsPerPodTotal = Math.round(10 * Object.values(cpuMsPerPod).reduce((a, x) => a + x, 0)) / 10;
     const after = await node.writeCounters();
     const writesPerPod = (after.messages - before.messages + after.kvWrites - before.kvWrites) / PODS;
     if (selected.has('burst') && bound !== undefined) {
@@ -167,12 +176,13 @@ async function mainNodeRows(): Promise<void> {
       report({
         id: 'burst',
         measure: `burst of ${PODS} pods to Running, ${WORKERS} pod-workers`,
-        value: `${fmt(b.podsPerSec)} pods/s (latency p50 ${fmt(b.p50, 0)} ms, p99 ${fmt(b.p99, 0)} ms)`,
+        value: `${fmt(b.podsPerSec)} pods/s (latency p50 ${fmt(b.p50, 0)} ms, p99 ${fmt(b.p99, 0)} ms; ${fmt(cpuMsPerPodTotal)} CPU ms per pod)`,
         reference: `bus bound ${fmt(bound, 0)} writes/s ÷ ${fmt(writesPerPod)} writes per pod = ${fmt(boundRate)} pods/s; ratio ${fmt(100 * share)} %`,
         target: '≥ 300 pods/s and ≥ 25 % of the bound',
         met: b.podsPerSec >= 300 && share >= 0.25,
-        data: { pods: PODS, podsPerSec: b.podsPerSec, p50: b.p50, p99: b.p99, writesPerPod, boundPodsPerSec: boundRate, shareOfBound: share },
+        data: { pods: PODS, podsPerSec: b.podsPerSec, p50: b.p50, p99: b.p99, writesPerPod, boundPodsPerSec: boundRate, shareOfBound: share, cpuMsPerPodTotal, cpuMsPerPod },
       });
+      for (const [k, v] of Object.entries(cpuMsPerPod).sort((x, y) => y[1] - x[1])) console.log(`    ${k.padEnd(18)} ${fmt(v).padStart(6)} CPU ms per pod`);
     }
     await new Promise((r) => setTimeout(r, 2000));
     const loaded = memory(node);
@@ -226,7 +236,7 @@ async function scaleOutRow(): Promise<void> {
   const perWorkers: Record<string, number> = {};
   for (const w of [1, 2, 4]) {
     console.log(`\n— scale-out: ${w} pod-worker(s), simulator at ${SCALE_LATENCY} ms per CRI call, burst of ${SCALE_PODS} —`);
-    const node = await NodeUnderTest.start({ podWorkers: w, simLatencyMs: SCALE_LATENCY, maxPods: SCALE_PODS + 100, spans: false });
+    const node = await NodeUnderTest.start({ podWorkers: w, simLatencyMs: SCALE_LATENCY, maxPods: SCALE_PODS + 100, spans: false, ...splitletRoot });
     try {
       const b = await burst(node, 'scale', SCALE_PODS);
       perWorkers[String(w)] = b.podsPerSec;

@@ -105,6 +105,13 @@ if (mem !== undefined) {
   for (const k of Object.keys(d.loaded)) lines.push(`| ${k} | ${d.idle[k] ?? '—'} | ${d.loaded[k]} |`);
   lines.push('');
 }
+const burstRow = r.rows.find((x) => x.id === 'burst');
+if (burstRow !== undefined && burstRow.data['cpuMsPerPod'] !== undefined) {
+  const d = burstRow.data as { cpuMsPerPod: Record<string, number>; cpuMsPerPodTotal: number };
+  lines.push(`## Where a pod's CPU goes in the burst (CPU ms per pod, total ${d.cpuMsPerPodTotal})`, '', '| process | CPU ms per pod |', '|---|---|');
+  for (const [k, v] of Object.entries(d.cpuMsPerPod).sort((a, b) => b[1] - a[1])) lines.push(`| ${k} | ${v} |`);
+  lines.push('');
+}
 const cpu = r.rows.find((x) => x.id === 'cpu');
 if (cpu !== undefined) {
   const d = cpu.data as { perProcess: Record<string, number> };

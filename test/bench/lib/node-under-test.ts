@@ -14,7 +14,7 @@ import { Buckets, Keys, PodStatusRecord, Streams } from '@splitlet/api';
 import { startNatsServer, type NatsServer } from '@splitlet/testkit';
 import { waitReady } from '../../integration/harness.ts';
 
-const root = resolve(import.meta.dirname, '..', '..', '..');
+const ownRoot = resolve(import.meta.dirname, '..', '..', '..');
 
 /** How to start the node. */
 export interface NodeOptions {
@@ -23,6 +23,8 @@ export interface NodeOptions {
   readonly simLatencyMs?: number;
   readonly maxPods: number;
   readonly spans: boolean;
+  /** The checkout whose build runs (its services/cli/bin/splitlet.js), to compare two builds. @default this one */
+  readonly splitletRoot?: string;
 }
 
 /** A pod manifest the benchmark applies: one busybox container that exits at once on TERM. */
@@ -58,7 +60,7 @@ export class NodeUnderTest {
   static async start(o: NodeOptions): Promise<NodeUnderTest> {
     const nats = await startNatsServer();
     const stateDir = mkdtempSync(join(tmpdir(), 'splitlet-bench-'));
-    const child = spawn(process.execPath, [join(root, 'services/cli/bin/splitlet.js'), 'up', '--runtime', 'sim', '--node-name', 'bench-node', '--pod-workers', String(o.podWorkers)], {
+    const child = spawn(process.execPath, [join(o.splitletRoot ?? ownRoot, 'services/cli/bin/splitlet.js'), 'up', '--runtime', 'sim', '--node-name', 'bench-node', '--pod-workers', String(o.podWorkers)], {
       env: {
         ...process.env,
         NATS_URL: nats.url,
