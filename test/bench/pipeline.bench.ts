@@ -1,209 +1,295 @@
 /**
- * Control-plane benchmark on the simulated runtime at zero latency (DESIGN.md §7), in one run:
+ * splitlet's benchmark on the simulated runtime (issue 13's table), in one run, each row beside
+ * the reference measured in the same run:
  *
- * 1. the JetStream write rate of the very nats-server splitlet uses (the bound),
- * 2. created → Running-reported latency p50/p99 at a steady arrival rate,
- * 3. sustained pods/s to Running for a burst,
- * 4. the messages and KV writes one pod costs (create → Running → delete → gone),
- * 5. the ratio of the achieved rate to the bound (JetStream writes/s ÷ writes per pod).
+ *   bound      JetStream persisted publishes/s of the very nats-server the node uses
+ *   steady     created → Running reported p50/p99 at a steady arrival rate
+ *   burst      N pods to Running, pods/s and % of the bus bound (writes/s ÷ writes per pod)
+ *   memory     RSS per process, idle and holding the burst's N pods
+ *   cpu        CPU of the whole node holding N Running pods, no churn (share of one core)
+ *   delete     N pods deleted → gone, pods/s
+ *   scale-out  simulator with 50 ms per CRI call, pod-workers 1 → 2 → 4 (pods/s, ratio to 1)
  *
- * Usage: npm run bench [-- --rate 5 --seconds 20 --burst 200 --pod-workers 2]
+ * The containerd row (vs direct CRI calls) is `npm run bench:containerd`.
+ * Exits non-zero only on errors (a missed target is printed, not failed). The JSON goes to --out;
+ * `npm run bench:report` turns it into docs/benchmarks.md.
+ *
+ * Usage: npm run bench [-- --quick] [--row burst,delete] [--out file.json] [--pods 1000] [--rate 50] [--splitlet-root DIR]
+ *        [--seconds 20] [--scale-pods 200] [--cpu-seconds 10] [--spans]
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { Kvm, KvWatchInclude } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
-import { startNatsServer } from '@splitlet/testkit';
-import { waitReady } from '../integration/harness.ts';
-import { Buckets, Keys, PodStatusRecord, Streams } from '@splitlet/api';
+import { NodeUnderTest } from './lib/node-under-test.ts';
+import { cpuSeconds, fmt, loadAverage, machine, pct, rssMiB } from './lib/stats.ts';
+import type { BenchResult, BenchRow } from './lib/result.ts';
+
+const ROWS = ['bound', 'steady', 'burst', 'memory', 'cpu', 'delete', 'scale-out'] as const;
+type RowId = (typeof ROWS)[number];
+const root = resolve(import.meta.dirname, '..', '..');
 
 const { values } = parseArgs({
   options: {
-    rate: { type: 'string', default: '5' },
-    seconds: { type: 'string', default: '20' },
-    burst: { type: 'string', default: '200' },
+    quick: { type: 'boolean', default: false },
+    row: { type: 'string' },
+    out: { type: 'string', default: resolve(root, 'docs', 'benchmarks.json') },
+    pods: { type: 'string' },
+    rate: { type: 'string' },
+    seconds: { type: 'string' },
+    'scale-pods': { type: 'string' },
+    'scale-latency': { type: 'string', default: '50' },
+    'cpu-seconds': { type: 'string' },
     'pod-workers': { type: 'string', default: '2' },
     spans: { type: 'boolean', default: false },
+    'splitlet-root': { type: 'string' },
   },
 });
-const RATE = Number(values.rate);
-const SECONDS = Number(values.seconds);
-const BURST = Number(values.burst);
-const WORKERS = Number(values['pod-workers']);
-const SPANS = values.spans === true;
-const NODE = 'bench-node';
-const root = resolve(import.meta.dirname, '..', '..');
+const quick = values.quick === true;
+const num = (v: string | undefined, full: number, small: number, what: string): number => {
+  const n = v === undefined ? (quick ? small : full) : Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`--${what} must be a positive number, got ${v}`);
+  return n;
+};
+const PODS = num(values.pods, 1000, 100, 'pods');
+const RATE = num(values.rate, 50, 20, 'rate');
+const SECONDS = num(values.seconds, 20, 5, 'seconds');
+const SCALE_PODS = num(values['scale-pods'], 200, 40, 'scale-pods');
+const SCALE_LATENCY = num(values['scale-latency'], 50, 50, 'scale-latency');
+const CPU_SECONDS = num(values['cpu-seconds'], 10, 4, 'cpu-seconds');
+const WORKERS = num(values['pod-workers'], 2, 2, 'pod-workers');
+const selected = new Set<RowId>(
+  (values.row ?? ROWS.join(','))
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')
+    .map((s) => {
+      if (!(ROWS as readonly string[]).includes(s)) throw new Error(`--row: unknown row "${s}" (rows: ${ROWS.join(', ')})`);
+      return s as RowId;
+    }),
+);
 
-function pct(xs: number[], p: number): number {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+/** `--splitlet-root DIR`: run another checkout's build (e.g. main's, for a before/after). */
+const splitletRoot = values['splitlet-root'] === undefined ? {} : { splitletRoot: resolve(values['splitlet-root']) };
+const rows: BenchRow[] = [];
+function report(row: BenchRow): void {
+  rows.push(row);
+  const ref = row.reference === undefined ? '' : ` | reference: ${row.reference}`;
+  const verdict = row.met === undefined ? '' : row.met ? ' ✓' : ' ✗';
+  console.log(`  ${row.measure}: ${row.value}${ref} | target: ${row.target}${verdict}`);
 }
 
-const fmt = (n: number, d = 1): string => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
-
-async function jetstreamWriteRate(url: string): Promise<{ jsPerSec: number; kvPerSec: number }> {
+async function jetstreamWriteRate(url: string, seconds: number): Promise<number> {
   const nc = await connect({ servers: url });
   const jsm = await jetstreamManager(nc);
   await jsm.streams.add({ name: 'BENCH', subjects: ['bench.>'] });
   const js = jetstream(nc);
   const payload = new Uint8Array(1024);
-  const window = 256;
-  const run = async (op: (i: number) => Promise<unknown>): Promise<number> => {
-    const end = Date.now() + 3000;
-    let n = 0;
-    const inflight = new Set<Promise<unknown>>();
-    while (Date.now() < end) {
-      const p = op(n++).finally(() => inflight.delete(p));
-      inflight.add(p);
-      if (inflight.size >= window) await Promise.race(inflight);
-    }
-    await Promise.all(inflight);
-    return n / 3;
-  };
-  const jsPerSec = await run((i) => js.publish(`bench.${i % 64}`, payload));
-  const kv = await new Kvm(nc).create('bench_kv');
-  const kvPerSec = await run((i) => kv.put(`k.${i % 1024}`, payload));
-  await jsm.streams.delete('BENCH');
-  await kv.destroy();
-  await nc.close();
-  return { jsPerSec, kvPerSec };
-}
-
-/** Total stored-message sequence across splitlet's streams and buckets: every write bumps one. */
-async function writeCounters(url: string): Promise<{ messages: number; kvWrites: number }> {
-  const nc = await connect({ servers: url });
-  const jsm = await jetstreamManager(nc);
-  let messages = 0;
-  let kvWrites = 0;
-  for await (const s of jsm.streams.list()) {
-    if (s.config.name.startsWith('KV_sl_')) kvWrites += s.state.last_seq;
-    else if (Object.values(Streams).includes(s.config.name as never)) messages += s.state.last_seq;
+  const end = Date.now() + seconds * 1000;
+  let n = 0;
+  const inflight = new Set<Promise<unknown>>();
+  while (Date.now() < end) {
+    const p: Promise<unknown> = js.publish(`bench.${n++ % 64}`, payload).finally(() => inflight.delete(p));
+    inflight.add(p);
+    if (inflight.size >= 256) await Promise.race(inflight);
   }
+  await Promise.all(inflight);
+  await jsm.streams.delete('BENCH');
   await nc.close();
-  return { messages, kvWrites };
+  return n / seconds;
 }
 
-function manifest(name: string): string {
-  return JSON.stringify({
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name },
-    spec: { terminationGracePeriodSeconds: 0, containers: [{ name: 'c', image: 'busybox:1.36', command: ['sh', '-c', "trap 'exit 0' TERM; sleep 3600 & wait"] }] },
+function memory(node: NodeUnderTest): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const p of node.processes()) out[p.name] = Math.round(rssMiB(p.pid) * 10) / 10;
+  return out;
+}
+
+/** Creates `n` pods at once, waits for Running; pods/s from the first create to the last Running. */
+async function burst(node: NodeUnderTest, prefix: string, n: number): Promise<{ names: string[]; podsPerSec: number; p50: number; p99: number }> {
+  const names: string[] = [];
+  const t0 = Date.now();
+  for (let i = 0; i < n; i++) {
+    const name = `${prefix}-${i}`;
+    node.create(name);
+    names.push(name);
+  }
+  await node.waitRunning(names, 120_000 + n * 500);
+  const ms = Math.max(...names.map((x) => node.runningAt.get(x)!)) - t0;
+  const lat = names.map((x) => node.runningAt.get(x)! - node.createdAt.get(x)!);
+  return { names, podsPerSec: (n * 1000) / ms, p50: pct(lat, 50), p99: pct(lat, 99) };
+}
+
+async function mainNodeRows(): Promise<void> {
+  console.log(`\n— node with ${WORKERS} pod-workers, simulator at zero latency —`);
+  const node = await NodeUnderTest.start({ podWorkers: WORKERS, maxPods: PODS + 1000, spans: values.spans === true, ...splitletRoot });
+  try {
+    await new Promise((r) => setTimeout(r, 3000)); // let start-up settle before the idle sample
+    const idle = memory(node);
+    let bound: number | undefined;
+    if (selected.has('bound') || selected.has('burst')) {
+      bound = await jetstreamWriteRate(node.nats.url, quick ? 2 : 3);
+      report({ id: 'bound', measure: 'JetStream persisted publishes/s (1 KiB, 256 in flight)', value: `${fmt(bound, 0)} writes/s`, target: '— (the reference of the burst row)', data: { writesPerSec: bound } });
+    }
+    if (selected.has('steady')) {
+      const names: string[] = [];
+      const t0 = Date.now();
+      const total = Math.round(RATE * SECONDS);
+      for (let i = 0; i < total; i++) {
+        const wait = t0 + (i * 1000) / RATE - Date.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        node.create(`steady-${i}`);
+        names.push(`steady-${i}`);
+      }
+      await node.waitRunning(names, 120_000);
+      const lat = names.map((n) => node.runningAt.get(n)! - node.createdAt.get(n)!);
+      const p50 = pct(lat, 50);
+      const p99 = pct(lat, 99);
+      report({
+        id: 'steady',
+        measure: `created → Running reported at a steady ${RATE} pods/s for ${SECONDS} s`,
+        value: `p50 ${fmt(p50, 0)} ms, p99 ${fmt(p99, 0)} ms`,
+        target: 'p50 ≤ 25 ms, p99 ≤ 100 ms',
+        met: p50 <= 25 && p99 <= 100,
+        data: { rate: RATE, seconds: SECONDS, p50, p90: pct(lat, 90), p99, max: Math.max(...lat) },
+      });
+      for (const n of names) node.delete(n);
+      await node.waitGone(120_000);
+    }
+    const needBurst = ['burst', 'memory', 'cpu', 'delete'].some((r) => selected.has(r as RowId));
+    if (!needBurst) return;
+    const before = await node.writeCounters();
+    const procs = node.processes();
+    const cpu0 = procs.map((p) => cpuSeconds(p.pid));
+    const b = await burst(node, 'burst', PODS);
+    // CPU per pod by process: less sensitive to the machine's load than the wall-clock rate.
+    const cpuMsPerPod: Record<string, number> = {};
+    procs.forEach((p, i) => (cpuMsPerPod[p.name] = Math.round((10000 * (cpuSeconds(p.pid) - cpu0[i]!)) / PODS) / 10));
+    const cpuMsPerPodTotal = Math.round(10 * Object.values(cpuMsPerPod).reduce((a, x) => a + x, 0)) / 10;
+    const after = await node.writeCounters();
+    const writesPerPod = (after.messages - before.messages + after.kvWrites - before.kvWrites) / PODS;
+    if (selected.has('burst') && bound !== undefined) {
+      const boundRate = bound / writesPerPod;
+      const share = b.podsPerSec / boundRate;
+      report({
+        id: 'burst',
+        measure: `burst of ${PODS} pods to Running, ${WORKERS} pod-workers`,
+        value: `${fmt(b.podsPerSec)} pods/s (latency p50 ${fmt(b.p50, 0)} ms, p99 ${fmt(b.p99, 0)} ms; ${fmt(cpuMsPerPodTotal)} CPU ms per pod)`,
+        reference: `bus bound ${fmt(bound, 0)} writes/s ÷ ${fmt(writesPerPod)} writes per pod = ${fmt(boundRate)} pods/s; ratio ${fmt(100 * share)} %`,
+        target: '≥ 300 pods/s and ≥ 25 % of the bound',
+        met: b.podsPerSec >= 300 && share >= 0.25,
+        data: { pods: PODS, podsPerSec: b.podsPerSec, p50: b.p50, p99: b.p99, writesPerPod, boundPodsPerSec: boundRate, shareOfBound: share, cpuMsPerPodTotal, cpuMsPerPod },
+      });
+      for (const [k, v] of Object.entries(cpuMsPerPod).sort((x, y) => y[1] - x[1])) console.log(`    ${k.padEnd(18)} ${fmt(v).padStart(6)} CPU ms per pod`);
+    }
+    await new Promise((r) => setTimeout(r, 2000));
+    const loaded = memory(node);
+    if (selected.has('memory')) {
+      const splitlet = Object.entries(loaded).filter(([k]) => k !== 'nats-server');
+      const maxIdle = Math.max(...Object.entries(idle).filter(([k]) => k !== 'nats-server').map(([, v]) => v));
+      const maxLoaded = Math.max(...splitlet.map(([, v]) => v));
+      report({
+        id: 'memory',
+        measure: `RSS per splitlet process, idle and with ${PODS} pods`,
+        value: `max idle ${fmt(maxIdle, 0)} MiB, max loaded ${fmt(maxLoaded, 0)} MiB`,
+        target: '≤ 80 MB idle, ≤ 200 MB loaded',
+        met: maxIdle <= 80 && maxLoaded <= 200,
+        data: { idle, loaded },
+      });
+      for (const k of Object.keys(loaded)) console.log(`    ${k.padEnd(18)} idle ${fmt(idle[k] ?? NaN, 0).padStart(5)} MiB   loaded ${fmt(loaded[k]!, 0).padStart(5)} MiB`);
+    }
+    if (selected.has('cpu')) {
+      const procs = node.processes();
+      const c0 = procs.map((p) => cpuSeconds(p.pid));
+      const t0 = Date.now();
+      await new Promise((r) => setTimeout(r, CPU_SECONDS * 1000));
+      const wall = (Date.now() - t0) / 1000;
+      const per: Record<string, number> = {};
+      procs.forEach((p, i) => (per[p.name] = (100 * (cpuSeconds(p.pid) - c0[i]!)) / wall));
+      const total = Object.values(per).reduce((a, x) => a + x, 0);
+      report({
+        id: 'cpu',
+        measure: `steady CPU of the node holding ${PODS} Running pods, no churn (${CPU_SECONDS} s)`,
+        value: `${fmt(total)} % of one core (splitlet + nats-server)`,
+        reference: 'one core',
+        target: '≤ 10 %',
+        met: total <= 10,
+        data: { percentOfOneCore: total, perProcess: per },
+      });
+      for (const [k, v] of Object.entries(per).sort((x, y) => y[1] - x[1])) console.log(`    ${k.padEnd(18)} ${fmt(v).padStart(6)} %`);
+    }
+    if (selected.has('delete')) {
+      const t0 = Date.now();
+      for (const n of b.names) node.delete(n);
+      await node.waitGone(120_000 + PODS * 500);
+      const rate = (PODS * 1000) / (Date.now() - t0);
+      report({ id: 'delete', measure: `${PODS} pods deleted → gone`, value: `${fmt(rate)} pods/s`, target: '≥ 200 pods/s', met: rate >= 200, data: { pods: PODS, podsPerSec: rate } });
+    }
+  } finally {
+    await node.stop();
+  }
+}
+
+async function scaleOutRow(): Promise<void> {
+  const perWorkers: Record<string, number> = {};
+  for (const w of [1, 2, 4]) {
+    console.log(`\n— scale-out: ${w} pod-worker(s), simulator at ${SCALE_LATENCY} ms per CRI call, burst of ${SCALE_PODS} —`);
+    const node = await NodeUnderTest.start({ podWorkers: w, simLatencyMs: SCALE_LATENCY, maxPods: SCALE_PODS + 100, spans: false, ...splitletRoot });
+    try {
+      const b = await burst(node, 'scale', SCALE_PODS);
+      perWorkers[String(w)] = b.podsPerSec;
+      console.log(`    ${fmt(b.podsPerSec)} pods/s`);
+    } finally {
+      await node.stop();
+    }
+  }
+  const r2 = perWorkers['2']! / perWorkers['1']!;
+  const r4 = perWorkers['4']! / perWorkers['1']!;
+  report({
+    id: 'scale-out',
+    measure: `scale-out, burst of ${SCALE_PODS} pods, simulator ${SCALE_LATENCY} ms per CRI call`,
+    value: `1 → 2 → 4 pod-workers: ${fmt(perWorkers['1']!)} → ${fmt(perWorkers['2']!)} → ${fmt(perWorkers['4']!)} pods/s`,
+    reference: `1 pod-worker; ratios ${fmt(r2, 2)}× and ${fmt(r4, 2)}×`,
+    target: '≥ 1.9× and ≥ 3.5×',
+    met: r2 >= 1.9 && r4 >= 3.5,
+    data: { pods: SCALE_PODS, latencyMs: SCALE_LATENCY, podsPerSec: perWorkers, ratio2: r2, ratio4: r4 },
   });
+}
+
+function gitCommit(): string {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
 }
 
 async function main(): Promise<void> {
-  const nats = await startNatsServer();
-  const stateDir = mkdtempSync(join(tmpdir(), 'splitlet-bench-'));
-  const manifests = join(stateDir, 'manifests');
-  console.log(`splitlet benchmark — sim-runtime, zero latency, ${WORKERS} pod-worker(s), span copies on the bus ${SPANS ? 'on' : 'off (--spans to include them)'}, nats-server at ${nats.url}`);
-  const bound = await jetstreamWriteRate(nats.url);
-  console.log(`JetStream on this server: ${fmt(bound.jsPerSec, 0)} persisted publishes/s, ${fmt(bound.kvPerSec, 0)} KV puts/s (1 KiB, 256 in flight)`);
-
-  const child = spawn(process.execPath, [join(root, 'services/cli/bin/splitlet.js'), 'up', '--runtime', 'sim', '--node-name', NODE, '--pod-workers', String(WORKERS)], {
-    env: { ...process.env, NATS_URL: nats.url, SPLITLET_STATE_DIR: stateDir, LOG_LEVEL: 'warn', NODE_MAX_PODS: String(BURST + 1000), PUBLISH_SPANS: String(SPANS) },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const stop = async (): Promise<void> => {
-    child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
-    await nats.stop();
-    rmSync(stateDir, { recursive: true, force: true });
+  const loadBefore = loadAverage();
+  const started = new Date();
+  console.log(`splitlet benchmark${quick ? ' (--quick)' : ''} — rows: ${[...selected].join(', ')}; load average before ${loadBefore.join(' ')}`);
+  if (['bound', 'steady', 'burst', 'memory', 'cpu', 'delete'].some((r) => selected.has(r as RowId))) await mainNodeRows();
+  if (selected.has('scale-out')) await scaleOutRow();
+  const loadAfter = loadAverage();
+  const result: BenchResult = {
+    date: started.toISOString(),
+    durationSeconds: Math.round((Date.now() - started.getTime()) / 1000),
+    commit: gitCommit(),
+    machine: machine(),
+    quick,
+    loadBefore,
+    loadAfter,
+    settings: { pods: PODS, rate: RATE, seconds: SECONDS, scalePods: SCALE_PODS, scaleLatencyMs: SCALE_LATENCY, cpuSeconds: CPU_SECONDS, podWorkers: WORKERS },
+    rows,
   };
-  try {
-    // Wait for readiness.
-    await waitReady(stateDir, 60_000);
-
-    // Watch statuses: first time each pod is reported Running, and when it is gone.
-    const nc = await connect({ servers: nats.url });
-    const kv = await new Kvm(nc).open(Buckets.status);
-    const runningAt = new Map<string, number>();
-    const present = new Set<string>();
-    const watch = await kv.watch({ key: Keys.nodePrefix(NODE), include: KvWatchInclude.UpdatesOnly });
-    void (async () => {
-      for await (const e of watch) {
-        if (e.operation !== 'PUT') {
-          present.delete(e.key);
-          continue;
-        }
-        const r = PodStatusRecord.safeParse(e.json());
-        if (!r.success) continue;
-        present.add(e.key);
-        const name = r.data.pod.metadata.annotations?.['splitlet.bench/name'] ?? r.data.name.replace(`-${NODE}`, '');
-        if (r.data.status.phase === 'Running' && !runningAt.has(name)) runningAt.set(name, Date.now());
-      }
-    })();
-
-    const waitAll = async (names: string[], timeoutMs: number): Promise<void> => {
-      const end = Date.now() + timeoutMs;
-      while (names.some((n) => !runningAt.has(n))) {
-        if (Date.now() > end) throw new Error(`${names.filter((n) => !runningAt.has(n)).length} pods not Running after ${timeoutMs} ms`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    };
-
-    // 1) steady arrival rate
-    const before = await writeCounters(nats.url);
-    const created = new Map<string, number>();
-    const steady: string[] = [];
-    const total = Math.round(RATE * SECONDS);
-    const t0 = Date.now();
-    for (let i = 0; i < total; i++) {
-      const due = t0 + (i * 1000) / RATE;
-      const wait = due - Date.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      const name = `steady-${i}`;
-      created.set(name, Date.now());
-      writeFileSync(join(manifests, `${name}.json`), manifest(name));
-      steady.push(name);
-    }
-    await waitAll(steady, 60_000);
-    const lat = steady.map((n) => runningAt.get(n)! - created.get(n)!);
-    console.log(`steady ${RATE} pods/s for ${SECONDS} s (${total} pods): created → Running reported p50 ${fmt(pct(lat, 50), 0)} ms, p99 ${fmt(pct(lat, 99), 0)} ms, max ${fmt(Math.max(...lat), 0)} ms`);
-    const afterSteady = await writeCounters(nats.url);
-
-    // 2) cost per pod of the delete path: remove the steady pods and wait until they are gone.
-    for (const n of steady) rmSync(join(manifests, `${n}.json`));
-    const goneDeadline = Date.now() + 120_000;
-    while (present.size > 0 && Date.now() < goneDeadline) await new Promise((r) => setTimeout(r, 50));
-    await new Promise((r) => setTimeout(r, 3000));
-    const afterDelete = await writeCounters(nats.url);
-    const perPodMsgsUp = (afterSteady.messages - before.messages) / total;
-    const perPodKvUp = (afterSteady.kvWrites - before.kvWrites) / total;
-    const perPodMsgs = (afterDelete.messages - before.messages) / total;
-    const perPodKv = (afterDelete.kvWrites - before.kvWrites) / total;
-    console.log(`per pod, create → Running: ${fmt(perPodMsgsUp)} stream messages + ${fmt(perPodKvUp)} KV writes`);
-    console.log(`per pod, create → Running → deleted (incl. housekeeping and relist marks in that window): ${fmt(perPodMsgs)} stream messages + ${fmt(perPodKv)} KV writes`);
-
-    // 3) burst
-    const burst: string[] = [];
-    const tb = Date.now();
-    for (let i = 0; i < BURST; i++) {
-      const name = `burst-${i}`;
-      created.set(name, Date.now());
-      writeFileSync(join(manifests, `${name}.json`), manifest(name));
-      burst.push(name);
-    }
-    await waitAll(burst, 300_000);
-    const burstMs = Math.max(...burst.map((n) => runningAt.get(n)!)) - tb;
-    const burstRate = (BURST * 1000) / burstMs;
-    const burstLat = burst.map((n) => runningAt.get(n)! - created.get(n)!);
-    console.log(`burst of ${BURST}: all Running in ${fmt(burstMs / 1000, 2)} s = ${fmt(burstRate)} pods/s (latency p50 ${fmt(pct(burstLat, 50), 0)} ms, p99 ${fmt(pct(burstLat, 99), 0)} ms)`);
-    const writesPerPod = perPodMsgsUp + perPodKvUp;
-    const boundRate = bound.jsPerSec / writesPerPod;
-    console.log(`bound: ${fmt(bound.jsPerSec, 0)} writes/s ÷ ${fmt(writesPerPod)} writes per pod = ${fmt(boundRate)} pods/s; achieved ${fmt(burstRate)} pods/s = ${fmt((100 * burstRate) / boundRate)}% of the bound`);
-    for (const n of burst) rmSync(join(manifests, `${n}.json`));
-    const end = Date.now() + 120_000;
-    while (present.size > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
-    watch.stop();
-    await nc.close();
-  } finally {
-    await stop();
+  console.log(`\nload average before ${loadBefore.join(' ')}, after ${loadAfter.join(' ')} (${result.machine.cpus} cores)`);
+  console.log('containerd vs the direct CRI floor: npm run bench:containerd');
+  if (values.out !== undefined && values.out !== '') {
+    mkdirSync(dirname(values.out), { recursive: true });
+    writeFileSync(values.out, `${JSON.stringify(result, null, 2)}\n`);
+    console.log(`results written to ${values.out}`);
   }
 }
 

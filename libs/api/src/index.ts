@@ -73,6 +73,7 @@ export {
   RuntimeGetPodStatusReply,
   RuntimeRelistRequest,
   RuntimeRelistReply,
+  PlegRelistPoke,
   RuntimeExecRequest,
   RuntimeExecReply,
   ProbeResultValue,

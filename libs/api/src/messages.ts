@@ -378,7 +378,11 @@ export const RuntimeGetPodStatusReply = z.object({
 });
 export type RuntimeGetPodStatusReply = z.infer<typeof RuntimeGetPodStatusReply>;
 
-export const RuntimeRelistRequest = z.object({ type: z.literal('kubelet.runtime.RelistRequest.v1') });
+/**
+ * `uids`: relist only these pods (pleg's relist targeted by the UIDs of cri-adapter's pokes);
+ * absent: every pod the runtime knows (the periodic relist, the safety net).
+ */
+export const RuntimeRelistRequest = z.object({ type: z.literal('kubelet.runtime.RelistRequest.v1'), uids: z.array(z.string().min(1)).max(4096).optional() });
 export type RuntimeRelistRequest = z.infer<typeof RuntimeRelistRequest>;
 
 export const RuntimeRelistReply = z.object({
@@ -387,6 +391,14 @@ export const RuntimeRelistReply = z.object({
   timestamp: z.number(),
 });
 export type RuntimeRelistReply = z.infer<typeof RuntimeRelistReply>;
+
+/**
+ * The body of a core-NATS poke on `sl.<node>.plegrelist` (cri-adapter → pleg after a runtime
+ * change): `uid` names the pod whose operation changed the runtime, so pleg relists that pod only;
+ * absent (a change outside any pod's operation), pleg relists everything.
+ */
+export const PlegRelistPoke = z.object({ uid: z.string().min(1).optional() });
+export type PlegRelistPoke = z.infer<typeof PlegRelistPoke>;
 
 /**
  * `sl.<node>.rpc.runtime.exec`: runs a command in a running container (CRI ExecSync) for

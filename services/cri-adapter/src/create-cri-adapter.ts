@@ -207,7 +207,7 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
     fences: await DurableFences.open(deps.fenceStore ?? memoryFenceStore()),
     podLocks: new KeyedMutex(),
     mutations: deps.mutations,
-    pokePleg: () => bus.publishCore(Subjects.plegRelist(node), {}),
+    pokePleg: (uid) => bus.publishCore(Subjects.plegRelist(node), { uid }),
     backoffs: { crashLoop, imagePull },
     backoffStore: deps.backoffStore,
     clock,

@@ -11,6 +11,7 @@ import { serveContainerLogs } from './adapters/container-logs-rpc.js';
 import { CriAdapterEnv, processEnv } from './config.js';
 import { createCriAdapter, isMutatingCriMethod } from './create-cri-adapter.js';
 import { createKubeRuntimeMetrics } from './kuberuntime/metrics.js';
+import { podScope } from './pod-scope.js';
 
 await runNodeProcess({
   service: 'cri-adapter',
@@ -41,8 +42,9 @@ await runNodeProcess({
         if (isMutatingCriMethod(record.method)) {
           mutations++;
           // Ask pleg to relist now, in the caller's trace: otherwise a periodic relist may see the
-          // change first and publish the pod's lifecycle events outside the pod's trace.
-          bus.publishCore(Subjects.plegRelist(config.NODE_NAME), {});
+          // change first and publish the pod's lifecycle events outside the pod's trace. The poke
+          // names the pod whose operation made the call, so pleg relists that pod only.
+          bus.publishCore(Subjects.plegRelist(config.NODE_NAME), podScope.poke());
         }
       },
     });

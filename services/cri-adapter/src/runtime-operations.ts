@@ -22,6 +22,7 @@ import type { PullSecretResolver } from './credentials/pull-secrets.js';
 import type { Fences } from './guard/durable-fences.js';
 import type { ContainerGC } from './kuberuntime/container-gc.js';
 import type { KubeGenericRuntimeManager } from './kuberuntime/runtime-manager.js';
+import { podScope } from './pod-scope.js';
 import type { StateStore } from './ports.js';
 
 /** The persisted backoff tables of a node. */
@@ -43,7 +44,8 @@ export interface RuntimeOperationsOptions {
   /** How many mutating CRI calls were made so far (a counter over the shared client). */
   readonly mutations: () => number;
   /** Asks pleg to relist now (a core-NATS poke). */
-  readonly pokePleg: () => void;
+  /** Asks pleg to relist pod `uid` now (its operation changed the runtime). */
+  readonly pokePleg: (uid: string) => void;
   readonly backoffs: { readonly crashLoop: Backoff; readonly imagePull: Backoff };
   /** Where the backoff tables are persisted; absent: memory only. */
   readonly backoffStore?: StateStore<BackoffTables> | undefined;
@@ -114,12 +116,12 @@ export class RuntimeOperations {
     );
   }
 
-  /** Every runtime pod; `timestamp` is taken before the runtime is read (the cache time). */
-  relist(_req: RuntimeRelistRequest): Promise<RuntimeRelistReply> {
+  /** Every runtime pod, or the pods `req.uids` names; `timestamp` is taken before the runtime is read (the cache time). */
+  relist(req: RuntimeRelistRequest): Promise<RuntimeRelistReply> {
     return this.#track(
       (async (): Promise<RuntimeRelistReply> => {
         const timestamp = this.#o.clock.now();
-        const pods = await this.#o.manager.relist();
+        const pods = await this.#o.manager.relist(req.uids);
         return { type: 'kubelet.runtime.RelistReply.v1', pods, timestamp };
       })(),
     );
@@ -177,9 +179,9 @@ export class RuntimeOperations {
     return this.#o.podLocks.run(uid, async () => {
       const before = this.#o.mutations();
       try {
-        return await fn();
+        return await podScope.run(uid, fn);
       } finally {
-        if (this.#o.mutations() !== before) this.#o.pokePleg();
+        if (this.#o.mutations() !== before) this.#o.pokePleg(uid);
         this.#persistBackoffs();
       }
     });

@@ -94,6 +94,22 @@ describe('RuntimeStatusReader', () => {
     assert.equal(reader.cachedContainers, 1);
   });
 
+  it('a targeted relist lists only the named pods (by the pod-uid label) and prunes no cache', async () => {
+    const { runtime, count } = counting(sim);
+    const reader = new RuntimeStatusReader(runtime, createNodeFiles(''));
+    await runPod('a', ['sleep', '3600']);
+    await runPod('b', ['sleep', '3600']);
+    await reader.relist();
+    const lists = count('ListContainers');
+    const only = await reader.relist(['b', 'gone']);
+    assert.deepEqual(only.map((p) => p.uid), ['b']);
+    assert.equal(only[0]?.name, 'p-b');
+    assert.equal(only[0]?.containers[0]?.state, 'CONTAINER_RUNNING');
+    assert.equal(count('ListContainers') - lists, 2, 'one filtered list per named pod');
+    assert.equal(reader.cachedContainers, 2, 'a targeted relist keeps the other pods\' cache');
+    assert.deepEqual(await reader.relist([]), []);
+  });
+
   it('getPodStatus reads one pod afresh: sandbox state, IP and hostNetwork', async () => {
     const reader = new RuntimeStatusReader(sim, createNodeFiles(''));
     const a = await runPod('a', ['sleep', '3600']);

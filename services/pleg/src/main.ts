@@ -34,13 +34,13 @@ await runNodeProcess({
     health.register('pleg', () => pleg.healthy());
 
     const loop = new RelistLoop<Context>({
-      relist: (pokes) => pleg.relist(pokes),
+      relist: (pokes, uids) => pleg.relist(pokes, uids),
       onError: (e) => logger.error('relist threw', { err: e }),
       periodMs: config.RELIST_PERIOD_MS,
       clock: realClock,
       signal,
     });
-    subscribeRelistPokes(bus, config.NODE_NAME, (trigger) => loop.poke(trigger), signal);
+    subscribeRelistPokes(bus, config.NODE_NAME, (trigger, uid) => loop.poke(trigger, uid), signal, logger);
     loop.start();
     // Closers run after the signal aborted: let the relist in progress finish before the bus closes.
     onClose({ name: 'relist-loop', close: () => loop.idle() });

@@ -5,8 +5,11 @@ import type { DesiredPod, PodLifecycleEvent, RelistMark, RuntimeCacheEntry, Runt
 
 /** The runtime's pods, as cri-adapter's `relist` returns them (kubecontainer.Runtime.GetPods(all=true) + statuses). */
 export interface RuntimeLister {
-  /** Every pod the runtime knows, with its sandboxes and containers. Rejects on a failed or timed-out request. */
-  relist(): Promise<readonly RuntimePodStatus[]>;
+  /**
+   * Every pod the runtime knows, with its sandboxes and containers; with `uids`, only those pods
+   * (a pod the runtime does not know is absent). Rejects on a failed or timed-out request.
+   */
+  relist(uids?: readonly string[]): Promise<readonly RuntimePodStatus[]>;
 }
 
 /** What the runtime cache looked like when pleg last wrote it. */

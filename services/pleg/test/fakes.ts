@@ -39,10 +39,13 @@ export class FakeLister implements RuntimeLister {
   pods: RuntimePodStatus[] = [];
   error: Error | undefined;
   calls = 0;
-  async relist(): Promise<readonly RuntimePodStatus[]> {
+  /** The `uids` of each call (`undefined`: a full relist). */
+  scopes: Array<readonly string[] | undefined> = [];
+  async relist(uids?: readonly string[]): Promise<readonly RuntimePodStatus[]> {
     this.calls++;
+    this.scopes.push(uids);
     if (this.error) throw this.error;
-    return structuredClone(this.pods);
+    return structuredClone(uids === undefined ? this.pods : this.pods.filter((p) => uids.includes(p.uid)));
   }
 }
 

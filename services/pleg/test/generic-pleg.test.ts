@@ -51,6 +51,32 @@ describe('GenericPleg.relist', () => {
     assert.equal(t.cache.entries.has('4567'), false);
   });
 
+  it('a targeted relist reads and compares only the named pods and writes no mark', async () => {
+    const t = setup();
+    t.lister.pods = [pod('a', [container('a1', 'CONTAINER_RUNNING')]), pod('b', [container('b1', 'CONTAINER_RUNNING')])];
+    await t.pleg.relist();
+    t.sink.take();
+    t.clock.advance(100);
+    // Both changed in the runtime; only a is poked about.
+    t.lister.pods = [pod('a', [container('a1', 'CONTAINER_EXITED')]), pod('b', [container('b1', 'CONTAINER_EXITED')])];
+    const r = await t.pleg.relist([], ['a']);
+    assert.deepEqual(t.lister.scopes.at(-1), ['a']);
+    assert.equal(r.changedPods, 1);
+    assert.deepEqual(t.sink.take(), ['a/ContainerDied/a1']);
+    assert.equal(t.cache.entries.get('a')?.timestamp, 1_000_100);
+    assert.equal(t.cache.mark?.timestamp, 1_000_000);
+    // A targeted pod the runtime no longer knows is deleted; the full relist then sees b.
+    t.clock.advance(100);
+    t.lister.pods = [pod('b', [container('b1', 'CONTAINER_EXITED')])];
+    await t.pleg.relist([], ['a']);
+    assert.equal(t.cache.entries.has('a'), false);
+    assert.deepEqual(t.sink.take(), ['a/ContainerRemoved/a1']);
+    t.clock.advance(100);
+    await t.pleg.relist();
+    assert.deepEqual(t.sink.take(), ['b/ContainerDied/b1']);
+    assert.equal(t.cache.mark?.timestamp, 1_000_300);
+  });
+
   it('stamps events with the relist time and the container name', async () => {
     const t = setup(Date.UTC(2024, 0, 1));
     t.lister.pods = [pod('p', [container('id1', 'CONTAINER_RUNNING', 'web')])];

@@ -7,6 +7,7 @@ function setup() {
   const clock = new FakeClock(0);
   const ac = new AbortController();
   const started: number[] = [];
+  const scopes: Array<readonly string[] | undefined> = [];
   let release: (() => void) | undefined;
   let block = false;
   let concurrent = 0;
@@ -17,8 +18,9 @@ function setup() {
     periodMs: 1000,
     debounceMs: 10,
     onError: (e) => assert.fail(String(e)),
-    relist: async () => {
+    relist: async (_triggers, uids) => {
       started.push(clock.now());
+      scopes.push(uids === undefined ? undefined : [...uids].sort());
       concurrent++;
       maxConcurrent = Math.max(maxConcurrent, concurrent);
       if (block) await new Promise<void>((r) => (release = r));
@@ -30,6 +32,7 @@ function setup() {
     ac,
     loop,
     started,
+    scopes,
     block: (b: boolean) => (block = b),
     release: () => release?.(),
     maxConcurrent: () => maxConcurrent,
@@ -80,6 +83,31 @@ describe('RelistLoop', () => {
     await t.clock.advanceAsync(0);
     assert.deepEqual(t.started, [0, 2000]);
     assert.equal(t.maxConcurrent(), 1);
+    t.ac.abort();
+  });
+
+  it('pokes naming pods target the relist at them, and never postpone the full periodic relist', async () => {
+    const t = setup();
+    t.loop.start();
+    await t.clock.advanceAsync(0);
+    await t.clock.advanceAsync(300);
+    t.loop.poke(undefined, 'b');
+    t.loop.poke(undefined, 'a');
+    t.loop.poke(undefined, 'a');
+    await t.clock.advanceAsync(10);
+    await t.clock.advanceAsync(290);
+    t.loop.poke(undefined, 'c');
+    await t.clock.advanceAsync(10);
+    // The full relist stays due one period after the first one ended, not after the targeted ones.
+    await t.clock.advanceAsync(390);
+    assert.deepEqual(t.started, [0, 310, 610, 1000]);
+    assert.deepEqual(t.scopes, [undefined, ['a', 'b'], ['c'], undefined]);
+    // A poke without a pod, among pods, makes the relist full.
+    t.loop.poke(undefined, 'd');
+    t.loop.poke();
+    await t.clock.advanceAsync(10);
+    assert.deepEqual(t.scopes.at(-1), undefined);
+    assert.deepEqual(t.started.at(-1), 1010);
     t.ac.abort();
   });
 

@@ -149,9 +149,9 @@ export class KubeGenericRuntimeManager {
     return this.#o.statusReader.getPodStatus(ref.uid, ref.name, ref.namespace);
   }
 
-  /** Every pod the runtime knows. */
-  relist(): Promise<RuntimePodStatus[]> {
-    return this.#o.statusReader.relist();
+  /** Every pod the runtime knows, or only the pods `uids` names. */
+  relist(uids?: readonly string[]): Promise<RuntimePodStatus[]> {
+    return this.#o.statusReader.relist(uids);
   }
 
   /**

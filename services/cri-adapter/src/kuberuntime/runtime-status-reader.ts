@@ -159,9 +159,12 @@ export class RuntimeStatusReader {
    * ContainerStatus. Cache entries of objects no longer listed are dropped.
    *
    * Models GenericPLEG.relist's runtime reads (GetPods + GetPodStatus per pod), batched.
+   *
+   * With `uids` (a relist targeted at the pods pleg was poked about), only their objects are listed
+   * (by the pod-uid label) and the caches are not pruned (the next full relist does it).
    */
-  async relist(): Promise<RuntimePodStatus[]> {
-    const [sandboxList, containerList] = await Promise.all([this.#runtime.ListPodSandbox({}), this.#runtime.ListContainers({})]);
+  async relist(uids?: readonly string[]): Promise<RuntimePodStatus[]> {
+    const [sandboxList, containerList] = uids === undefined ? await Promise.all([this.#runtime.ListPodSandbox({}), this.#runtime.ListContainers({})]) : await this.#listPods(uids);
     const pods = new Map<string, RuntimePodStatus>();
     const podFor = (labels: Readonly<Record<string, string>>, fallback?: { name?: string; namespace?: string }): RuntimePodStatus | undefined => {
       const uid = labels[RuntimeLabels.podUid];
@@ -203,12 +206,12 @@ export class RuntimeStatusReader {
         pod.sandboxes.push(toSandboxStatus(sb.id, sb.state, sb.createdAt, sb.metadata?.attempt ?? 0, net));
       }),
     );
-    for (const id of this.#sandboxNets.keys()) if (!liveSandboxes.has(id)) this.#sandboxNets.delete(id);
+    if (uids === undefined) for (const id of this.#sandboxNets.keys()) if (!liveSandboxes.has(id)) this.#sandboxNets.delete(id);
 
     const labelled = containerList.containers.filter((c) => (c.labels[RuntimeLabels.podUid] ?? '') !== '');
     const statuses = await this.#containerStatuses(labelled);
     const liveContainers = new Set(containerList.containers.map((c) => c.id));
-    for (const id of this.#containers.keys()) if (!liveContainers.has(id)) this.#containers.delete(id);
+    if (uids === undefined) for (const id of this.#containers.keys()) if (!liveContainers.has(id)) this.#containers.delete(id);
     const byId = new Map(labelled.map((c) => [c.id, c]));
     for (const st of statuses) {
       const c = byId.get(st.id);
@@ -221,6 +224,17 @@ export class RuntimeStatusReader {
       p.ips = podIpsOf(p.sandboxes);
     }
     return [...pods.values()];
+  }
+
+  /** The sandboxes and containers of these pods (ListPodSandbox and ListContainers by the pod-uid label). */
+  async #listPods(uids: readonly string[]): Promise<[{ items: PodSandbox[] }, { containers: CriContainer[] }]> {
+    const lists = await Promise.all(
+      uids.map(async (uid) => {
+        const selector = { [RuntimeLabels.podUid]: uid };
+        return Promise.all([this.#runtime.ListPodSandbox({ filter: { labelSelector: selector } }), this.#runtime.ListContainers({ filter: { labelSelector: selector } })]);
+      }),
+    );
+    return [{ items: lists.flatMap(([s]) => s.items) }, { containers: lists.flatMap(([, c]) => c.containers) }];
   }
 
   async #containerStatuses(list: readonly CriContainer[]): Promise<RuntimeContainerStatus[]> {

@@ -13,8 +13,9 @@ import type { RuntimeLister } from '../ports.js';
 export function createBusRuntimeLister(bus: Pick<Bus, 'request'>, node: string, timeoutMs: number): RuntimeLister {
   const subject = Subjects.rpc.runtime(node, 'relist');
   return {
-    async relist(): Promise<readonly RuntimePodStatus[]> {
-      const reply = await bus.request(RuntimeRelistRequest, RuntimeRelistReply, subject, { type: 'kubelet.runtime.RelistRequest.v1' }, { timeoutMs });
+    async relist(uids?: readonly string[]): Promise<readonly RuntimePodStatus[]> {
+      const req: RuntimeRelistRequest = { type: 'kubelet.runtime.RelistRequest.v1', ...(uids !== undefined ? { uids: [...uids] } : {}) };
+      const reply = await bus.request(RuntimeRelistRequest, RuntimeRelistReply, subject, req, { timeoutMs });
       return reply.pods;
     },
   };

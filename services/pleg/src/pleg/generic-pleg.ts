@@ -12,6 +12,9 @@
  *              put RuntimeCacheEntry{timestamp: t0} (or delete it when the pod is gone)
  *              then publish its events (ContainerChanged is filtered, as the kubelet does)
  *          put RelistMark{timestamp: t0}  (after every pod entry: GetNewerThan relies on it)
+ *
+ * A relist targeted at some pods (the UIDs of cri-adapter's pokes) reads and compares only those
+ * and writes no RelistMark; the periodic full relist stays the safety net.
  */
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, context, trace, type Attributes, type Context, type Link, type Span, type Tracer } from '@opentelemetry/api';
 import type { PodLifecycleEvent, RuntimeCacheEntry, RuntimePodStatus } from '@splitlet/api';
@@ -109,10 +112,14 @@ export class GenericPleg {
    * Except a pod whose regular container died after its start ({@link restartEpisode}): its cache
    * write and events go into a new trace, a root `ContainerDied` span linked to the pod's creation
    * trace and to the relist that saw it; its cache entries carry that trace as the pod's episode.
+   *
+   * With `uids` (the pods cri-adapter's pokes named), the relist is targeted: only those pods are
+   * read from the runtime and compared, and the relist mark is not written (the other pods were
+   * not looked at); health and the interval metric count full relists only.
    */
-  async relist(triggers: readonly Context[] = []): Promise<RelistResult> {
+  async relist(triggers: readonly Context[] = [], uids?: readonly string[]): Promise<RelistResult> {
     const { clock, metrics } = this.#o;
-    if (this.#relistTime !== undefined) metrics.relistInterval.observe((clock.now() - this.#relistTime) / 1000);
+    if (uids === undefined && this.#relistTime !== undefined) metrics.relistInterval.observe((clock.now() - this.#relistTime) / 1000);
     const timestamp = clock.now();
     try {
       const traced = this.#o.tracer === undefined ? undefined : tracedParent(triggers);
@@ -121,18 +128,18 @@ export class GenericPleg {
         const sc = trace.getSpanContext(t);
         if (sc !== undefined && trace.isSpanContextValid(sc) && (sc.traceFlags & TraceFlags.SAMPLED) !== 0) triggerTraceIds.add(sc.traceId);
       }
-      if (traced === undefined || this.#o.tracer === undefined) return await this.#relist(timestamp, false, triggerTraceIds);
+      if (traced === undefined || this.#o.tracer === undefined) return await this.#relist(timestamp, false, triggerTraceIds, uids);
       const span = this.#o.tracer.startSpan(
         'relist',
         {
           startTime: timestamp,
           links: traced.links,
-          attributes: { 'splitlet.pleg.trigger': 'poke', 'splitlet.pleg.pokes': triggers.length },
+          attributes: { 'splitlet.pleg.trigger': 'poke', 'splitlet.pleg.pokes': triggers.length, ...(uids !== undefined ? { 'splitlet.pleg.targeted_pods': uids.length } : {}) },
         },
         traced.parent,
       );
       try {
-        const r = await context.with(trace.setSpan(traced.parent, span), () => this.#relist(timestamp, true, triggerTraceIds));
+        const r = await context.with(trace.setSpan(traced.parent, span), () => this.#relist(timestamp, true, triggerTraceIds, uids));
         span.setAttributes({ 'splitlet.pleg.changed_pods': r.changedPods, 'splitlet.pleg.events': r.events });
         if (!r.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: 'GenericPLEG: Unable to retrieve pods' });
         return r;
@@ -144,25 +151,30 @@ export class GenericPleg {
     }
   }
 
-  /** The relist proper; `inSpan` when a poke's `relist` span is active; the trace ids of the sampled pokes it serves. */
-  async #relist(timestamp: number, inSpan: boolean, triggerTraceIds: ReadonlySet<string>): Promise<RelistResult> {
+  /**
+   * The relist proper; `inSpan` when a poke's `relist` span is active; the trace ids of the sampled
+   * pokes it serves; `uids` for a targeted relist.
+   */
+  async #relist(timestamp: number, inSpan: boolean, triggerTraceIds: ReadonlySet<string>, uids: readonly string[] | undefined): Promise<RelistResult> {
     const { metrics, logger } = this.#o;
     let pods: readonly RuntimePodStatus[];
     try {
-      pods = inSpan ? await this.#o.lister.relist() : await context.with(unsampledContext(), () => this.#o.lister.relist());
+      pods = inSpan ? await this.#o.lister.relist(uids) : await context.with(unsampledContext(), () => this.#o.lister.relist(uids));
     } catch (e) {
       metrics.relistErrors.inc();
       logger.error('GenericPLEG: Unable to retrieve pods', { err: errorMessage(e) });
       if (inSpan) trace.getActiveSpan()?.recordException(e instanceof Error ? e : errorMessage(e));
       return { ok: false, events: 0, changedPods: 0 };
     }
-    this.#relistTime = timestamp;
-    metrics.lastSeen.set(Math.floor(timestamp / 1000));
+    if (uids === undefined) {
+      this.#relistTime = timestamp;
+      metrics.lastSeen.set(Math.floor(timestamp / 1000));
+    }
 
     const current = new Map<string, RuntimePodStatus>();
     for (const p of pods) current.set(p.uid, p);
     const work: Array<{ uid: string; next: RuntimePodStatus | undefined; events: PlegEvent[] }> = [];
-    for (const uid of new Set([...this.#records.keys(), ...current.keys()])) {
+    for (const uid of uids ?? new Set([...this.#records.keys(), ...current.keys()])) {
       const before = this.#records.get(uid);
       const seen = current.get(uid);
       const next = seen === undefined ? undefined : { ...seen, ips: podIPsAfterTeardown(before, seen) };
@@ -171,12 +183,12 @@ export class GenericPleg {
       work.push({ uid, next, events });
     }
     if (work.length === 0) {
-      await this.#putMark(timestamp);
+      if (uids === undefined) await this.#putMark(timestamp);
       return { ok: true, events: 0, changedPods: 0 };
     }
     const apply = async (): Promise<RelistResult> => {
       const published = await Promise.all(work.map((w) => this.#applyPod(w.uid, w.next, w.events, timestamp, triggerTraceIds)));
-      await this.#putMark(timestamp);
+      if (uids === undefined) await this.#putMark(timestamp);
       return { ok: true, events: published.reduce((a, b) => a + b, 0), changedPods: work.length };
     };
     return inSpan ? apply() : this.#inSpan(timestamp, work.length, apply);

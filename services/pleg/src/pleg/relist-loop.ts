@@ -11,19 +11,28 @@
  * A poke may carry a trigger (pleg passes the poke's trace context): each relist receives the
  * triggers of the pokes it serves — those that arrived since the previous relist started — so it
  * can be traced as their consequence. A relist started by the period alone receives none.
+ *
+ * A poke may name a pod (its UID): a relist serving only such pokes is targeted at those pods, so
+ * its cost does not grow with the number of pods. A poke without a UID, the period and the first
+ * relist are full. Targeted relists never postpone the full one: it stays due `periodMs` after the
+ * previous full relist ended (the safety net that sees changes nobody poked about).
  */
 import type { Clock, TimerHandle } from '@splitlet/service';
 
 /** At most this many triggers are kept per relist (a poke storm must not grow memory). */
 export const MAX_TRIGGERS_PER_RELIST = 32;
 
+/** More pods than this poked since the last relist make the next relist a full one. */
+export const MAX_TARGETED_PODS = 256;
+
 /** Options of {@link RelistLoop}. `T` is what a poke carries (a trace context in pleg). */
 export interface RelistLoopOptions<T = never> {
   /**
    * One relist, given the triggers of the pokes it serves (empty for a periodic relist; the first
-   * {@link MAX_TRIGGERS_PER_RELIST} when more arrived); must not throw (GenericPleg.relist never does).
+   * {@link MAX_TRIGGERS_PER_RELIST} when more arrived) and, for a targeted relist, the UIDs of the
+   * poked pods (`undefined`: a full relist); must not throw (GenericPleg.relist never does).
    */
-  readonly relist: (triggers: readonly T[]) => Promise<unknown>;
+  readonly relist: (triggers: readonly T[], uids: readonly string[] | undefined) => Promise<unknown>;
   /** Receives an error `relist` threw (a bug: relist should report failures itself). */
   readonly onError: (e: unknown) => void;
   readonly periodMs: number;
@@ -38,6 +47,10 @@ export class RelistLoop<T = never> {
   readonly #o: RelistLoopOptions<T>;
   /** Triggers of the pokes since the last relist started. */
   #triggers: T[] = [];
+  /** Pods poked since the last relist started; `undefined` once the next relist must be full. */
+  #uids: Set<string> | undefined = undefined;
+  /** When the last full relist ended (`undefined` before the first). */
+  #fullEndedAt: number | undefined;
   #running = false;
   #again = false;
   #periodTimer: TimerHandle | undefined;
@@ -53,16 +66,17 @@ export class RelistLoop<T = never> {
   /** Starts with an immediate relist. */
   start(): void {
     if (this.#o.signal.aborted) return;
-    this.#schedule(0);
+    this.#schedule(0, true);
   }
 
   /**
    * Asks for a relist soon (after the debounce), or right after the one in progress. The
-   * `trigger`, when given, is handed to that relist.
+   * `trigger`, when given, is handed to that relist; `uid`, when given, targets it at that pod.
    */
-  poke(trigger?: T): void {
+  poke(trigger?: T, uid?: string): void {
     if (this.#o.signal.aborted) return;
     if (trigger !== undefined && this.#triggers.length < MAX_TRIGGERS_PER_RELIST) this.#triggers.push(trigger);
+    this.#target(uid);
     if (this.#running) {
       this.#again = true;
       return;
@@ -95,28 +109,43 @@ export class RelistLoop<T = never> {
     this.#relists++;
     const triggers = this.#triggers;
     this.#triggers = [];
+    const now = this.#o.clock.now();
+    // Full when asked, and when the period since the last full relist is over.
+    const full = this.#uids === undefined || this.#fullEndedAt === undefined || now >= this.#fullEndedAt + this.#o.periodMs;
+    const uids = full ? undefined : [...this.#uids!];
+    this.#uids = new Set();
     this.#idle = (async () => {
       try {
-        await this.#o.relist(triggers);
+        await this.#o.relist(triggers, uids);
       } catch (e) {
         this.#o.onError(e);
       } finally {
         this.#running = false;
       }
       if (this.#o.signal.aborted) return;
+      if (full) this.#fullEndedAt = this.#o.clock.now();
       if (this.#again) {
         this.#again = false;
-        this.#schedule(0);
+        this.#schedule(0, false);
       } else {
-        this.#schedule(this.#o.periodMs);
+        this.#schedule(Math.max(0, this.#fullEndedAt! + this.#o.periodMs - this.#o.clock.now()), true);
       }
     })();
   }
 
-  #schedule(ms: number): void {
+  /** Records what the next relist must cover: one more pod, or (no UID, too many pods) everything. */
+  #target(uid: string | undefined): void {
+    if (this.#uids === undefined) return;
+    if (uid === undefined || this.#uids.size >= MAX_TARGETED_PODS) this.#uids = undefined;
+    else this.#uids.add(uid);
+  }
+
+  /** Runs a relist after `ms`; a `periodic` one is full whatever was poked meanwhile. */
+  #schedule(ms: number, periodic: boolean): void {
     if (this.#periodTimer !== undefined) this.#o.clock.clearTimeout(this.#periodTimer);
     this.#periodTimer = this.#o.clock.setTimeout(() => {
       this.#periodTimer = undefined;
+      if (periodic) this.#uids = undefined;
       this.#run();
     }, ms);
   }

@@ -1,0 +1,168 @@
+/**
+ * One splitlet node for a benchmark: its own nats-server and state dir, `splitlet up --runtime sim`,
+ * a watch of `sl_status` (when each pod was first reported Running, which pods are present), and
+ * the pids of every process (instance.json + the nats-server) for RSS and CPU.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { Kvm, KvWatchInclude } from '@nats-io/kv';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { Buckets, Keys, PodStatusRecord, Streams } from '@splitlet/api';
+import { startNatsServer, type NatsServer } from '@splitlet/testkit';
+import { waitReady } from '../../integration/harness.ts';
+
+const ownRoot = resolve(import.meta.dirname, '..', '..', '..');
+
+/** How to start the node. */
+export interface NodeOptions {
+  readonly podWorkers: number;
+  /** SIM_LATENCY_MS of the simulator (every CRI call). @default 0 */
+  readonly simLatencyMs?: number;
+  readonly maxPods: number;
+  readonly spans: boolean;
+  /** The checkout whose build runs (its services/cli/bin/splitlet.js), to compare two builds. @default this one */
+  readonly splitletRoot?: string;
+}
+
+/** A pod manifest the benchmark applies: one busybox container that exits at once on TERM. */
+function manifest(name: string): string {
+  return JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name },
+    spec: { terminationGracePeriodSeconds: 0, containers: [{ name: 'c', image: 'busybox:1.36', command: ['sh', '-c', "trap 'exit 0' TERM; sleep 3600 & wait"] }] },
+  });
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** A running node under test. Call {@link NodeUnderTest.stop} in a finally. */
+export class NodeUnderTest {
+  readonly name = 'bench-node';
+  /** First time each pod (by manifest name) was reported Running. */
+  readonly runningAt = new Map<string, number>();
+  /** When each pod's manifest was written. */
+  readonly createdAt = new Map<string, number>();
+  /** Status keys present in sl_status. */
+  readonly present = new Set<string>();
+  #stopped = false;
+
+  private constructor(
+    readonly nats: NatsServer,
+    readonly stateDir: string,
+    readonly child: ChildProcess,
+    readonly nc: NatsConnection,
+  ) {}
+
+  static async start(o: NodeOptions): Promise<NodeUnderTest> {
+    const nats = await startNatsServer();
+    const stateDir = mkdtempSync(join(tmpdir(), 'splitlet-bench-'));
+    const child = spawn(process.execPath, [join(o.splitletRoot ?? ownRoot, 'services/cli/bin/splitlet.js'), 'up', '--runtime', 'sim', '--node-name', 'bench-node', '--pod-workers', String(o.podWorkers)], {
+      env: {
+        ...process.env,
+        NATS_URL: nats.url,
+        SPLITLET_STATE_DIR: stateDir,
+        LOG_LEVEL: 'warn',
+        NODE_MAX_PODS: String(o.maxPods),
+        PUBLISH_SPANS: String(o.spans),
+        SIM_LATENCY_MS: String(o.simLatencyMs ?? 0),
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    let exited: string | undefined;
+    child.once('exit', (code, sig) => (exited = `splitlet up exited (${code ?? sig})`));
+    try {
+      await waitReady(stateDir, 120_000, () => exited);
+    } catch (e) {
+      child.kill('SIGTERM');
+      await nats.stop();
+      rmSync(stateDir, { recursive: true, force: true });
+      throw e;
+    }
+    const nc = await connect({ servers: nats.url });
+    const n = new NodeUnderTest(nats, stateDir, child, nc);
+    await n.#watch();
+    return n;
+  }
+
+  async #watch(): Promise<void> {
+    const kv = await new Kvm(this.nc).open(Buckets.status);
+    const watch = await kv.watch({ key: Keys.nodePrefix(this.name), include: KvWatchInclude.UpdatesOnly });
+    void (async () => {
+      for await (const e of watch) {
+        if (e.operation !== 'PUT') {
+          this.present.delete(e.key);
+          continue;
+        }
+        const r = PodStatusRecord.safeParse(e.json());
+        if (!r.success) continue;
+        this.present.add(e.key);
+        const name = r.data.name.replace(`-${this.name}`, '');
+        if (r.data.status.phase === 'Running' && !this.runningAt.has(name)) this.runningAt.set(name, Date.now());
+      }
+    })();
+  }
+
+  /** Writes the pod's manifest (the file source picks it up). */
+  create(name: string): void {
+    this.createdAt.set(name, Date.now());
+    writeFileSync(join(this.stateDir, 'manifests', `${name}.json`), manifest(name));
+  }
+
+  /** Removes the pod's manifest. */
+  delete(name: string): void {
+    rmSync(join(this.stateDir, 'manifests', `${name}.json`));
+  }
+
+  /** Waits until every pod is reported Running; throws after `timeoutMs`. */
+  async waitRunning(names: readonly string[], timeoutMs: number): Promise<void> {
+    const end = Date.now() + timeoutMs;
+    while (names.some((n) => !this.runningAt.has(n))) {
+      if (Date.now() > end) throw new Error(`${names.filter((n) => !this.runningAt.has(n)).length} of ${names.length} pods not Running after ${timeoutMs} ms`);
+      await sleep(10);
+    }
+  }
+
+  /** Waits until no pod status is left; throws after `timeoutMs`. */
+  async waitGone(timeoutMs: number): Promise<void> {
+    const end = Date.now() + timeoutMs;
+    while (this.present.size > 0) {
+      if (Date.now() > end) throw new Error(`${this.present.size} pod statuses still present after ${timeoutMs} ms`);
+      await sleep(10);
+    }
+  }
+
+  /** Every process of the node: splitlet's (from instance.json) and the nats-server. */
+  processes(): Array<{ name: string; pid: number }> {
+    const info = JSON.parse(readFileSync(join(this.stateDir, 'instance.json'), 'utf8')) as { processes: Array<{ name: string; pid: number }> };
+    return [...info.processes.map((p) => ({ name: p.name, pid: p.pid })), { name: 'nats-server', pid: this.nats.pid }];
+  }
+
+  /** Total stored-message sequence across splitlet's streams and buckets: every write bumps one. */
+  async writeCounters(): Promise<{ messages: number; kvWrites: number }> {
+    const jsm = await jetstreamManager(this.nc);
+    let messages = 0;
+    let kvWrites = 0;
+    for await (const s of jsm.streams.list()) {
+      if (s.config.name.startsWith('KV_sl_')) kvWrites += s.state.last_seq;
+      else if (Object.values(Streams).includes(s.config.name as never)) messages += s.state.last_seq;
+    }
+    return { messages, kvWrites };
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    await this.nc.close().catch(() => undefined);
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      const exited = new Promise((r) => this.child.once('exit', r));
+      this.child.kill('SIGTERM');
+      await exited;
+    }
+    await this.nats.stop();
+    rmSync(this.stateDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * Small measuring helpers of the benchmarks: percentiles, number formatting, and what the kernel
+ * says about a process (RSS from /proc/<pid>/status, CPU time from /proc/<pid>/stat).
+ */
+import { readFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+
+/** The p-th percentile (nearest rank) of `xs`; NaN when empty. */
+export function pct(xs: readonly number[], p: number): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+}
+
+/** `n` with `d` decimals, `n/a` when not finite. */
+export const fmt = (n: number, d = 1): string => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
+
+/** The 1/5/15-minute load averages, rounded to two decimals. */
+export function loadAverage(): [number, number, number] {
+  const [a, b, c] = loadavg().map((x) => Math.round(x * 100) / 100);
+  return [a!, b!, c!];
+}
+
+/** What the benchmark ran on. */
+export function machine(): { cpus: number; model: string; node: string } {
+  const c = cpus();
+  return { cpus: c.length, model: c[0]?.model.trim() ?? 'unknown', node: process.version };
+}
+
+/** Resident set size of a process in MiB; NaN when it is gone. */
+export function rssMiB(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m === null ? NaN : Number(m[1]) / 1024;
+  } catch {
+    return NaN;
+  }
+}
+
+/** USER_HZ: the unit of utime/stime in /proc/<pid>/stat (100 on Linux everywhere that matters). */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** User + system CPU seconds a process used so far; NaN when it is gone. */
+export function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(rest[11]) + Number(rest[12])) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return NaN;
+  }
+}
