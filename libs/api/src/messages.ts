@@ -75,6 +75,8 @@ export const DesiredPod = z.object({
   creationTrace: TraceCarrier.optional(),
   /** The trace of the update that produced this record. */
   trace: TraceCarrier.optional(),
+  /** The sync-loop leader epoch (its lease revision) that wrote this record; a fenced old leader cannot write. */
+  leaderEpoch: z.number().int().min(0).optional(),
 });
 export type DesiredPod = z.infer<typeof DesiredPod>;
 
@@ -106,6 +108,8 @@ export const KillRequest = z.object({
   evict: z.boolean().optional(),
   requestedAt: z.string(),
   trace: TraceCarrier.optional(),
+  /** The sync-loop leader epoch (its lease revision) that wrote this record; a fenced old leader cannot write. */
+  leaderEpoch: z.number().int().min(0).optional(),
 });
 export type KillRequest = z.infer<typeof KillRequest>;
 
@@ -114,6 +118,8 @@ export const WorkPoke = z.object({
   type: z.literal('kubelet.podworker.WorkPoke.v1'),
   uid: z.string(),
   kind: SyncPodType,
+  /** The sync-loop leader epoch (its lease revision) that wrote this record; a fenced old leader cannot write. */
+  leaderEpoch: z.number().int().min(0).optional(),
 });
 export type WorkPoke = z.infer<typeof WorkPoke>;
 

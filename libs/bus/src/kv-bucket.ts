@@ -46,7 +46,7 @@ export interface KvBucket<T> {
    * until its marker expires or is purged). Answers at once; never waits on key changes.
    */
   keys(filter: string): Promise<string[]>;
-  /** Every current (not deleted) entry under `filter`; entries that fail validation are left out. */
+  /** Every current (not deleted) entry under `filter`; entries that fail validation are dead-lettered and left out. */
   list(filter: string): Promise<TypedEntry<T>[]>;
   /**
    * Watches keys matching `filter`: first the current values (`delta` counts down to 0), then every

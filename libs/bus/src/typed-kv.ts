@@ -23,6 +23,8 @@ const dec = new TextDecoder();
 
 /** How long {@link TypedKv.list} waits for the replay of the keys it counted. */
 const LIST_GUARD_MS = 5000;
+/** How many invalid `key@revision`s a view remembers having dead-lettered from a listing. */
+const MAX_REPORTED = 1024;
 /** When a watch re-counts keys that may have expired before the replay reached them. */
 const WATCH_RECHECK_MS = 2000;
 
@@ -33,6 +35,7 @@ export class TypedKv<T> implements KvBucket<T> {
   readonly bucket: string;
   readonly #schema: z.ZodType<T>;
   readonly #owner: KvOwner;
+  readonly #reported = new Set<string>();
 
   constructor(raw: RawKv, bucket: string, schema: z.ZodType<T>, owner: KvOwner) {
     this.raw = raw;
@@ -47,6 +50,15 @@ export class TypedKv<T> implements KvBucket<T> {
       throw new BusError('SchemaInvalid', `refusing to write an invalid value to ${this.bucket}/${key}: ${formatIssues(parsed.error)}`);
     }
     return enc.encode(JSON.stringify(parsed.data));
+  }
+
+  /** True the first time `key@revision` is reported invalid by a listing of this view (bounded memory). */
+  #firstReport(key: string, revision: number): boolean {
+    const id = `${key}@${revision}`;
+    if (this.#reported.has(id)) return false;
+    if (this.#reported.size >= MAX_REPORTED) this.#reported.clear();
+    this.#reported.add(id);
+    return true;
   }
 
   #decode(e: RawKvEntry): { ok: true; value: T | null } | { ok: false; reason: string } {
@@ -124,6 +136,9 @@ export class TypedKv<T> implements KvBucket<T> {
         for await (const e of w) {
           pending.delete(e.key);
           const d = this.#decode(e);
+          // An invalid value is left out of the listing, and never silently: it is dead-lettered with
+          // the reason, once per stored revision (a periodic listing does not repeat it).
+          if (!d.ok && this.#firstReport(e.key, e.revision)) await this.#owner.deadLetter({ subject: `$KV.${this.bucket}.${e.key}`, reason: d.reason, data: e.value });
           byKey.set(e.key, d.ok && d.value !== null ? { key: e.key, value: d.value, revision: e.revision, created: e.created, delta: e.delta ?? 0 } : null);
           if (pending.size === 0) break;
           if ((e.delta ?? 0) === 0) {

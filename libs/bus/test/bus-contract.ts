@@ -312,6 +312,12 @@ export function busContract(name: string, factory: HarnessFactory): void {
       const raw = await a.typedKv(Buckets.kill, Ping);
       await raw.raw.put(`${node}.5.bad`, new TextEncoder().encode('{"garbage":true}'));
       await assert.rejects(kv.get(`${node}.5.bad`), (e: unknown) => isBusError(e, 'SchemaInvalid'));
+      assert.deepEqual(
+        (await kv.list(`${node}.5.*`)).map((e) => e.key),
+        [],
+        'list leaves an invalid value out',
+      );
+      await eventually(async () => assert.ok((await deadLetters(a, node, a.process)).some((d) => d.subject === `$KV.${Buckets.kill}.${node}.5.bad`)));
       await assert.rejects(kv.put(`${node}.6.x`, { n: 1 } as unknown as Ping), (e: unknown) => isBusError(e, 'SchemaInvalid'));
     });
 

@@ -23,6 +23,8 @@ import { admissionNode } from './sync-loop/admission.js';
 import { watchProbeResults } from './adapters/probe-results-watch.js';
 import { ContainerGarbageCollector } from './sync-loop/container-gc.js';
 import type { SyncLoopMetrics } from './sync-loop/metrics.js';
+import { fencedPorts } from './sync-loop/fenced-ports.js';
+import type { LeaderFence } from './sync-loop/leader-fence.js';
 import { SyncLoop } from './sync-loop/sync-loop.js';
 
 /** The loop is unhealthy when its tick has not run for this long (simplified SyncLoopHealthCheck). */
@@ -60,8 +62,16 @@ export interface SessionHealth {
   healthy(): HealthStatus;
 }
 
-/** Runs one leadership term; `onHealth` receives the session's health check once it runs. */
-export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSignal, onHealth: (h: SessionHealth | undefined) => void): Promise<void> {
+/**
+ * Runs one leadership term; `onHealth` receives the session's health check once it runs. Every write
+ * to sl_desired, sl_kill and SL_WORK passes `fence` and carries its epoch.
+ */
+export async function runLeaderSession(
+  deps: LeaderSessionDeps,
+  signal: AbortSignal,
+  fence: LeaderFence,
+  onHealth: (h: SessionHealth | undefined) => void,
+): Promise<void> {
   const { bus, node, partitions, clock, logger } = deps;
   const views = await startClusterViews(bus, node, signal);
   const aborted = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
@@ -72,6 +82,8 @@ export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSig
     return;
   }
 
+  const writes = fencedPorts(fence, await createKvDesiredStore(bus, node, partitions), await createKvKillStore(bus, node, partitions));
+  const poker = writes.poker((epoch) => createBusWorkPoker(bus, node, partitions, epoch));
   const loop = new SyncLoop({
     node,
     admissionNode: () => {
@@ -79,9 +91,9 @@ export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSig
       if (capacity === undefined) throw new Error(`no capacity published for node ${node}`); // unreachable: awaited above
       return admissionNode({ name: node, labels: deps.nodeLabels, allocatable: capacity.allocatable });
     },
-    desired: await createKvDesiredStore(bus, node, partitions),
-    kills: await createKvKillStore(bus, node, partitions),
-    work: createBusWorkPoker(bus, node, partitions),
+    desired: writes.desired,
+    kills: writes.kills,
+    work: poker,
     status: createBusStatusSink(bus, node),
     events: createBusEventRecorder(bus, node),
     volumes: createBusVolumeCleaner(bus, node, VOLUME_CLEANUP_TIMEOUT_MS),
@@ -97,7 +109,7 @@ export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSig
   const consumers: Consumption[] = [];
   consumers.push(await consumeConfig(bus, loop, node, signal));
   consumers.push(await consumePleg(bus, loop, node, signal));
-  const probes = await watchProbeResults(bus, node, loop, createBusWorkPoker(bus, node, partitions), logger, signal);
+  const probes = await watchProbeResults(bus, node, loop, poker, logger, signal);
 
   const tickMonitor = new ProgressMonitor({ name: 'sync loop', thresholdMs: TICK_STALL_MS, clock });
   onHealth({

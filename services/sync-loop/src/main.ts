@@ -34,7 +34,7 @@ await runNodeProcess({
     const elector = new LeaderElector({ store: await createKvLeaderLease(bus, node, instance), clock: realClock, logger, signal });
     let session: SessionHealth | undefined;
     health.register('sync-loop', () => (elector.leading && session !== undefined ? session.healthy() : elector.healthy()));
-    const electing = elector.run((leaderSignal) =>
+    const electing = elector.run((leaderSignal, fence) =>
       runLeaderSession(
         {
           bus,
@@ -56,6 +56,7 @@ await runNodeProcess({
           metrics,
         },
         leaderSignal,
+        fence,
         (h) => (session = h),
       ),
     );

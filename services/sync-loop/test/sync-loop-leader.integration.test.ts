@@ -1,6 +1,7 @@
 /**
  * Two sync-loop processes for one node against a real nats-server: only the lease holder consumes;
- * after the leader is killed (-9) the standby takes over within the lease TTL and carries on.
+ * after the leader is killed (-9) the standby takes over within the lease TTL and carries on; a
+ * leader paused (SIGSTOP) past its lease and resumed (SIGCONT) writes nothing more (fencing).
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -92,5 +93,73 @@ describe('sync-loop leadership (integration)', () => {
       [1],
       'the new leader rebuilt its pod manager from sl_desired',
     );
+  });
+
+  it('a leader paused past its lease (SIGSTOP, SIGCONT) cannot write: no sl_desired, sl_kill or poke of its epoch lands after', async () => {
+    // Everything the leaders write, as it reaches the server, with the writer's epoch.
+    const seen: { subject: string; epoch: number | undefined; at: number }[] = [];
+    const record = (subject: string, data: Uint8Array): void => {
+      let epoch: number | undefined;
+      try {
+        const v = JSON.parse(new TextDecoder().decode(data)) as { leaderEpoch?: number };
+        epoch = v.leaderEpoch;
+      } catch {
+        epoch = undefined; // a KV delete marker has an empty body
+      }
+      seen.push({ subject, epoch, at: Date.now() });
+    };
+    const subs = ['$KV.sl_desired.>', '$KV.sl_kill.>', `sl.${NODE}.work.>`].map((subject) => bus.nc.subscribe(subject, { callback: (_e, m) => record(m.subject, m.data) }));
+    await bus.nc.flush();
+    for (const p of procs) await p.stop(); // the previous test's leader releases its lease
+    const a = await start('sync-loop-pa');
+    procs.push(a);
+    await a.waitForLine('sync loop running', 30_000);
+    const b = await start('sync-loop-pb');
+    procs.push(b);
+    await b.waitForLine('sync-loop started', 30_000);
+    const epochOf = (p: SpawnedProcess): number => {
+      const r = records(p, LEADING).at(-1);
+      assert.ok(r !== undefined && typeof r['epoch'] === 'number', `${p.name} logged its leader epoch`);
+      return r['epoch'];
+    };
+    const epochA = epochOf(a);
+
+    const desired = await bus.kv(Buckets.desired, DesiredPod);
+    const key = (uid: string) => Keys.podInPartition(NODE, partitionOf(uid), uid);
+    await bus.publish(PodUpdate, Subjects.config(NODE, 'file'), add('before-stop'));
+    const before = await eventually(async () => (await desired.get(key('before-stop')))?.value, { message: 'desired before-stop' });
+    assert.equal(before.leaderEpoch, epochA, 'the leader stamps its epoch on what it writes');
+
+    process.kill(a.pid, 'SIGSTOP');
+    let continued = false;
+    try {
+      await b.waitForLine('sync loop running', 30_000);
+      const epochB = epochOf(b);
+      assert.ok(epochB > epochA, `the new term's epoch ${epochB} is newer than ${epochA}`);
+      // Updates while the old leader sleeps: its pull requests may still be open at the server, so
+      // some of these can wait in its socket for when it resumes.
+      for (let i = 0; i < 10; i++) await bus.publish(PodUpdate, Subjects.config(NODE, 'file'), add(`during-stop-${i}`));
+      await new Promise((r) => setTimeout(r, 2000));
+      process.kill(a.pid, 'SIGCONT');
+      continued = true;
+    } finally {
+      if (!continued) process.kill(a.pid, 'SIGCONT');
+    }
+    const resumedAt = Date.now();
+    await a.waitForLine('stopped leading', 30_000);
+    for (let i = 0; i < 10; i++) {
+      const uid = `during-stop-${i}`;
+      const d = await eventually(async () => (await desired.get(key(uid)))?.value, { message: `desired ${uid}`, timeoutMs: 30_000 });
+      assert.notEqual(d.leaderEpoch, epochA, `${uid} was not written by the paused leader`);
+    }
+    // Give a resumed writer time to land anything it still had, then look.
+    await new Promise((r) => setTimeout(r, 3000));
+    for (const s of subs) s.unsubscribe();
+    const late = seen.filter((w) => w.at >= resumedAt && w.epoch === epochA);
+    assert.deepEqual(late, [], 'no write of the paused leader landed after SIGCONT');
+    const refused = a.lines.filter((l) => l.includes(`leader term ${epochA}`)).length;
+    console.log(`fencing: ${seen.length} leader writes observed, ${seen.filter((w) => w.at >= resumedAt).length} after SIGCONT, 0 of epoch ${epochA}; the old leader logged ${refused} refused writes`);
+    await a.stop();
+    await b.stop();
   });
 });

@@ -147,10 +147,10 @@ export class KvMemberStore implements MemberStore {
 
   async live(): Promise<string[]> {
     const prefix = `${nodeToken(this.#node)}.`;
-    const keys = (await this.#kv.keys(Keys.nodePrefix(this.#node))).filter((k) => k.startsWith(prefix));
     // A removed member leaves a delete marker until it expires: only keys whose value is present count.
-    const present = await Promise.all(keys.map(async (k) => ((await this.#kv.get(k)) !== null ? k.slice(prefix.length) : undefined)));
-    return present.filter((i): i is string => i !== undefined);
+    // An invalid heartbeat (not written by a pod-worker) is dead-lettered by the listing and does not
+    // count, instead of failing the whole balance round.
+    return (await this.#kv.list(Keys.nodePrefix(this.#node))).filter((e) => e.value !== null && e.key.startsWith(prefix)).map((e) => e.key.slice(prefix.length));
   }
 
   async remove(instance: string): Promise<void> {

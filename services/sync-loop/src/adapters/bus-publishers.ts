@@ -24,10 +24,11 @@ import type { EventRecorder, RuntimeGarbageCollector, StatusSink, VolumeCleaner,
 type Publisher = Pick<Bus, 'publish'>;
 
 /** Pokes `sl.<node>.work.<partition>.<uid>`; the poke carries `ctx` (default: active) as its trace parent. */
-export function createBusWorkPoker(bus: Publisher, node: string, partitions: number): WorkPoker {
+export function createBusWorkPoker(bus: Publisher, node: string, partitions: number, leaderEpoch?: number): WorkPoker {
   return {
     async poke(uid: string, kind: SyncPodType, ctx?: Context): Promise<void> {
-      await bus.publish(WorkPoke, Subjects.work(node, partitionOf(uid, partitions), uid), { type: 'kubelet.podworker.WorkPoke.v1', uid, kind }, ctx === undefined ? {} : { ctx });
+      const poke: WorkPoke = { type: 'kubelet.podworker.WorkPoke.v1', uid, kind, ...(leaderEpoch === undefined ? {} : { leaderEpoch }) };
+      await bus.publish(WorkPoke, Subjects.work(node, partitionOf(uid, partitions), uid), poke, ctx === undefined ? {} : { ctx });
     },
   };
 }

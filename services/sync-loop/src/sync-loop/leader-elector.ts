@@ -12,6 +12,7 @@
 import { errorMessage } from '@splitlet/api';
 import { sleep, type Clock, type HealthStatus } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
+import { LeaderFence } from './leader-fence.js';
 
 /** The lease record operations (compare-and-swap on the revision). */
 export interface LeaderLeaseStore {
@@ -62,14 +63,16 @@ export class LeaderElector {
 
   /**
    * Until the signal aborts: acquires the lease and runs `lead` with a signal that aborts when the
-   * lease is lost or on shutdown. `lead` must return once its signal aborted. Resolves after the
-   * last session ended and the lease was released.
+   * lease is lost or on shutdown, and the term's {@link LeaderFence} every write must pass. `lead`
+   * must return once its signal aborted. Resolves after the last session ended and the lease was
+   * released.
    */
-  async run(lead: (signal: AbortSignal) => Promise<void>): Promise<void> {
+  async run(lead: (signal: AbortSignal, fence: LeaderFence) => Promise<void>): Promise<void> {
     const { store, logger, clock, signal } = this.#o;
     const retryMs = this.#o.retryMs ?? 1000;
     while (!signal.aborted) {
       let revision: number | undefined;
+      const sentAt = clock.now();
       try {
         revision = await store.acquire();
       } catch (e) {
@@ -80,14 +83,15 @@ export class LeaderElector {
         await sleep(retryMs, signal, clock);
         continue;
       }
-      logger.info('acquired the sync-loop leader lease; leading');
+      logger.info('acquired the sync-loop leader lease; leading', { epoch: revision });
       this.#leading = true;
       const session = new AbortController();
+      const fence = new LeaderFence({ epoch: revision, clock, ttlMs: this.#o.ttlMs ?? 10_000, signal: session.signal }, sentAt);
       const onShutdown = (): void => session.abort();
       signal.addEventListener('abort', onShutdown, { once: true });
-      const renewing = this.#renew(revision, session);
+      const renewing = this.#renew(revision, session, fence);
       try {
-        await lead(session.signal);
+        await lead(session.signal, fence);
       } catch (e) {
         logger.error('leader session failed', { err: e });
       } finally {
@@ -109,13 +113,14 @@ export class LeaderElector {
   }
 
   /** Renews until the session ends; returns the revision still held, or undefined when lost. */
-  async #renew(revision: number, session: AbortController): Promise<number | undefined> {
+  async #renew(revision: number, session: AbortController, fence: LeaderFence): Promise<number | undefined> {
     const { store, logger, clock } = this.#o;
     const renewMs = this.#o.renewMs ?? 3000;
     const ttlMs = this.#o.ttlMs ?? 10_000;
     let rev = revision;
     let lastOk = clock.now();
     while (await sleep(renewMs, session.signal, clock)) {
+      const sentAt = clock.now();
       try {
         const next = await store.renew(rev);
         if (next === undefined) {
@@ -124,6 +129,7 @@ export class LeaderElector {
           return undefined;
         }
         rev = next;
+        fence.renewed(sentAt);
         lastOk = clock.now();
         this.#lastProgress = lastOk;
       } catch (e) {
