@@ -28,12 +28,19 @@ export const ApiServerEnv = z.object({
     ),
   /** The address clients use in the kubeconfig. @default https://<API_HOST>:<port> */
   API_ADVERTISE_URL: z.url().optional(),
+  /** Run the built-in minimal scheduler (binds pods without spec.nodeName; see scheduler/scheduler.ts). @default true */
+  API_SCHEDULER: z.stringbool().default(true),
   /** The JetStream KV bucket the objects live in. @default sl_api */
   API_BUCKET: z
     .string()
     .regex(/^[A-Za-z0-9_-]+$/)
     .default('sl_api'),
 });
+
+/** The process environment, for `runProcess` (this module is the only reader of `process.env`). */
+export function processEnv(): Env {
+  return process.env;
+}
 
 /** The API server's typed configuration plus the `OTEL_*` variables. */
 export type ApiServerConfig = z.output<typeof ApiServerEnv> & { readonly otelEnv: Env };

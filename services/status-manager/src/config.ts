@@ -9,6 +9,8 @@ export const StatusManagerEnv = z.object({
   ...NodeProcessEnv,
   /** Status updates handled at once (updates of one pod stay in order). @default 32 */
   STATUS_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(32),
+  /** The API server's kubeconfig (cluster mode); unset: standalone, statuses stay on the bus. */
+  KUBECONFIG: z.string().min(1).optional(),
 });
 
 /** status-manager's typed configuration. */
