@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { podNamed, startSplitlet, waitFor } from './harness.ts';
@@ -26,13 +26,14 @@ async function kubectlSkipReason(): Promise<string | undefined> {
 }
 const skip = await kubectlSkipReason();
 
-function pod(name: string): string {
+/** A pod for `nodeName` (null: unbound, for the scheduler). */
+function pod(name: string, nodeName: string | null = NODE): string {
   return JSON.stringify({
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, namespace: 'default' },
     spec: {
-      nodeName: NODE,
+      ...(nodeName === null ? {} : { nodeName }),
       terminationGracePeriodSeconds: 5,
       containers: [{ name: 'main', image: 'busybox:1.36', command: ['sh', '-c', "trap 'exit 0' TERM; sleep 3600 & wait"] }],
     },
@@ -89,6 +90,33 @@ describe('apiserver source: kubectl → splitlet up (sim)', { skip, timeout: 300
         const statuses = p.status?.containerStatuses ?? [];
         return statuses.length > 0 && statuses.every((c) => (c as { state?: { terminated?: unknown } }).state?.terminated !== undefined);
       },
+      120_000,
+    );
+  });
+
+  test('a pod without spec.nodeName: FailedScheduling while no Node exists, then scheduled onto the node and run', async () => {
+    await waitFor('kubeconfig', async () => existsSync(kubeconfig), 60_000);
+    const hasNode = (await kubectl(['get', 'nodes', '-o', 'name'])).includes(`node/${NODE}`);
+    if (!hasNode) {
+      await kubectl(['apply', '-f', '-'], pod('unscheduled', null));
+      await waitFor(
+        'FailedScheduling event',
+        async () => (await kubectl(['get', 'events', '--field-selector', 'involvedObject.name=unscheduled', '-o', 'jsonpath={.items[*].reason}'])).includes('FailedScheduling'),
+        60_000,
+      ).catch((e: unknown) => {
+        throw new Error(`no FailedScheduling event; apiserver log:\n${readFileSync(join(s.stateDir, 'logs', 'apiserver.log'), 'utf8').slice(-3000)}`, { cause: e });
+      });
+      assert.equal((await kubectl(['get', 'pod', 'unscheduled', '-o', 'jsonpath={.spec.nodeName}'])).trim(), '', 'stays unbound');
+      assert.equal(podNamed(await s.pods(), 'unscheduled'), undefined, 'the node does not run an unbound pod');
+      await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name: NODE } }));
+    } else {
+      await kubectl(['apply', '-f', '-'], pod('unscheduled', null));
+    }
+    await waitFor('unscheduled bound', async () => (await kubectl(['get', 'pod', 'unscheduled', '-o', 'jsonpath={.spec.nodeName}'])).trim() === NODE, 60_000);
+    assert.match(await kubectl(['get', 'events', '--field-selector', 'involvedObject.name=unscheduled', '-o', 'jsonpath={.items[*].message}']), new RegExp(`Successfully assigned default/unscheduled to ${NODE}`));
+    await waitFor(
+      'unscheduled Running on the node',
+      async () => podNamed(await s.pods(), 'unscheduled')?.status?.phase === 'Running',
       120_000,
     );
   });
