@@ -3,7 +3,7 @@
  * `process.env`).
  */
 import { z } from 'zod';
-import { loadConfig, type Env, NodeProcessEnv, otelEnv } from '@splitlet/service';
+import { type Env, NodeProcessEnv } from '@splitlet/service';
 
 /** The environment variables the API server reads. */
 export const ApiServerEnv = z.object({
@@ -42,13 +42,5 @@ export function processEnv(): Env {
   return process.env;
 }
 
-/** The API server's typed configuration plus the `OTEL_*` variables. */
-export type ApiServerConfig = z.output<typeof ApiServerEnv> & { readonly otelEnv: Env };
-
-/**
- * Parses the environment. Throws `ConfigError` naming every bad variable.
- * @param env @default process.env
- */
-export function readConfig(env: Env = process.env): ApiServerConfig {
-  return { ...loadConfig(ApiServerEnv, env), otelEnv: otelEnv(env) };
-}
+/** The API server's typed configuration. */
+export type ApiServerConfig = z.output<typeof ApiServerEnv>;
