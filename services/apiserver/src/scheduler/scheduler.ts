@@ -69,9 +69,15 @@ export class Scheduler {
     for (const pod of pending) {
       const m = meta(pod);
       const want = podRequests({ spec: spec(pod) });
-      const fits = nodes.filter((n) => n.allocatable === undefined || fitsOn(n, want));
+      const reasons = new Map<string, number>();
+      const fits = nodes.filter((n) => {
+        const why = unfit(n, want);
+        if (why !== undefined) reasons.set(why, (reasons.get(why) ?? 0) + 1);
+        return why === undefined;
+      });
       if (fits.length === 0) {
-        await this.#failed(pod, nodes.length === 0 ? '0/0 nodes are available: no node is ready.' : `0/${nodes.length} nodes are available: ${nodes.length} Insufficient resources.`);
+        const detail = [...reasons].map(([why, count]) => `${count} ${why}`).join(', ');
+        await this.#failed(pod, nodes.length === 0 ? '0/0 nodes are available: no node is ready.' : `0/${nodes.length} nodes are available: ${detail}.`);
         continue;
       }
       fits.sort((a, b) => free(b, 'cpu') - free(a, 'cpu'));
@@ -146,11 +152,13 @@ function free(n: NodeInfo, r: string): number {
   return n.allocatable === undefined ? Number.MAX_SAFE_INTEGER : (n.allocatable[r] ?? 0) - (n.used[r] ?? 0);
 }
 
-function fitsOn(n: NodeInfo, want: ResourceAmounts): boolean {
-  if (n.allocatable?.['pods'] !== undefined && (n.used['pods'] ?? 0) + 1 > n.allocatable['pods']) return false;
+/** Why the pod does not fit on the node (the scheduler's NodeResourcesFit texts), or undefined. */
+function unfit(n: NodeInfo, want: ResourceAmounts): string | undefined {
+  if (n.allocatable === undefined) return undefined;
+  if (n.allocatable['pods'] !== undefined && (n.used['pods'] ?? 0) + 1 > n.allocatable['pods']) return 'Too many pods';
   for (const [k, v] of Object.entries(want)) {
     if (v === 0) continue;
-    if (free(n, k) < v) return false;
+    if (free(n, k) < v) return `Insufficient ${k}`;
   }
-  return true;
+  return undefined;
 }
