@@ -62,7 +62,7 @@ describe('pipeline on the simulated runtime', () => {
   test('each process is its own OS process', () => {
     const info = s.info();
     const names = info.processes.map((p) => p.name).sort();
-    assert.deepEqual(names, ['config-source', 'cri-adapter', 'pleg', 'pod-worker-1', 'pod-worker-2', 'prober', 'sim-runtime', 'status-manager', 'sync-loop', 'volume-manager']);
+    assert.deepEqual(names, ['apiserver', 'config-source', 'cri-adapter', 'pleg', 'pod-worker-1', 'pod-worker-2', 'prober', 'sim-runtime', 'status-manager', 'sync-loop', 'volume-manager']);
     const pids = new Set(info.processes.map((p) => p.pid));
     assert.equal(pids.size, info.processes.length);
     assert.ok(!pids.has(process.pid));

@@ -71,7 +71,7 @@ describe('splitlet with --nats-url only (remote stack)', { timeout: 240_000 }, (
       return p?.status?.phase === 'Running' ? p : undefined;
     }, 60_000);
     // An api-source pod keeps its name (no -<node> suffix) and has a random UID, as from an API server.
-    assert.equal(pod.metadata.annotations?.['kubernetes.io/config.source'], 'api');
+    assert.equal(pod.metadata.annotations?.['kubernetes.io/config.source'], 'bus');
     assert.match(pod.metadata.uid, /^[0-9a-f]{8}-[0-9a-f]{4}-/);
     const table = (await remote(['get', 'pods'])).stdout;
     assert.match(table, /^talker\s+1\/1\s+Running\s+0\s/m);

@@ -34,7 +34,8 @@ export type Fence = z.infer<typeof Fence>;
 export const PodOperation = z.enum(['ADD', 'UPDATE', 'DELETE', 'REMOVE', 'RECONCILE']);
 export type PodOperation = z.infer<typeof PodOperation>;
 
-export const PodSource = z.enum(['file', 'http', 'api']);
+/** `api`: the API server (kubelet's name); `bus`: pods applied over the bus (`splitlet apply --nats-url`). */
+export const PodSource = z.enum(['file', 'http', 'api', 'bus']);
 export type PodSource = z.infer<typeof PodSource>;
 
 export const PodUpdateItem = z.object({ pod: BoundPod, trace: TraceCarrier.optional() });

@@ -76,6 +76,8 @@ export const PodSources = {
   file: 'file',
   http: 'http',
   api: 'api',
+  /** splitlet's own: pods applied over the bus (not static, like the API server's). */
+  bus: 'bus',
   all: '*',
 } as const;
 

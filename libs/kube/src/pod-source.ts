@@ -19,13 +19,14 @@ export function podSource(pod: AnnotatedPod): string | undefined {
 }
 
 /**
- * True for a pod from a file or http source (any source other than the API server).
+ * True for a pod from a file or http source (any source other than the API server and splitlet's
+ * bus source, whose pods are API-like: not static, no mirror pod).
  *
  * Models kubetypes.IsStaticPod.
  */
 export function isStaticPod(pod: AnnotatedPod): boolean {
   const source = podSource(pod);
-  return source !== undefined && source !== PodSources.api;
+  return source !== undefined && source !== PodSources.api && source !== PodSources.bus;
 }
 
 /**

@@ -3,7 +3,7 @@
  * `process.env`).
  */
 import { z } from 'zod';
-import { loadConfig, type Env, NodeProcessEnv, otelEnv } from '@splitlet/service';
+import { type Env, NodeProcessEnv } from '@splitlet/service';
 
 /** The environment variables the API server reads. */
 export const ApiServerEnv = z.object({
@@ -28,6 +28,8 @@ export const ApiServerEnv = z.object({
     ),
   /** The address clients use in the kubeconfig. @default https://<API_HOST>:<port> */
   API_ADVERTISE_URL: z.url().optional(),
+  /** Run the built-in minimal scheduler (binds pods without spec.nodeName; see scheduler/scheduler.ts). @default true */
+  API_SCHEDULER: z.stringbool().default(true),
   /** The JetStream KV bucket the objects live in. @default sl_api */
   API_BUCKET: z
     .string()
@@ -35,13 +37,10 @@ export const ApiServerEnv = z.object({
     .default('sl_api'),
 });
 
-/** The API server's typed configuration plus the `OTEL_*` variables. */
-export type ApiServerConfig = z.output<typeof ApiServerEnv> & { readonly otelEnv: Env };
-
-/**
- * Parses the environment. Throws `ConfigError` naming every bad variable.
- * @param env @default process.env
- */
-export function readConfig(env: Env = process.env): ApiServerConfig {
-  return { ...loadConfig(ApiServerEnv, env), otelEnv: otelEnv(env) };
+/** The process environment, for `runProcess` (this module is the only reader of `process.env`). */
+export function processEnv(): Env {
+  return process.env;
 }
+
+/** The API server's typed configuration. */
+export type ApiServerConfig = z.output<typeof ApiServerEnv>;

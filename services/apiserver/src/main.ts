@@ -1,97 +1,93 @@
 /**
  * apiserver: the composition root of the embedded Kubernetes API server. Objects live in JetStream
  * KV; clients authenticate with the bearer token in the kubeconfig it writes; TLS with its own CA.
+ *
+ * On `runProcess` (the common bootstrap: config-error exit 2, telemetry, logger, health, SIGTERM
+ * drain) rather than `runNodeProcess`: the object store needs the raw NATS connection (KV watch
+ * and JetStream management), which the node `Bus` contract does not expose, so it opens its own.
  */
 import { writeFile, rename } from 'node:fs/promises';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { isConfigError, natsServers, runService } from '@splitlet/service';
-import { createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
+import { natsServers, runProcess } from '@splitlet/service';
 import { ensureCredentials, kubeconfigYaml } from './auth/pki.js';
-import { readConfig, type ApiServerConfig } from './config.js';
+import { ApiServerEnv, processEnv } from './config.js';
 import { createApiHandler } from './http/api-handler.js';
 import { RestStorage } from './registry/rest-storage.js';
 import { ensureBootstrapObjects } from './storage/bootstrap.js';
 import { ObjectStore } from './storage/object-store.js';
+import { Scheduler } from './scheduler/scheduler.js';
 
 const SERVICE = 'apiserver';
 const COMPACT_EVERY_MS = 60_000;
+const SCHEDULE_EVERY_MS = 1000;
 
-async function main(): Promise<void> {
-  let config: ApiServerConfig;
-  try {
-    config = readConfig();
-  } catch (e) {
-    if (!isConfigError(e)) throw e;
-    process.stderr.write(`${SERVICE}: ${e.message}\n`);
-    process.exit(2);
-  }
-  const logger = createLogger({ service: SERVICE, level: config.LOG_LEVEL, fields: { node: config.NODE_NAME } });
-  const telemetry = startTelemetry({ serviceName: SERVICE, nodeName: config.NODE_NAME, env: config.otelEnv, onError: (e) => logger.warn('telemetry error', { err: e }) });
-  const registry = createMetricsRegistry({ service: SERVICE });
+await runProcess({
+  service: SERVICE,
+  schema: ApiServerEnv,
+  env: processEnv(),
+  start: async ({ config, logger, signal, health, onClose }) => {
+    const nc = await connect({ servers: natsServers(config.NATS_URL), name: `${SERVICE}-${config.NODE_NAME}`, maxReconnectAttempts: -1 });
+    onClose({ name: 'nats', close: () => nc.drain() });
+    const store = await ObjectStore.open(nc, await jetstreamManager(nc), config.API_BUCKET);
+    const storage = new RestStorage(store);
+    await ensureBootstrapObjects(storage);
+    const creds = await ensureCredentials(config.API_CERT_DIR, config.API_SANS);
 
-  await runService({
-    name: SERVICE,
-    logger,
-    port: config.HEALTH_PORT,
-    host: config.HEALTH_HOST,
-    registry,
-    ...(config.HEALTH_PORT_FILE === undefined ? {} : { portFile: config.HEALTH_PORT_FILE }),
-    start: async ({ signal, health, onClose }) => {
-      onClose({ name: 'telemetry', close: () => telemetry.shutdown() });
-      const nc = await connect({ servers: natsServers(config.NATS_URL), name: `${SERVICE}-${config.NODE_NAME}`, maxReconnectAttempts: -1 });
-      onClose({ name: 'nats', close: () => nc.drain() });
-      const store = await ObjectStore.open(nc, await jetstreamManager(nc), config.API_BUCKET);
-      const storage = new RestStorage(store);
-      await ensureBootstrapObjects(storage);
-      const creds = await ensureCredentials(config.API_CERT_DIR, config.API_SANS);
+    let lastCompaction = Date.now();
+    const compaction = setInterval(() => {
+      store
+        .compact(Date.now())
+        .then((n) => {
+          lastCompaction = Date.now();
+          if (n > 0) logger.info('compacted deletion tombstones', { purged: n });
+        })
+        .catch((e: unknown) => logger.warn('compaction failed', { err: e }));
+    }, COMPACT_EVERY_MS);
+    onClose({ name: 'compaction', close: () => clearInterval(compaction) });
+    health.register('storage', () =>
+      nc.isClosed() ? { ok: false, reason: 'NATS connection closed' } : Date.now() - lastCompaction > 5 * COMPACT_EVERY_MS ? { ok: false, reason: 'storage unreachable: no compaction pass for 5 min' } : { ok: true },
+    );
 
-      let lastCompaction = Date.now();
-      const compaction = setInterval(() => {
-        store
-          .compact(Date.now())
-          .then((n) => {
-            lastCompaction = Date.now();
-            if (n > 0) logger.info('compacted deletion tombstones', { purged: n });
-          })
-          .catch((e: unknown) => logger.warn('compaction failed', { err: e }));
-      }, COMPACT_EVERY_MS);
-      onClose({ name: 'compaction', close: () => clearInterval(compaction) });
-      health.register('storage', () =>
-        nc.isClosed() ? { ok: false, reason: 'NATS connection closed' } : Date.now() - lastCompaction > 5 * COMPACT_EVERY_MS ? { ok: false, reason: 'storage unreachable: no compaction pass for 5 min' } : { ok: true },
-      );
+    if (config.API_SCHEDULER) {
+      const scheduler = new Scheduler({ storage, nodeName: config.NODE_NAME, logger });
+      let running = false;
+      const tick = setInterval(() => {
+        if (running) return;
+        running = true;
+        scheduler
+          .pass()
+          .catch((e: unknown) => logger.warn('scheduling pass failed', { err: e }))
+          .finally(() => (running = false));
+      }, SCHEDULE_EVERY_MS);
+      onClose({ name: 'scheduler', close: () => clearInterval(tick) });
+    }
 
-      const server = createServer({ cert: creds.certPem, key: creds.keyPem });
-      const address = (): AddressInfo => server.address() as AddressInfo;
-      const handler = createApiHandler({ storage, token: creds.token, serverAddress: `${config.API_HOST}:${config.API_PORT}`, logger, signal });
-      server.on('request', handler);
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(config.API_PORT, config.API_HOST, () => resolve());
-      });
-      onClose({
-        name: 'https',
-        close: () =>
-          new Promise<void>((resolve) => {
-            server.close(() => resolve());
-            server.closeAllConnections();
-          }),
-      });
-      const host = config.API_HOST === '0.0.0.0' ? '127.0.0.1' : config.API_HOST;
-      const url = config.API_ADVERTISE_URL ?? `https://${host.includes(':') ? `[${host}]` : host}:${address().port}`;
-      if (config.API_KUBECONFIG !== undefined) {
-        const tmp = `${config.API_KUBECONFIG}.tmp`;
-        await writeFile(tmp, kubeconfigYaml(url, creds), { mode: 0o600 });
-        await rename(tmp, config.API_KUBECONFIG);
-      }
-      logger.info('apiserver listening', { url, port: address().port, kubeconfig: config.API_KUBECONFIG });
-    },
-  });
-}
-
-main().catch((e: unknown) => {
-  process.stderr.write(`${SERVICE}: fatal: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-  process.exit(1);
+    const server = createServer({ cert: creds.certPem, key: creds.keyPem });
+    const address = (): AddressInfo => server.address() as AddressInfo;
+    const handler = createApiHandler({ storage, token: creds.token, serverAddress: `${config.API_HOST}:${config.API_PORT}`, logger, signal });
+    server.on('request', handler);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.API_PORT, config.API_HOST, () => resolve());
+    });
+    onClose({
+      name: 'https',
+      close: () =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        }),
+    });
+    const host = config.API_HOST === '0.0.0.0' ? '127.0.0.1' : config.API_HOST;
+    const url = config.API_ADVERTISE_URL ?? `https://${host.includes(':') ? `[${host}]` : host}:${address().port}`;
+    if (config.API_KUBECONFIG !== undefined) {
+      const tmp = `${config.API_KUBECONFIG}.tmp`;
+      await writeFile(tmp, kubeconfigYaml(url, creds), { mode: 0o600 });
+      await rename(tmp, config.API_KUBECONFIG);
+    }
+    logger.info('apiserver listening', { url, port: address().port, kubeconfig: config.API_KUBECONFIG });
+  },
 });

@@ -29,7 +29,7 @@ import { ensureLocalRuntime, isRuntimeError, missingPrerequisites, runtimeComman
 const USAGE = `splitlet: the kubelet's pod lifecycle as separate processes over NATS JetStream
 
 Usage:
-  splitlet up [--node-name NAME] [--pod-workers N] [--manifest-url URL] [--runtime sim|containerd] [--cri-endpoint unix:///path] [--no-restart] [--log-format console|json]
+  splitlet up [--node-name NAME] [--pod-workers N] [--manifest-url URL] [--runtime sim|containerd] [--cri-endpoint unix:///path] [--no-restart] [--no-apiserver] [--log-format console|json]
   splitlet apply -f FILE|-
   splitlet delete pod NAME [-n NAMESPACE] [--wait=false]
   splitlet get pods [NAME] [-n NAMESPACE] [-o wide|json|yaml|name]
@@ -81,6 +81,7 @@ async function main(rawArgv: string[]): Promise<number> {
       runtime: { type: 'string' },
       partitions: { type: 'string' },
       'no-restart': { type: 'boolean' },
+      'no-apiserver': { type: 'boolean' },
       filename: { type: 'string', short: 'f' },
       output: { type: 'string', short: 'o' },
       namespace: { type: 'string', short: 'n' },
@@ -150,6 +151,7 @@ async function main(rawArgv: string[]): Promise<number> {
           criEndpoint,
           manifestUrl: values['manifest-url'],
           restart: !values['no-restart'],
+          apiserver: !values['no-apiserver'],
           partitions,
           extraEnv: {},
           logFormat,

@@ -9,6 +9,8 @@
  *   logs/pods/         container logs (/var/log/pods layout)
  *   nats/              the JetStream store of a spawned nats-server
  *   run/               sockets and port files
+ *   kubeconfig         the embedded API server's kubeconfig (`kubectl --kubeconfig .splitlet/kubeconfig`)
+ *   apiserver/         its CA, serving certificate and token
  *   logs/*.log         each process's output
  */
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -46,6 +48,10 @@ export interface StateDir {
   natsStore: string;
   run: string;
   logs: string;
+  /** The embedded API server's kubeconfig (written by the apiserver once it listens). */
+  kubeconfig: string;
+  /** The embedded API server's CA, serving certificate and token. */
+  apiCerts: string;
 }
 
 /** Resolves the state dir: `--state-dir`, else SPLITLET_STATE_DIR, else `.splitlet/` in the current directory. */
@@ -60,12 +66,14 @@ export function resolveStateDir(flag: string | undefined, env: NodeJS.ProcessEnv
     natsStore: join(root, 'nats'),
     run: join(root, 'run'),
     logs: join(root, 'logs'),
+    kubeconfig: join(root, 'kubeconfig'),
+    apiCerts: join(root, 'apiserver'),
   };
 }
 
 /** Creates every folder of the layout. */
 export function ensureStateDir(s: StateDir): void {
-  for (const d of [s.root, s.manifests, s.kubeletRoot, s.podLogs, s.natsStore, s.run, s.logs]) mkdirSync(d, { recursive: true });
+  for (const d of [s.root, s.manifests, s.kubeletRoot, s.podLogs, s.natsStore, s.run, s.logs, s.apiCerts]) mkdirSync(d, { recursive: true });
 }
 
 /** Writes instance.json atomically. */

@@ -33,11 +33,16 @@ export const ConfigSchema = z
     MANIFEST_URL_HEADER: header.optional(),
     /** The api source: pods applied and deleted over the bus (`splitlet apply -f` with --nats-url). @default true */
     API_SOURCE: z.stringbool().default(true),
+    /**
+     * The apiserver source: pods bound to this node, listed and watched from the API server this
+     * kubeconfig names (waited for when the file is not there yet). Unset: no apiserver source.
+     */
+    KUBECONFIG: z.string().min(1).optional(),
     FILE_CHECK_FREQUENCY_MS: period.default(20_000),
     HTTP_CHECK_FREQUENCY_MS: period.default(20_000),
   })
-  .refine((e) => e.MANIFEST_DIR !== undefined || e.MANIFEST_URL !== undefined || e.API_SOURCE, {
-    message: 'no pod source configured: set MANIFEST_DIR and/or MANIFEST_URL, or leave API_SOURCE on',
+  .refine((e) => e.MANIFEST_DIR !== undefined || e.MANIFEST_URL !== undefined || e.API_SOURCE || e.KUBECONFIG !== undefined, {
+    message: 'no pod source configured: set MANIFEST_DIR, MANIFEST_URL or KUBECONFIG, or leave API_SOURCE on',
   });
 
 /** The validated configuration. */

@@ -11,6 +11,7 @@ import { busEventRecorder, busUpdatePublisher } from './adapters/nats-publisher.
 import { createKvApiPodStore, serveApiSource } from './adapters/api-rpc.js';
 import { ApiSource } from './sources/api-source.js';
 import { PodConfig } from './pod-config/pod-config.js';
+import { ApiserverSource } from './sources/apiserver-source.js';
 import { FileSource } from './sources/file-source.js';
 import { HttpSource } from './sources/http-source.js';
 
@@ -23,7 +24,8 @@ await runNodeProcess({
     const sources: PodSource[] = [];
     if (config.MANIFEST_DIR !== undefined) sources.push('file');
     if (config.MANIFEST_URL !== undefined) sources.push('http');
-    if (config.API_SOURCE) sources.push('api');
+    if (config.API_SOURCE) sources.push('bus');
+    if (config.KUBECONFIG !== undefined) sources.push('api');
     const metrics = promConfigMetrics(registry);
     const podConfig = new PodConfig({
       nodeName: node,
@@ -78,6 +80,11 @@ await runNodeProcess({
       await api.start();
       serveApiSource(bus, node, api, signal);
       logger.info('serving the api source', { subjects: 'rpc.config.{apply,delete}' });
+    }
+    if (config.KUBECONFIG !== undefined) {
+      const apiserver = new ApiserverSource({ kubeconfig: config.KUBECONFIG, nodeName: node, logger, onListing: (l) => podConfig.apply(l) });
+      logger.info('watching the API server for pods', { kubeconfig: config.KUBECONFIG, fieldSelector: `spec.nodeName=${node}` });
+      loops.push(apiserver.run(signal));
     }
     onClose({ name: 'sources', close: async () => void (await Promise.allSettled(loops)) });
   },

@@ -42,7 +42,7 @@ describe('ApiSource', () => {
   it('start sends the stored pods as a SET, also when there are none (the source is seen)', async () => {
     const { source, listings } = setup();
     await source.start();
-    assert.deepEqual(listings, [{ source: 'api', pods: [], errors: [] }]);
+    assert.deepEqual(listings, [{ source: 'bus', pods: [], errors: [] }]);
   });
 
   it('apply creates a bound pod, keeps its name, and re-applying it changes nothing', async () => {

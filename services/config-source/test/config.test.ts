@@ -12,7 +12,7 @@ describe('config-source config', () => {
     assert.throws(() => readConfig({ ...base, API_SOURCE: 'false' }), (e: unknown) => {
       const err = e as { code: string; message: string };
       assert.equal(err.code, 'InvalidConfig');
-      assert.match(err.message, /no pod source configured: set MANIFEST_DIR and\/or MANIFEST_URL, or leave API_SOURCE on/);
+      assert.match(err.message, /no pod source configured: set MANIFEST_DIR, MANIFEST_URL or KUBECONFIG, or leave API_SOURCE on/);
       return true;
     });
   });

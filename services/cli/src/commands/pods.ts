@@ -113,7 +113,7 @@ export async function deletePod(
 ): Promise<void> {
   const view = findPod(await listPods(t.bus, t.nodeName), name, namespace, t.nodeName);
   const source = view?.pod.metadata.annotations?.['kubernetes.io/config.source'];
-  if (view !== undefined && source === 'api') {
+  if (view !== undefined && source === 'bus') {
     try {
       await t.bus.request(DeletePodRequest, DeletePodReply, Subjects.rpc.config(t.nodeName, 'delete'), { type: 'kubelet.config.DeletePod.v1', namespace, name: view.pod.metadata.name! }, { timeoutMs: 30_000 });
     } catch (e) {

@@ -2,7 +2,8 @@
  * `splitlet up`: NATS (NATS_URL, else a spawned nats-server) plus every process, each its own OS
  * process, until Ctrl-C or SIGTERM.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { nodeToken } from '@splitlet/api';
@@ -27,6 +28,8 @@ export interface UpOptions {
   manifestUrl: string | undefined;
   restart: boolean;
   partitions: number | undefined;
+  /** Start the embedded API server (kubeconfig in the state dir) and take pods from it. @default true */
+  apiserver?: boolean;
   extraEnv: Record<string, string>;
   /** How process output is shown (the log files stay JSON). @default 'console' */
   logFormat?: LogFormat;
@@ -39,7 +42,7 @@ export function defaultNodeName(): string {
 }
 
 /** The processes of one node, in start order. */
-export function processSpecs(s: StateDir, natsUrl: string, o: UpOptions): ProcessSpec[] {
+export function processSpecs(s: StateDir, natsUrl: string, o: UpOptions, apiPort = 0): ProcessSpec[] {
   const common = (name: string): Record<string, string> => ({
     NATS_URL: natsUrl,
     NODE_NAME: o.nodeName,
@@ -57,15 +60,19 @@ export function processSpecs(s: StateDir, natsUrl: string, o: UpOptions): Proces
   const simSocket = join(s.run, 'sim-runtime.sock');
   const criEndpoint = o.criEndpoint ?? `unix://${simSocket}`;
   const specs: ProcessSpec[] = [];
+  const withApi = o.apiserver !== false;
+  // The processes that talk to the API server get its kubeconfig (they wait for the file to appear).
+  const kube: Record<string, string> = withApi ? { KUBECONFIG: s.kubeconfig } : {};
+  if (withApi) specs.push(spec('apiserver', 'apiserver', { API_PORT: String(apiPort), API_CERT_DIR: s.apiCerts, API_KUBECONFIG: s.kubeconfig }));
   if (o.runtime === 'sim' && o.criEndpoint === undefined) specs.push(spec('sim-runtime', 'sim-runtime', { SIM_SOCKET: simSocket }));
   specs.push(spec('cri-adapter', 'cri-adapter', { CRI_ENDPOINT: criEndpoint, POD_LOG_DIR: s.podLogs, ROOT_DIR: s.kubeletRoot }));
   specs.push(spec('volume-manager', 'volume-manager', { ROOT_DIR: s.kubeletRoot }));
-  specs.push(spec('status-manager', 'status-manager'));
+  specs.push(spec('status-manager', 'status-manager', kube));
   specs.push(spec('pleg', 'pleg'));
   specs.push(spec('prober', 'prober', { CRI_ENDPOINT: criEndpoint }));
   for (let i = 1; i <= o.podWorkers; i++) specs.push(spec(`pod-worker-${i}`, 'pod-worker', { INSTANCE_ID: `${nodeToken(o.nodeName)}-pw-${i}` }));
   specs.push(spec('sync-loop', 'sync-loop'));
-  specs.push(spec('config-source', 'config-source', { MANIFEST_DIR: s.manifests, ...(o.manifestUrl ? { MANIFEST_URL: o.manifestUrl } : {}) }));
+  specs.push(spec('config-source', 'config-source', { MANIFEST_DIR: s.manifests, ...(o.manifestUrl ? { MANIFEST_URL: o.manifestUrl } : {}), ...kube }));
   return specs;
 }
 
@@ -79,7 +86,8 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
       throw new CliError(`splitlet is already running in ${s.root} (pid ${prev.supervisorPid}); use another --state-dir to run a second instance`);
     }
   }
-  for (const svc of ['config-source', 'sync-loop', 'pod-worker', 'pleg', 'prober', 'volume-manager', 'status-manager', 'cri-adapter', 'sim-runtime']) {
+  if (o.apiserver !== false) rmSync(s.kubeconfig, { force: true }); // a stale one would point at a dead port
+  for (const svc of ['apiserver', 'config-source', 'sync-loop', 'pod-worker', 'pleg', 'prober', 'volume-manager', 'status-manager', 'cri-adapter', 'sim-runtime']) {
     if (!existsSync(serviceMain(svc))) throw new CliError(`${serviceMain(svc)} is missing: run \`npm run build\` in the repository root first`);
   }
   let nats: SpawnedNats | undefined;
@@ -117,10 +125,12 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
   });
   // The processes run in their own process groups; never leave them behind if we die on an error.
   process.once('exit', () => sup.killAll());
-  const specs = processSpecs(s, url, o);
+  // One port for the API server's whole life: a restarted apiserver keeps the kubeconfig valid.
+  const specs = processSpecs(s, url, o, o.apiserver === false ? 0 : await freeLoopbackPort());
   for (const p of specs) sup.start(p);
   out.write(`splitlet up: node ${o.nodeName}, ${specs.length} processes, state dir ${s.root}\n`);
   out.write(`manifests: ${s.manifests}  (splitlet apply -f FILE; splitlet get pods)\n`);
+  if (o.apiserver !== false) out.write(`kubeconfig: ${s.kubeconfig}  (kubectl --kubeconfig ${s.kubeconfig} get pods)\n`);
   // Refresh health ports in instance.json once the processes wrote them.
   const refresh = setInterval(() => {
     writeInstance(s, { version: 1, nodeName: o.nodeName, natsUrl: url, natsSpawned: nats !== undefined, supervisorPid: process.pid, runtime: o.runtime, ...(o.partitions !== undefined ? { partitions: o.partitions } : {}), startedAt, processes: sup.snapshot() });
@@ -134,7 +144,7 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
-  void announceReady(sup, { nodeName: o.nodeName, natsUrl: url, otlpEndpoint: env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_ENDPOINT'] || undefined }, out, stopped.signal);
+  void announceReady(sup, { nodeName: o.nodeName, natsUrl: url, kubeconfig: o.apiserver !== false ? s.kubeconfig : undefined, otlpEndpoint: env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_ENDPOINT'] || undefined }, out, stopped.signal);
   await signalled;
   clearInterval(refresh);
   out.write('stopping splitlet…\n');
@@ -149,7 +159,7 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
  * Prints the ready summary once every process answers /readyz; while some do not after 30 s, says
  * which (every 30 s). Stops at `signal`.
  */
-async function announceReady(sup: Supervisor, i: { nodeName: string; natsUrl: string; otlpEndpoint: string | undefined }, out: NodeJS.WritableStream, signal: AbortSignal): Promise<void> {
+async function announceReady(sup: Supervisor, i: { nodeName: string; natsUrl: string; kubeconfig: string | undefined; otlpEndpoint: string | undefined }, out: NodeJS.WritableStream, signal: AbortSignal): Promise<void> {
   const t0 = performance.now();
   let nextNote = t0 + 30_000;
   while (!signal.aborted) {
@@ -169,4 +179,16 @@ async function announceReady(sup: Supervisor, i: { nodeName: string; natsUrl: st
       signal.addEventListener('abort', () => (clearTimeout(t), r()), { once: true });
     });
   }
+}
+
+/** A TCP port free on 127.0.0.1 now. */
+function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
 }

@@ -17,6 +17,8 @@ export interface ReadySummaryInput {
   startedMs: number;
   /** `OTEL_EXPORTER_OTLP_ENDPOINT` (or the traces one), when traces leave the machine. */
   otlpEndpoint: string | undefined;
+  /** The embedded API server's kubeconfig, when `up` started it. */
+  kubeconfig?: string | undefined;
 }
 
 /** One line (plus the per-process ports) telling where everything is. */
@@ -25,7 +27,8 @@ export function readySummary(i: ReadySummaryInput): string {
   const ports = i.processes.map((p) => `${p.name}:${p.healthPort ?? '?'}`).join(' ');
   return (
     `node ${i.nodeName} ready: ${i.processes.length} processes in ${(i.startedMs / 1000).toFixed(1)}s · NATS ${i.natsUrl} · ${traces}\n` +
-    `  health and metrics: http://127.0.0.1:<port>/{healthz,readyz,metrics} — ${ports}\n`
+    `  health and metrics: http://127.0.0.1:<port>/{healthz,readyz,metrics} — ${ports}\n` +
+    (i.kubeconfig ? `  API server: kubectl --kubeconfig ${i.kubeconfig} get pods\n` : '')
   );
 }
 

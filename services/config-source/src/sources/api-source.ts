@@ -1,7 +1,7 @@
 /**
  * The api source: pods created, updated and deleted over the bus (`splitlet apply -f` and `delete`
  * against a remote node), kept in KV bucket `sl_api_pods` and handed to PodConfig as full SETs of
- * source `api`, so the merge (ADD / UPDATE / REMOVE / RECONCILE) is the same as for files and URLs.
+ * source `bus` (it was `api` before the apiserver source took the kubelet's name), so the merge (ADD / UPDATE / REMOVE / RECONCILE) is the same as for files and URLs.
  *
  * It stands in for the kubelet's apiserver source (pkg/kubelet/config/apiserver.go) on a node with
  * no API server: like the API server it gives a new pod a random UID and a creationTimestamp, keeps
@@ -169,6 +169,6 @@ export class ApiSource {
 
   async #send(): Promise<void> {
     const pods = [...this.#pods.values()].map((r) => ({ pod: r.pod, origin: `api:${r.pod.metadata.namespace}/${r.pod.metadata.name}` }));
-    await this.#o.onListing({ source: 'api', pods, errors: [] });
+    await this.#o.onListing({ source: 'bus', pods, errors: [] });
   }
 }

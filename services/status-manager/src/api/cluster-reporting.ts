@@ -3,9 +3,10 @@
  * status, and every 10 s over the whole cache), the node reporter (registration, status, Lease) and
  * the event poster (`SL_EVENTS` → core/v1 Events).
  */
+import { existsSync } from 'node:fs';
 import { Buckets, Keys, NodeCapacity, errorMessage, type PodStatusRecord } from '@splitlet/api';
 import type { Bus } from '@splitlet/bus';
-import { realClock } from '@splitlet/service';
+import { realClock, sleep } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
 import type { StatusManager } from '../status/status-manager.js';
 import { createKubeRest } from './kube-rest.js';
@@ -37,6 +38,13 @@ export interface ClusterReportingOptions {
 
 /** Starts reporting to the API server until `signal` aborts. */
 export async function startClusterReporting(o: ClusterReportingOptions): Promise<ClusterReporting> {
+  // `splitlet up` starts the API server beside us: its kubeconfig appears once it listens.
+  let logged = false;
+  while (!existsSync(o.kubeconfig)) {
+    if (!logged) o.logger.info('waiting for the kubeconfig', { path: o.kubeconfig });
+    logged = true;
+    if (!(await sleep(500, o.signal))) break;
+  }
   const api = await createKubeRest(o.kubeconfig);
   const capacityKv = await o.bus.kv(Buckets.nodeCapacity, NodeCapacity);
   const reporter: NodeReporter = new NodeReporter({

@@ -1,0 +1,209 @@
+/**
+ * The apiserver source: the pods bound to this node, listed and watched from a Kubernetes API server
+ * (the embedded one of `splitlet up`, or any cluster's) through a kubeconfig, handed to PodConfig as
+ * full SETs of source `api` — the kubelet's name (`kubernetes.io/config.source: api`).
+ *
+ * Models pkg/kubelet/config/apiserver.go (NewSourceApiserver: a ListWatch of pods with
+ * `spec.nodeName=<node>` in all namespaces, every change sent as a SET) on client-go's reflector:
+ *
+ * ```
+ * kubeconfig (waited for) ─► LIST ?fieldSelector=spec.nodeName=N ─► SET (source seen)
+ *   ─► WATCH from the list's resourceVersion, bookmarks on ─► ADDED/MODIFIED/DELETED ─► SET
+ *                                                          ─► BOOKMARK: resourceVersion only
+ *        ─► watch ended ─► WATCH again from the last resourceVersion
+ *        ─► ERROR 410 Gone (resourceVersion too old) ─► LIST again
+ *   ─► any error ─► backoff (1 s doubling to 30 s, reset after a successful list) ─► LIST again
+ * ```
+ *
+ * PodStorage turns a SET into the kubelet's operations: a pod that got a `deletionTimestamp` is a
+ * DELETE (killed with `deletionGracePeriodSeconds`), a pod no longer listed is a REMOVE. The source
+ * counts as seen (sources-ready) only once its first list succeeded. Pods the API server sends that
+ * are not valid pods are logged and left out.
+ */
+import { KubeConfig, Watch } from '@kubernetes/client-node';
+import { existsSync } from 'node:fs';
+import { request } from 'node:https';
+import { BoundPod } from '@splitlet/api';
+import { sleep } from '@splitlet/service';
+import type { Logger } from '@splitlet/telemetry';
+import type { SourceListing, SourcedPod } from './listing.js';
+
+/** Options of {@link ApiserverSource}. */
+export interface ApiserverSourceOptions {
+  readonly kubeconfig: string;
+  readonly nodeName: string;
+  readonly logger: Logger;
+  readonly onListing: (listing: SourceListing) => Promise<void>;
+  /** Each successful list or watch event (health). */
+  readonly onProgress?: () => void;
+  /** @default 1000 */
+  readonly initialBackoffMs?: number;
+  /** @default 30000 */
+  readonly maxBackoffMs?: number;
+}
+
+/** A watch that ended: `gone` = the resourceVersion is too old (relist); else watch again. */
+type WatchEnd = { gone: boolean; err?: unknown };
+
+const podKey = (p: { metadata: { namespace: string; name: string } }): string => `${p.metadata.namespace}/${p.metadata.name}`;
+
+/** The apiserver source; `run(signal)` until the signal aborts. */
+export class ApiserverSource {
+  readonly #o: ApiserverSourceOptions;
+  readonly #pods = new Map<string, SourcedPod>();
+  #resourceVersion = '';
+
+  constructor(options: ApiserverSourceOptions) {
+    this.#o = options;
+  }
+
+  /** Lists and watches until `signal` aborts; never throws (errors are logged and retried). */
+  async run(signal: AbortSignal): Promise<void> {
+    const initial = this.#o.initialBackoffMs ?? 1000;
+    const max = this.#o.maxBackoffMs ?? 30_000;
+    let backoff = initial;
+    let waitedForFile = false;
+    while (!signal.aborted) {
+      try {
+        if (!existsSync(this.#o.kubeconfig)) {
+          if (!waitedForFile) this.#o.logger.info('waiting for the kubeconfig', { kubeconfig: this.#o.kubeconfig });
+          waitedForFile = true;
+          await sleep(Math.min(backoff, 1000), signal);
+          continue;
+        }
+        const kc = new KubeConfig();
+        kc.loadFromFile(this.#o.kubeconfig);
+        await this.#list(kc);
+        backoff = initial;
+        for (;;) {
+          if (signal.aborted) return;
+          const end = await this.#watch(kc, signal);
+          if (signal.aborted) return;
+          if (end.gone) {
+            this.#o.logger.info('watch resourceVersion too old (410 Gone), relisting', { resourceVersion: this.#resourceVersion });
+            break;
+          }
+          if (end.err !== undefined) throw end.err;
+        }
+      } catch (e) {
+        if (signal.aborted) return;
+        this.#o.logger.warn('apiserver source: list/watch failed, retrying', { delayMs: backoff, err: e });
+        await sleep(backoff, signal);
+        backoff = Math.min(backoff * 2, max);
+      }
+    }
+  }
+
+  async #list(kc: KubeConfig): Promise<void> {
+    const list = (await getJson(kc, `/api/v1/pods?fieldSelector=${encodeURIComponent(this.#selector())}`)) as { items?: unknown[]; metadata?: { resourceVersion?: string } };
+    this.#pods.clear();
+    for (const r of list.items ?? []) this.#put(r);
+    this.#resourceVersion = list.metadata?.resourceVersion ?? '';
+    this.#o.logger.info('listed pods from the API server', { pods: this.#pods.size, resourceVersion: this.#resourceVersion });
+    await this.#send();
+  }
+
+  /** One watch, resolved when it ends. */
+  async #watch(kc: KubeConfig, signal: AbortSignal): Promise<WatchEnd> {
+    let chain: Promise<void> = Promise.resolve();
+    let gone = false;
+    let failure: unknown;
+    const ended = new Promise<void>((resolveEnd) => {
+      const done = (err: unknown): void => {
+        if (err !== null && err !== undefined && failure === undefined) failure = err;
+        resolveEnd();
+      };
+      const onEvent = (phase: string, obj: unknown): void => {
+        chain = chain.then(async () => {
+          if (gone) return;
+          const o = obj as { code?: number; metadata?: { resourceVersion?: string } };
+          switch (phase) {
+            case 'ADDED':
+            case 'MODIFIED':
+              this.#put(obj);
+              break;
+            case 'DELETED': {
+              const p = BoundPod.safeParse(obj);
+              if (p.success) this.#pods.delete(podKey(p.data));
+              break;
+            }
+            case 'BOOKMARK':
+              if (o.metadata?.resourceVersion) this.#resourceVersion = o.metadata.resourceVersion;
+              return;
+            case 'ERROR':
+              if (o.code === 410) gone = true;
+              else failure ??= new Error(`watch error: ${JSON.stringify(obj)}`);
+              abort?.abort();
+              return;
+            default:
+              return;
+          }
+          if (o.metadata?.resourceVersion) this.#resourceVersion = o.metadata.resourceVersion;
+          await this.#send();
+        });
+      };
+      let abort: AbortController | undefined;
+      new Watch(kc)
+        .watch('/api/v1/pods', { fieldSelector: this.#selector(), resourceVersion: this.#resourceVersion, allowWatchBookmarks: true }, onEvent, done)
+        .then((a) => {
+          abort = a;
+          if (signal.aborted) a.abort();
+          else signal.addEventListener('abort', () => a.abort(), { once: true });
+        })
+        .catch((e: unknown) => done(e));
+    });
+    await ended;
+    await chain;
+    return { gone, ...(failure === undefined || signal.aborted ? {} : { err: failure }) };
+  }
+
+  #selector(): string {
+    return `spec.nodeName=${this.#o.nodeName}`;
+  }
+
+  #put(raw: unknown): void {
+    const p = BoundPod.safeParse(raw);
+    if (!p.success) {
+      const m = (raw as { metadata?: { namespace?: string; name?: string } }).metadata;
+      this.#o.logger.warn('ignoring a pod from the API server that is not a valid pod', { pod: `${m?.namespace}/${m?.name}`, err: p.error.issues[0]?.message });
+      return;
+    }
+    this.#pods.set(podKey(p.data), { pod: p.data, origin: `api:${podKey(p.data)}` });
+  }
+
+  async #send(): Promise<void> {
+    this.#o.onProgress?.();
+    await this.#o.onListing({ source: 'api', pods: [...this.#pods.values()], errors: [] });
+  }
+}
+
+/**
+ * GET a path of the kubeconfig's current cluster as JSON, with its credentials (client-node's
+ * typed list would turn the pods into classes with Date fields; the source wants the wire JSON).
+ */
+async function getJson(kc: KubeConfig, path: string): Promise<unknown> {
+  const server = kc.getCurrentCluster()?.server;
+  if (server === undefined) throw new Error('the kubeconfig has no current cluster');
+  const url = new URL(path, server);
+  const opts: { headers: Record<string, string>; timeout: number } & Record<string, unknown> = { headers: { Accept: 'application/json' }, timeout: 60_000 };
+  await kc.applyToHTTPSOptions(opts);
+  return new Promise((resolve, reject) => {
+    const req = request(url, { ...opts, method: 'GET' }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        if ((res.statusCode ?? 0) >= 300) return reject(new Error(`GET ${url.pathname}: HTTP ${res.statusCode}: ${body.slice(0, 300)}`));
+        try {
+          resolve(JSON.parse(body));
+        } catch (e) {
+          reject(new Error(`GET ${url.pathname}: not JSON`, { cause: e }));
+        }
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${url.pathname}: timed out`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
