@@ -299,6 +299,11 @@ export async function runService(options: RunServiceOptions): Promise<RunningSer
   if (options.supervisorPid !== undefined) {
     const supervisorPid = options.supervisorPid;
     const parentPid = options.parentPid ?? (() => process.ppid);
+    // stdout/stderr are pipes to the supervisor: once it is gone, a log line fails with EPIPE, which
+    // must not turn the drain into an uncaught-exception loop.
+    const ignore = (): void => undefined;
+    process.stdout.on('error', ignore);
+    process.stderr.on('error', ignore);
     const watch = setInterval(() => {
       if (shuttingDown !== undefined) {
         clearInterval(watch);

@@ -103,7 +103,7 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
         runtime: o.runtime,
         ...(o.partitions !== undefined ? { partitions: o.partitions } : {}),
         startedAt,
-        processes: sup.snapshot(),
+        processes: nodeProcesses(sup),
       });
     },
   });
@@ -152,7 +152,7 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
     out.write(`manifests: ${s.manifests}  (splitlet apply -f FILE; splitlet get pods)\n`);
     // Refresh health ports in instance.json once the processes wrote them.
     refresh = setInterval(() => {
-      writeInstance(s, { version: 1, nodeName: o.nodeName, natsUrl: url, natsSpawned, supervisorPid: process.pid, runtime: o.runtime, ...(o.partitions !== undefined ? { partitions: o.partitions } : {}), startedAt, processes: sup.snapshot() });
+      writeInstance(s, { version: 1, nodeName: o.nodeName, natsUrl: url, natsSpawned, supervisorPid: process.pid, runtime: o.runtime, ...(o.partitions !== undefined ? { partitions: o.partitions } : {}), startedAt, processes: nodeProcesses(sup) });
     }, 1000);
     void announceReady(sup, { nodeName: o.nodeName, natsUrl: url, otlpEndpoint: env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_ENDPOINT'] || undefined }, out, stopped.signal);
   };
@@ -186,8 +186,7 @@ async function announceReady(sup: Supervisor, i: { nodeName: string; natsUrl: st
   const t0 = performance.now();
   let nextNote = t0 + 30_000;
   while (!signal.aborted) {
-    // nats (the guard of nats-server) serves no health port: `provisioner` already proved it up.
-    const processes = sup.snapshot().filter((p) => p.name !== 'nats');
+    const processes = nodeProcesses(sup);
     const { ready, waiting } = await allReady(processes);
     if (signal.aborted) return;
     if (ready) {
@@ -203,4 +202,9 @@ async function announceReady(sup: Supervisor, i: { nodeName: string; natsUrl: st
       signal.addEventListener('abort', () => (clearTimeout(t), r()), { once: true });
     });
   }
+}
+
+/** The node's processes, each with a health port: all but `nats` (the guard of the spawned nats-server). */
+function nodeProcesses(sup: Supervisor): ReturnType<Supervisor['snapshot']> {
+  return sup.snapshot().filter((p) => p.name !== 'nats');
 }

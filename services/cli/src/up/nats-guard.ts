@@ -18,6 +18,8 @@ const CHECK_MS = 500;
 const KILL_AFTER_MS = 2000;
 
 function main(): void {
+  // Our stderr is a pipe to the supervisor: once it is gone, writing there fails (EPIPE) and must not end us.
+  process.stderr.on('error', () => undefined);
   const bin = process.env['NATS_SERVER_BIN'] ?? 'nats-server';
   const args = JSON.parse(process.env['NATS_SERVER_ARGS'] ?? '[]') as string[];
   const supervisorPid = Number(process.env['SPLITLET_SUPERVISOR_PID'] ?? '0');
