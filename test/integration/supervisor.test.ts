@@ -137,7 +137,7 @@ describe('splitlet up: no orphans, NATS supervised, CLI never hangs', { timeout:
     const ms = Date.now() - t0;
     assert.notEqual(err.code, 0);
     assert.match(err.stderr ?? '', new RegExp(`cannot reach NATS at ${url.replaceAll('.', '\\.')}: .*refused`));
-    assert.ok(ms < 8000, `failed after ${ms} ms`);
+    assert.ok(ms < 10_000, `failed after ${ms} ms`); // mostly Node start-up on a loaded machine: the refusal itself is immediate
     const bad = await execFileP(process.execPath, [cliBin, 'get', 'pods', '--nats-url', url, '--request-timeout', 'soon']).then(
       () => assert.fail('accepted a bad --request-timeout'),
       (e: { stderr?: string }) => e,
@@ -147,11 +147,13 @@ describe('splitlet up: no orphans, NATS supervised, CLI never hangs', { timeout:
   });
 
   test('nats-server killed with -9 under splitlet up: restarted, the node resumes, no pod started twice', async () => {
-    const s = tracked(await startSplitlet({ nodeName: 'natsrestart-node', podWorkers: 2 }));
+    const node = 'natsrestart-node';
+    const s = tracked(await startSplitlet({ nodeName: node, podWorkers: 2 }));
+    // Static pods (files in manifests/) are named NAME-NODE, as the kubelet names mirror pods.
     const pod = (name: string): string => `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}}\nspec: {containers: [{name: c, image: busybox:1.36, command: [sleep, "3600"]}]}\n`;
     const manifests = join(s.stateDir, 'manifests');
     writeFileSync(join(manifests, 'before.yaml'), pod('before'));
-    await waitFor('pod before Running', async () => podNamed(await s.pods(), 'before')?.status?.phase === 'Running', 60_000);
+    await waitFor('pod before Running', async () => podNamed(await s.pods(), `before-${node}`)?.status?.phase === 'Running', 60_000);
     const pids = new Map(s.info().processes.map((p) => [p.name, p.pid]));
     const nats = natsServerOf(s.stateDir);
     assert.ok(nats);
@@ -164,11 +166,11 @@ describe('splitlet up: no orphans, NATS supervised, CLI never hangs', { timeout:
     await s.cli(['get', 'pods']).then(() => undefined);
     console.log(`nats-server ${nats} killed; ${again} serving again after ${Date.now() - t0} ms`);
     writeFileSync(join(manifests, 'after.yaml'), pod('after'));
-    await waitFor('pod after Running', async () => podNamed(await s.pods(), 'after')?.status?.phase === 'Running', 90_000);
+    await waitFor('pod after Running', async () => podNamed(await s.pods(), `after-${node}`)?.status?.phase === 'Running', 90_000);
     console.log(`pod applied after the restart Running ${Date.now() - t0} ms after the kill`);
     const pods = await s.pods();
-    assert.equal(podNamed(pods, 'before')?.status?.phase, 'Running');
-    assert.equal(podNamed(pods, 'before')?.status?.containerStatuses?.[0]?.restartCount, 0);
+    assert.equal(podNamed(pods, `before-${node}`)?.status?.phase, 'Running');
+    assert.equal(podNamed(pods, `before-${node}`)?.status?.containerStatuses?.[0]?.restartCount, 0);
     const now = new Map(s.info().processes.map((p) => [p.name, p.pid]));
     assert.deepEqual(now, pids, 'no process was restarted: each reconnected on its own');
     const rt = await GrpcRuntimeService.connect({ endpoint: `unix://${join(s.stateDir, 'run', 'sim-runtime.sock')}`, timeoutMs: 10_000 });
@@ -176,7 +178,7 @@ describe('splitlet up: no orphans, NATS supervised, CLI never hangs', { timeout:
       const sandboxes = (await rt.ListPodSandbox({})).items ?? [];
       const perPod = new Map<string, number>();
       for (const b of sandboxes) perPod.set(b.metadata?.name ?? '', (perPod.get(b.metadata?.name ?? '') ?? 0) + 1);
-      assert.deepEqual(Object.fromEntries(perPod), { before: 1, after: 1 }, 'one sandbox per pod');
+      assert.deepEqual(Object.fromEntries(perPod), { [`before-${node}`]: 1, [`after-${node}`]: 1 }, 'one sandbox per pod');
     } finally {
       rt.close();
     }
