@@ -164,11 +164,11 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
   clearInterval(parentWatch);
   clearInterval(refresh);
   // With NATS up, the processes drain one by one through it (up to 15 s); with NATS gone there is
-  // nothing to drain through: all at once, SIGKILL after 4 s.
+  // nothing to drain through: all at once, SIGKILL after 3 s.
   const ordered = await natsReachable(url, 500);
   out.write(`stopping splitlet${stopReason ? ` (${stopReason})` : ''}${ordered ? '' : ', NATS unreachable: stopping every process at once'}…\n`);
   const t0 = Date.now();
-  await sup.stopAll(ordered ? { graceMs: 15_000, ordered: true } : { graceMs: 4000, ordered: false });
+  await sup.stopAll(ordered ? { graceMs: 15_000, ordered: true } : { graceMs: 3000, ordered: false });
   removeInstance(s);
   process.off('SIGINT', onSigint);
   process.off('SIGTERM', onSigterm);
