@@ -38,6 +38,13 @@ export interface BusOptions {
    * rejects with the signal's reason. Without it, connectBus waits until NATS answers.
    */
   signal?: AbortSignal;
+  /**
+   * One connection attempt, no retry: a refused or silent NATS rejects at once (or after
+   * `connectTimeoutMs`) with the cause. For short-lived clients (the CLI). @default false
+   */
+  failFast?: boolean;
+  /** With `failFast`: how long the one attempt may take. @default 5000 */
+  connectTimeoutMs?: number;
 }
 
 /** Connects to NATS and returns a ready bus (topology provisioned unless `provision: false`). */
@@ -73,6 +80,17 @@ function withoutCredentials(servers: string | string[]): string[] {
  */
 async function connectFirst(connOpts: Parameters<typeof connect>[0], opts: BusOptions): Promise<NatsConnection> {
   const { signal } = opts;
+  if (opts.failFast === true) {
+    const once = connect({ ...connOpts, waitOnFirstConnect: false, timeout: opts.connectTimeoutMs ?? 5000 });
+    if (signal === undefined) return once;
+    const aborted = new Promise<never>((_, reject) => {
+      if (signal.aborted) reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+      signal.addEventListener('abort', () => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted')), { once: true });
+    });
+    aborted.catch(() => undefined);
+    once.then((nc) => (signal.aborted ? nc.close() : undefined), () => undefined).catch(() => undefined);
+    return Promise.race([once, aborted]);
+  }
   if (signal === undefined) return connect(connOpts);
   const aborted = new Promise<never>((_, reject) => {
     const onAbort = (): void => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));

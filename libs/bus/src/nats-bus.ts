@@ -36,12 +36,20 @@ export class NatsBus extends BusBase implements Bus {
   readonly #kvs = new Map<string, Promise<TypedKv<unknown>>>();
   /** JetStream publishes awaiting their ack (close() lets them finish before it drains). */
   readonly #publishing = new Set<Promise<unknown>>();
+  /** False between a `disconnect` and the next `reconnect` status of the connection. */
+  #connected = true;
 
   constructor(nc: NatsConnection, jsm: JetStreamManager, opts: BusOptions) {
     super({ process: opts.process, node: opts.node, logger: opts.logger, metrics: opts.metrics, transport: nc, progressBeatMs: opts.progressBeatMs, requestError: natsRequestError });
     this.nc = nc;
     this.jsm = jsm;
     this.js = jetstream(nc);
+    void (async () => {
+      for await (const s of nc.status()) {
+        if (s.type === 'disconnect') this.#connected = false;
+        else if (s.type === 'reconnect') this.#connected = true;
+      }
+    })().catch(() => undefined);
   }
 
   /** The server's version, e.g. `2.9.10`, for capability checks. */
@@ -127,6 +135,14 @@ export class NatsBus extends BusBase implements Bus {
    * ("connection closed"), and the spans a process records last are lost to `SL_SPANS`.
    */
   async close(): Promise<void> {
+    if (!this.#connected && !this.nc.isClosed()) {
+      // NATS is unreachable: nothing in flight can be acknowledged or drained, and waiting for it
+      // would hold a shutdown until its deadline. Close at once.
+      this.logger.warn('closing the bus while NATS is unreachable; unacknowledged publishes are dropped', { inFlight: this.#publishing.size });
+      await this.nc.close();
+      await this.closeCore().catch((e: unknown) => this.logger.debug('closing subscriptions after the connection failed', { error: errorMessage(e) }));
+      return;
+    }
     await this.closeCore();
     while (this.#publishing.size > 0) await Promise.allSettled([...this.#publishing]);
     if (!this.nc.isClosed()) {

@@ -14,7 +14,7 @@ export {
   isServiceError,
 } from './service-error.js';
 export type { ConfigIssue, ServiceErrorCode } from './service-error.js';
-export { runService } from './run-service.js';
+export { runService, SUPERVISOR_CHECK_MS } from './run-service.js';
 export type { Closer, RunServiceOptions, RunningService, ServiceContext } from './run-service.js';
 export { HealthRegistry } from './health-registry.js';
 export type {
@@ -31,7 +31,7 @@ export { realClock, sleep } from './clock.js';
 export type { Clock, TimerHandle } from './clock.js';
 export { LOG_LEVELS, NodeNameSchema, NodeProcessEnv, ProcessEnv, natsServers, otelEnv } from './node-process-env.js';
 export type { NodeProcessSettings, ProcessSettings } from './node-process-env.js';
-export { CONFIG_ERROR_EXIT_CODE, runNodeProcess, runProcess } from './run-node-process.js';
+export { CONFIG_ERROR_EXIT_CODE, runNodeProcess, runProcess, supervisorPidFromEnv } from './run-node-process.js';
 export type { NodeProcessContext, ProcessContext, ProcessOptions } from './run-node-process.js';
 export { connectNodeBus } from './connect-node-bus.js';
 export type { ConnectNodeBusOptions } from './connect-node-bus.js';

@@ -162,6 +162,7 @@ async function launch<S extends ZodType<ProcessSettings>, Ctx>(
   }
   const registry = createMetricsRegistry({ service });
   const timeout = options.shutdownTimeoutMs?.(config);
+  const supervisorPid = supervisorPidFromEnv(options.env);
   return runService({
     name: service,
     logger,
@@ -172,6 +173,15 @@ async function launch<S extends ZodType<ProcessSettings>, Ctx>(
     ...(timeout === undefined ? {} : { shutdownTimeoutMs: timeout }),
     ...(options.exit === undefined ? {} : { exit: options.exit }),
     ...(options.handleProcessEvents === undefined ? {} : { handleProcessEvents: options.handleProcessEvents }),
+    ...(supervisorPid === undefined ? {} : { supervisorPid }),
     start: (ctx) => start({ ...ctx, config, telemetry, registry, instanceId }),
   });
+}
+
+/** `SPLITLET_SUPERVISOR_PID` (set by `splitlet up`): the process drains once its parent is another. */
+export function supervisorPidFromEnv(env: Env): number | undefined {
+  const raw = env['SPLITLET_SUPERVISOR_PID'];
+  if (raw === undefined || raw === '') return undefined;
+  const pid = Number(raw);
+  return Number.isInteger(pid) && pid > 1 ? pid : undefined;
 }

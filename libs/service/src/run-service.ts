@@ -51,7 +51,19 @@ export interface RunServiceOptions {
    * Tests that drive `shutdown()` themselves turn it off. @default true
    */
   readonly handleProcessEvents?: boolean;
+  /**
+   * The pid of the process that supervises this one (`splitlet up` sets `SPLITLET_SUPERVISOR_PID`).
+   * When set, the process checks its parent every {@link SUPERVISOR_CHECK_MS} and drains once the
+   * parent is no longer that pid (the supervisor died, even by SIGKILL, and this process was
+   * re-parented): no orphan outlives its supervisor. @default not watched
+   */
+  readonly supervisorPid?: number;
+  /** How the parent pid is read (a test seam). @default () => process.ppid */
+  readonly parentPid?: () => number;
 }
+
+/** How often a supervised process checks that its supervisor is still its parent. */
+export const SUPERVISOR_CHECK_MS = 500;
 
 /** A running service. */
 export interface RunningService {
@@ -284,6 +296,27 @@ export async function runService(options: RunServiceOptions): Promise<RunningSer
     await rename(tmp, options.portFile);
   }
   logger.info('listening', { port, host, url });
+  if (options.supervisorPid !== undefined) {
+    const supervisorPid = options.supervisorPid;
+    const parentPid = options.parentPid ?? (() => process.ppid);
+    // stdout/stderr are pipes to the supervisor: once it is gone, a log line fails with EPIPE, which
+    // must not turn the drain into an uncaught-exception loop.
+    const ignore = (): void => undefined;
+    process.stdout.on('error', ignore);
+    process.stderr.on('error', ignore);
+    const watch = setInterval(() => {
+      if (shuttingDown !== undefined) {
+        clearInterval(watch);
+        return;
+      }
+      const ppid = parentPid();
+      if (ppid === supervisorPid) return;
+      clearInterval(watch);
+      logger.warn('supervisor is gone, stopping', { supervisorPid, parentPid: ppid });
+      void shutdown('supervisor gone', 0);
+    }, SUPERVISOR_CHECK_MS);
+    watch.unref();
+  }
   if (handleProcessEvents) {
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);

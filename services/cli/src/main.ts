@@ -46,6 +46,9 @@ Global flags:
                     With it, apply sends pods over the bus and logs come from the node over the bus.
   --node-name NAME  the node to talk to ($SPLITLET_NODE_NAME; default: the one node on that NATS)
   --state-dir DIR   a local \`splitlet up\`'s state (default: $SPLITLET_STATE_DIR or ./.splitlet), used without --nats-url
+  --request-timeout DURATION
+                    how long to wait for NATS and for a command's answer (0, 5, 5s, 500ms, 1m; default 0 =
+                    no limit on the answer, 5 s to connect). An unreachable NATS fails at once, naming the URL.
 `;
 
 function resourceArg(positionals: string[], verb: string): { kind: string; name: string | undefined } {
@@ -72,6 +75,7 @@ async function main(rawArgv: string[]): Promise<number> {
     options: {
       'state-dir': { type: 'string' },
       'nats-url': { type: 'string' },
+      'request-timeout': { type: 'string' },
       'log-format': { type: 'string' },
       tail: { type: 'string' },
       'node-name': { type: 'string' },
@@ -108,12 +112,23 @@ async function main(rawArgv: string[]): Promise<number> {
   const stateDir = resolveStateDir(values['state-dir'], process.env, process.cwd());
   const flags = targetFlags(values, process.env);
   /** Runs a command against the target node (remote or the local instance), then disconnects. */
+  // Streaming commands (-w, -f) run until interrupted; every other one is bounded by --request-timeout.
+  const streaming = values.watch === true || values.follow === true;
   const withTarget = async (fn: (t: CliTarget) => Promise<void>): Promise<number> => {
     const t = await openTarget(flags, stateDir);
+    const limit = flags.requestTimeoutMs > 0 && !streaming ? flags.requestTimeoutMs : 0;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline =
+      limit === 0
+        ? new Promise<never>(() => undefined)
+        : new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new CliError(`the request to NATS at ${t.natsUrl.replace(/\/\/[^/@]*@/g, '//')} timed out after ${limit} ms (--request-timeout)`)), limit);
+          });
     try {
-      await fn(t);
+      await Promise.race([fn(t), deadline]);
     } finally {
-      await t.close();
+      clearTimeout(timer);
+      await Promise.race([t.close(), new Promise((r) => setTimeout(r, 2000).unref())]);
     }
     return 0;
   };

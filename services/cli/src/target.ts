@@ -31,24 +31,50 @@ export interface CliTarget {
 export interface TargetFlags {
   natsUrl: string | undefined;
   nodeName: string | undefined;
+  /** `--request-timeout` in ms: the connect timeout and each command's deadline; 0 = no deadline (connect still bounded). */
+  requestTimeoutMs: number;
+}
+
+/** Connect timeout when `--request-timeout` is 0 or not given. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
+
+/**
+ * A kubectl-style duration: `0` (none), a number of seconds (`5`), or a number with a unit
+ * (`500ms`, `5s`, `2m`, `1h`). Returns milliseconds; an error naming the flag otherwise.
+ */
+export function parseRequestTimeout(raw: string | undefined): number {
+  if (raw === undefined) return 0;
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(raw.trim());
+  if (!m) throw new CliError(`--request-timeout must be a duration such as 0, 5, 5s, 500ms or 1m, got ${JSON.stringify(raw)}`);
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
+  return Math.round(Number(m[1]) * unit);
 }
 
 /** The NATS URL and node name from flags, then `SPLITLET_NATS_URL` / `SPLITLET_NODE_NAME`. */
-export function targetFlags(values: { 'nats-url'?: string | undefined; 'node-name'?: string | undefined }, env: NodeJS.ProcessEnv): TargetFlags {
+export function targetFlags(
+  values: { 'nats-url'?: string | undefined; 'node-name'?: string | undefined; 'request-timeout'?: string | undefined },
+  env: NodeJS.ProcessEnv,
+): TargetFlags {
   return {
     natsUrl: values['nats-url'] ?? (env['SPLITLET_NATS_URL'] || undefined),
     nodeName: values['node-name'] ?? (env['SPLITLET_NODE_NAME'] || undefined),
+    requestTimeoutMs: parseRequestTimeout(values['request-timeout']),
   };
 }
 
-const CONNECT_TIMEOUT_MS = 10_000;
+/** A NATS URL without any `user:password@` part. */
+function safeUrl(natsUrl: string): string {
+  return natsUrl.replace(/\/\/[^/@]*@/g, '//');
+}
 
-/** Connects as a short-lived CLI client; a NATS that does not answer within 10 s is an error naming it. */
-export async function connectCliBus(natsUrl: string, node: string): Promise<Bus> {
-  // A ref'd timer: the bus's retry timers are unref'd, and a CLI with nothing else pending would
-  // otherwise exit 0 in silence while NATS is unreachable.
+/**
+ * Connects as a short-lived CLI client: one attempt, no retry. A refused connection fails at once,
+ * a silent server after `timeoutMs`; the error names the URL and the cause.
+ */
+export async function connectCliBus(natsUrl: string, node: string, timeoutMs = DEFAULT_CONNECT_TIMEOUT_MS): Promise<Bus> {
+  // A ref'd timer: a CLI with nothing else pending would otherwise exit 0 in silence.
   const ac = new AbortController();
-  const timer = setTimeout(() => ac.abort(new Error('timed out')), CONNECT_TIMEOUT_MS);
+  const timer = setTimeout(() => ac.abort(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
   try {
     return await connectBus({
       servers: natsUrl,
@@ -57,10 +83,12 @@ export async function connectCliBus(natsUrl: string, node: string): Promise<Bus>
       logger: createLogger({ service: 'cli', level: 'error', stream: process.stderr }),
       provision: false,
       signal: ac.signal,
+      failFast: true,
+      connectTimeoutMs: timeoutMs,
     });
   } catch (e) {
-    const safe = natsUrl.replace(/\/\/[^/@]*@/, '//');
-    throw new CliError(`cannot reach NATS at ${safe} within ${CONNECT_TIMEOUT_MS / 1000} s: ${e instanceof Error ? e.message : String(e)}`);
+    const cause = e instanceof Error ? [e.message, (e.cause as Error | undefined)?.message].filter(Boolean).join(': ') : String(e);
+    throw new CliError(`cannot reach NATS at ${safeUrl(natsUrl)}: ${cause}`);
   } finally {
     clearTimeout(timer);
   }
@@ -88,7 +116,7 @@ export async function openTarget(flags: TargetFlags, stateDir: StateDir): Promis
     if (flags.nodeName !== undefined && flags.nodeName !== inst.nodeName) {
       throw new CliError(`--node-name ${flags.nodeName} does not match the local instance's node ${inst.nodeName}; give --nats-url to reach another node`);
     }
-    const bus = await connectCliBus(inst.natsUrl, inst.nodeName);
+    const bus = await connectCliBus(inst.natsUrl, inst.nodeName, connectTimeout(flags));
     return { bus, natsUrl: inst.natsUrl, nodeName: inst.nodeName, local: { stateDir, inst }, close: () => bus.close() };
   }
   if (flags.nodeName !== undefined) {
@@ -98,7 +126,7 @@ export async function openTarget(flags: TargetFlags, stateDir: StateDir): Promis
       throw new CliError(`--node-name: ${(e as Error).message}`);
     }
   }
-  const bus = await connectCliBus(flags.natsUrl, flags.nodeName ?? 'cli');
+  const bus = await connectCliBus(flags.natsUrl, flags.nodeName ?? 'cli', connectTimeout(flags));
   try {
     let nodeName = flags.nodeName;
     if (nodeName === undefined) {
@@ -113,4 +141,8 @@ export async function openTarget(flags: TargetFlags, stateDir: StateDir): Promis
     await bus.close();
     throw e;
   }
+}
+
+function connectTimeout(flags: TargetFlags): number {
+  return flags.requestTimeoutMs > 0 ? flags.requestTimeoutMs : DEFAULT_CONNECT_TIMEOUT_MS;
 }

@@ -5,7 +5,7 @@
  * `sl_probe`, which sync-loop watches to sync the pod.
  */
 import { GrpcRuntimeService } from '@splitlet/cri';
-import { connectNodeBus, isConfigError, realClock, runService, sleep } from '@splitlet/service';
+import { connectNodeBus, isConfigError, realClock, runService, sleep, supervisorPidFromEnv } from '@splitlet/service';
 import { createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
 import { readConfig, type ProberConfig } from './config.js';
 import { createBusEventSink } from './adapters/bus-event-sink.js';
@@ -39,6 +39,7 @@ async function main(): Promise<void> {
     onError: (e) => logger.warn('telemetry error', { err: e }),
   });
   const registry = createMetricsRegistry({ service: SERVICE });
+  const supervisorPid = supervisorPidFromEnv(process.env);
 
   await runService({
     name: SERVICE,
@@ -47,6 +48,7 @@ async function main(): Promise<void> {
     host: config.HEALTH_HOST,
     registry,
     ...(config.HEALTH_PORT_FILE === undefined ? {} : { portFile: config.HEALTH_PORT_FILE }),
+    ...(supervisorPid === undefined ? {} : { supervisorPid }),
     start: async ({ signal, health, onClose }) => {
       const bus = await connectNodeBus({ service: SERVICE, settings: config, logger, registry, telemetry, signal, onClose });
       let client: GrpcRuntimeService | undefined;

@@ -12,8 +12,7 @@ import { CliError, ensureStateDir, isAlive, removeInstance, writeInstance } from
 import { readFileSync } from 'node:fs';
 import { Supervisor } from '../up/supervisor.js';
 import type { ProcessSpec } from '../up/supervisor.js';
-import { spawnNatsServer } from '../up/nats-server.js';
-import type { SpawnedNats } from '../up/nats-server.js';
+import { natsReachable, natsServerSpec, waitForNats } from '../up/nats-server.js';
 import { serviceMain } from '../paths.js';
 import { connectBus } from '@splitlet/bus';
 import type { LogFormat } from '../up/console-format.js';
@@ -90,17 +89,10 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
   for (const svc of ['apiserver', 'config-source', 'sync-loop', 'pod-worker', 'pleg', 'prober', 'volume-manager', 'status-manager', 'cri-adapter', 'sim-runtime']) {
     if (!existsSync(serviceMain(svc))) throw new CliError(`${serviceMain(svc)} is missing: run \`npm run build\` in the repository root first`);
   }
-  let nats: SpawnedNats | undefined;
-  let natsUrl = env['NATS_URL'];
-  if (!natsUrl) {
-    nats = await spawnNatsServer({ bin: env['NATS_SERVER_BIN'] ?? 'nats-server', storeDir: s.natsStore, logFile: join(s.logs, 'nats-server.log') });
-    natsUrl = nats.url;
-    out.write(`started nats-server with JetStream at ${natsUrl} (store ${s.natsStore})\n`);
-  }
-  const url = natsUrl;
-  // Provision streams and buckets once, before the processes race to do it.
-  const provisioner = await connectBus({ servers: url, process: 'splitlet-up', node: o.nodeName, logger: createLogger({ service: 'splitlet-up', level: 'warn', stream: process.stderr }) });
-  await provisioner.close();
+  const natsLog = join(s.logs, 'nats-server.log');
+  const spawned = env['NATS_URL'] ? undefined : await natsServerSpec({ bin: env['NATS_SERVER_BIN'] ?? 'nats-server', storeDir: s.natsStore, logFile: natsLog });
+  const url = spawned?.url ?? env['NATS_URL']!;
+  const natsSpawned = spawned !== undefined;
   const startedAt = new Date().toISOString();
   const sup = new Supervisor({
     nodeBin: process.execPath,
@@ -114,44 +106,85 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
         version: 1,
         nodeName: o.nodeName,
         natsUrl: url,
-        natsSpawned: nats !== undefined,
+        natsSpawned,
         supervisorPid: process.pid,
         runtime: o.runtime,
         ...(o.partitions !== undefined ? { partitions: o.partitions } : {}),
         startedAt,
-        processes: sup.snapshot(),
+        processes: nodeProcesses(sup),
       });
     },
   });
   // The processes run in their own process groups; never leave them behind if we die on an error.
   process.once('exit', () => sup.killAll());
-  // One port for the API server's whole life: a restarted apiserver keeps the kubeconfig valid.
-  const specs = processSpecs(s, url, o, o.apiserver === false ? 0 : await freeLoopbackPort());
-  for (const p of specs) sup.start(p);
-  out.write(`splitlet up: node ${o.nodeName}, ${specs.length} processes, state dir ${s.root}\n`);
-  out.write(`manifests: ${s.manifests}  (splitlet apply -f FILE; splitlet get pods)\n`);
-  if (o.apiserver !== false) out.write(`kubeconfig: ${s.kubeconfig}  (kubectl --kubeconfig ${s.kubeconfig} get pods)\n`);
-  // Refresh health ports in instance.json once the processes wrote them.
-  const refresh = setInterval(() => {
-    writeInstance(s, { version: 1, nodeName: o.nodeName, natsUrl: url, natsSpawned: nats !== undefined, supervisorPid: process.pid, runtime: o.runtime, ...(o.partitions !== undefined ? { partitions: o.partitions } : {}), startedAt, processes: sup.snapshot() });
-  }, 1000);
+
+  // Stop on SIGINT/SIGTERM/SIGHUP, and when our parent goes away (`npx` does not pass SIGTERM on: it
+  // exits and leaves us re-parented). A second signal SIGKILLs everything at once.
   const stopped = new AbortController();
-  const signalled = new Promise<void>((resolveSignal) => {
-    const stop = (): void => {
-      stopped.abort();
-      resolveSignal();
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+  let stopReason = '';
+  const onSignal = (signal: string): void => {
+    if (stopped.signal.aborted) {
+      out.write(`second ${signal}: killing every process now\n`);
+      sup.killAll();
+      process.exit(1);
+    }
+    stopReason = signal;
+    stopped.abort();
+  };
+  const onSigint = (): void => onSignal('SIGINT');
+  const onSigterm = (): void => onSignal('SIGTERM');
+  const onSighup = (): void => onSignal('SIGHUP');
+  process.on('SIGINT', onSigint);
+  process.on('SIGTERM', onSigterm);
+  process.on('SIGHUP', onSighup);
+  const parentPid = process.ppid;
+  const parentWatch = setInterval(() => {
+    if (process.ppid !== parentPid && !stopped.signal.aborted) onSignal(`the exit of the parent process ${parentPid}`);
+  }, 500);
+  const signalled = new Promise<void>((r) => stopped.signal.addEventListener('abort', () => r(), { once: true }));
+
+  let refresh: NodeJS.Timeout | undefined;
+  const run = async (): Promise<void> => {
+    if (spawned !== undefined) {
+      sup.start(spawned.spec);
+      await Promise.race([waitForNats(spawned.port, natsLog, 10_000), signalled]);
+      if (stopped.signal.aborted) return;
+      out.write(`started nats-server with JetStream at ${url} (store ${s.natsStore}; restarted with the same port and store if it dies)\n`);
+    }
+    // Provision streams and buckets once, before the processes race to do it.
+    const provisioner = await connectBus({ servers: url, process: 'splitlet-up', node: o.nodeName, logger: createLogger({ service: 'splitlet-up', level: 'warn', stream: process.stderr }), signal: stopped.signal });
+    await provisioner.close();
+    // One port for the API server's whole life: a restarted apiserver keeps the kubeconfig valid.
+    const specs = processSpecs(s, url, o, o.apiserver === false ? 0 : await freeLoopbackPort());
+    for (const p of specs) sup.start(p);
+    out.write(`splitlet up: node ${o.nodeName}, ${specs.length} processes, state dir ${s.root}\n`);
+    out.write(`manifests: ${s.manifests}  (splitlet apply -f FILE; splitlet get pods)\n`);
+    if (o.apiserver !== false) out.write(`kubeconfig: ${s.kubeconfig}  (kubectl --kubeconfig ${s.kubeconfig} get pods)\n`);
+    // Refresh health ports in instance.json once the processes wrote them.
+    refresh = setInterval(() => {
+      writeInstance(s, { version: 1, nodeName: o.nodeName, natsUrl: url, natsSpawned, supervisorPid: process.pid, runtime: o.runtime, ...(o.partitions !== undefined ? { partitions: o.partitions } : {}), startedAt, processes: nodeProcesses(sup) });
+    }, 1000);
+    void announceReady(sup, { nodeName: o.nodeName, natsUrl: url, kubeconfig: o.apiserver !== false ? s.kubeconfig : undefined, otlpEndpoint: env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_ENDPOINT'] || undefined }, out, stopped.signal);
+  };
+  let failure: unknown;
+  await run().catch((e: unknown) => {
+    if (!stopped.signal.aborted) failure = e;
   });
-  void announceReady(sup, { nodeName: o.nodeName, natsUrl: url, kubeconfig: o.apiserver !== false ? s.kubeconfig : undefined, otlpEndpoint: env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_ENDPOINT'] || undefined }, out, stopped.signal);
-  await signalled;
+  if (failure === undefined) await signalled;
+  clearInterval(parentWatch);
   clearInterval(refresh);
-  out.write('stopping splitlet…\n');
-  await sup.stopAll(15_000);
-  if (nats) await nats.stop(5000);
+  // With NATS up, the processes drain one by one through it (up to 15 s); with NATS gone there is
+  // nothing to drain through: all at once, SIGKILL after 3 s.
+  const ordered = await natsReachable(url, 500);
+  out.write(`stopping splitlet${stopReason ? ` (${stopReason})` : ''}${ordered ? '' : ', NATS unreachable: stopping every process at once'}…\n`);
+  const t0 = Date.now();
+  await sup.stopAll(ordered ? { graceMs: 15_000, ordered: true } : { graceMs: 3000, ordered: false });
   removeInstance(s);
-  out.write('splitlet stopped\n');
+  process.off('SIGINT', onSigint);
+  process.off('SIGTERM', onSigterm);
+  process.off('SIGHUP', onSighup);
+  if (failure !== undefined) throw failure;
+  out.write(`splitlet stopped in ${Date.now() - t0} ms\n`);
   return 0;
 }
 
@@ -163,7 +196,7 @@ async function announceReady(sup: Supervisor, i: { nodeName: string; natsUrl: st
   const t0 = performance.now();
   let nextNote = t0 + 30_000;
   while (!signal.aborted) {
-    const processes = sup.snapshot();
+    const processes = nodeProcesses(sup);
     const { ready, waiting } = await allReady(processes);
     if (signal.aborted) return;
     if (ready) {
@@ -179,6 +212,11 @@ async function announceReady(sup: Supervisor, i: { nodeName: string; natsUrl: st
       signal.addEventListener('abort', () => (clearTimeout(t), r()), { once: true });
     });
   }
+}
+
+/** The node's processes, each with a health port: all but `nats` (the guard of the spawned nats-server). */
+function nodeProcesses(sup: Supervisor): ReturnType<Supervisor['snapshot']> {
+  return sup.snapshot().filter((p) => p.name !== 'nats');
 }
 
 /** A TCP port free on 127.0.0.1 now. */

@@ -1,10 +1,11 @@
 /**
- * Spawns a nats-server with JetStream for `splitlet up` when NATS_URL is not given.
+ * The nats-server of `splitlet up` (when NATS_URL is not given), as a supervised process.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createServer, connect } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { CliError } from '../state-dir.js';
+import type { ProcessSpec } from './supervisor.js';
 
 /** A free TCP port on 127.0.0.1 (bound then released). */
 export function freePort(): Promise<number> {
@@ -30,15 +31,34 @@ function canConnect(port: number): Promise<boolean> {
   });
 }
 
-/** A spawned nats-server. */
-export interface SpawnedNats {
-  url: string;
-  child: ChildProcess;
-  stop(graceMs: number): Promise<void>;
+/** Whether something accepts TCP connections at a `nats://host:port` URL within `timeoutMs`. */
+export function natsReachable(url: string, timeoutMs: number): Promise<boolean> {
+  let host = '127.0.0.1';
+  let port = 4222;
+  try {
+    const u = new URL(url.split(',')[0]!.trim());
+    host = u.hostname || host;
+    port = Number(u.port || '4222');
+  } catch {
+    return Promise.resolve(false);
+  }
+  return new Promise((res) => {
+    const s = connect({ host, port });
+    const t = setTimeout(() => (s.destroy(), res(false)), timeoutMs);
+    s.once('connect', () => (clearTimeout(t), s.destroy(), res(true)));
+    s.once('error', () => (clearTimeout(t), res(false)));
+  });
 }
 
-/** Starts `nats-server -js` on a free loopback port with its store in `storeDir`. */
-export async function spawnNatsServer(opts: { bin: string; storeDir: string; logFile: string }): Promise<SpawnedNats> {
+/** The guard process's main module (see nats-guard.ts). */
+const GUARD_MAIN = fileURLToPath(new URL('./nats-guard.js', import.meta.url));
+
+/**
+ * The nats-server of `splitlet up` as a supervised process: `nats-guard.js` runs
+ * `nats-server -js` on a fixed loopback port with its store in `storeDir`, so a restart (the
+ * supervisor restarts it when it dies) serves the same streams and buckets at the same URL.
+ */
+export async function natsServerSpec(opts: { bin: string; storeDir: string; logFile: string }): Promise<{ spec: ProcessSpec; url: string; port: number }> {
   const probe = spawnSync(opts.bin, ['--version'], { encoding: 'utf8' });
   if (probe.error) {
     throw new CliError(
@@ -46,30 +66,19 @@ export async function spawnNatsServer(opts: { bin: string; storeDir: string; log
     );
   }
   const port = await freePort();
-  const child = spawn(opts.bin, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', opts.storeDir, '-l', opts.logFile], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-  const deadline = Date.now() + 10_000;
-  while (!(await canConnect(port))) {
-    if (child.exitCode !== null) throw new CliError(`nats-server exited at start (code ${child.exitCode}): ${stderr.trim()} (see ${opts.logFile})`);
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new CliError(`nats-server did not accept connections on port ${port} within 10 s (see ${opts.logFile})`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const args = ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', opts.storeDir, '-l', opts.logFile];
   return {
     url: `nats://127.0.0.1:${port}`,
-    child,
-    async stop(graceMs: number) {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), graceMs);
-      await exited;
-      clearTimeout(t);
-    },
+    port,
+    spec: { name: 'nats', main: GUARD_MAIN, env: { NATS_SERVER_BIN: opts.bin, NATS_SERVER_ARGS: JSON.stringify(args) } },
   };
+}
+
+/** Waits until the spawned nats-server accepts connections; an error naming its log after `timeoutMs`. */
+export async function waitForNats(port: number, logFile: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await canConnect(port))) {
+    if (Date.now() > deadline) throw new CliError(`nats-server did not accept connections on port ${port} within ${timeoutMs / 1000} s (see ${logFile})`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }

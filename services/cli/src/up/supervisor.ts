@@ -104,7 +104,8 @@ export class Supervisor {
     // Each process in its own process group: a terminal's Ctrl-C reaches only the supervisor, which
     // then stops the processes one by one (a second signal would make them skip their drain).
     const child = spawn(this.#opts.nodeBin, [r.spec.main], {
-      env: { ...process.env, ...r.spec.env },
+      // SPLITLET_SUPERVISOR_PID: the process drains on its own once this supervisor is gone.
+      env: { ...process.env, ...r.spec.env, SPLITLET_SUPERVISOR_PID: String(process.pid) },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
@@ -160,27 +161,47 @@ export class Supervisor {
     });
   }
 
-  /** Last resort when the supervisor itself exits abruptly: SIGKILL every process still running. */
+  /** Last resort (a second signal, or the supervisor exiting abruptly): SIGKILL every process still running. */
   killAll(): void {
+    this.#stopping = true;
     for (const r of this.#procs) if (r.child && r.child.exitCode === null && r.child.signalCode === null) r.child.kill('SIGKILL');
   }
 
-  /** Stops every process in reverse start order: SIGTERM, then SIGKILL after `graceMs`. */
-  async stopAll(graceMs: number): Promise<void> {
+  /**
+   * Stops every process. `ordered`: in reverse start order, each SIGTERMed once the one after it
+   * exited (NATS is up, so each drains through it). Otherwise all at once (NATS is gone: nothing to
+   * drain through, and one by one would add up each process's wait). Whatever is still running
+   * `graceMs` after the call is SIGKILLed.
+   */
+  async stopAll(opts: { graceMs: number; ordered: boolean }): Promise<void> {
     this.#stopping = true;
-    for (const r of [...this.#procs].reverse()) {
+    const deadline = Date.now() + opts.graceMs;
+    const live = (r: Running): r is Running & { child: ChildProcess } =>
+      r.child !== undefined && r.child.exitCode === null && r.child.signalCode === null;
+    for (const r of this.#procs) {
       if (r.restartTimer) clearTimeout(r.restartTimer);
+      r.restartTimer = undefined;
       r.stopping = true;
-      const child = r.child;
-      if (!child || child.exitCode !== null || child.signalCode !== null) continue;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => {
-        this.#note(r.spec.name, `did not stop within ${graceMs} ms, killing`);
-        child.kill('SIGKILL');
-      }, graceMs);
-      await r.exited;
-      clearTimeout(timer);
     }
+    const killer = setTimeout(() => {
+      for (const r of this.#procs) {
+        if (!live(r)) continue;
+        this.#note(r.spec.name, `did not stop within ${opts.graceMs} ms, killing`);
+        r.child.kill('SIGKILL');
+      }
+    }, opts.graceMs);
+    if (opts.ordered) {
+      for (const r of [...this.#procs].reverse()) {
+        if (!live(r)) continue;
+        r.child.kill('SIGTERM');
+        await r.exited;
+        if (Date.now() > deadline) break;
+      }
+    } else {
+      for (const r of this.#procs) if (live(r)) r.child.kill('SIGTERM');
+    }
+    await Promise.all(this.#procs.map((r) => r.exited));
+    clearTimeout(killer);
     await Promise.all(this.#procs.map((r) => new Promise<void>((res) => r.log.end(res))));
   }
 }

@@ -1,0 +1,36 @@
+/** runService's supervisor watch: a process whose parent is no longer its supervisor drains. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { createLogger } from '@splitlet/telemetry';
+import { runService, SUPERVISOR_CHECK_MS } from '../src/run-service.js';
+
+const quiet = createLogger({ service: 'test', level: 'error', stream: { write: () => true } as unknown as NodeJS.WritableStream });
+
+describe('runService supervisorPid', () => {
+  it('drains once the parent pid is no longer the supervisor, and not before', async () => {
+    let parent = 4242;
+    let exitCode: number | undefined;
+    const exited = new Promise<number>((r) => {
+      const svc = runService({
+        name: 'watched',
+        logger: quiet,
+        port: 0,
+        handleProcessEvents: false,
+        supervisorPid: 4242,
+        parentPid: () => parent,
+        exit: (code) => {
+          exitCode = code;
+          r(code);
+        },
+        start: () => undefined,
+      });
+      void svc;
+    });
+    await new Promise((r) => setTimeout(r, SUPERVISOR_CHECK_MS * 3));
+    assert.equal(exitCode, undefined, 'still running while its parent is the supervisor');
+    const t0 = Date.now();
+    parent = 1;
+    assert.equal(await exited, 0);
+    assert.ok(Date.now() - t0 < SUPERVISOR_CHECK_MS * 4, `drained ${Date.now() - t0} ms after re-parenting`);
+  });
+});
