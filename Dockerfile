@@ -52,6 +52,8 @@ FROM ${NODE_IMAGE} AS splitlet
 COPY --from=node-os /bin/busybox /usr/local/bin/busybox
 COPY --from=app /opt/splitlet /opt/splitlet
 COPY docker/splitlet-entrypoint.sh /usr/local/bin/splitlet-entrypoint
+# The apiserver's state (CA, certificates, token, kubeconfig): a volume there starts owned by `node`.
+RUN mkdir -p /var/lib/splitlet-api && chown node:node /var/lib/splitlet-api
 ENV NODE_ENV=production
 USER node
 WORKDIR /opt/splitlet

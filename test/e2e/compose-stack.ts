@@ -54,6 +54,8 @@ export interface ComposeStack {
   natsUrl: string;
   /** Jaeger's (or its stand-in's) query API, `http://127.0.0.1:<port>`. */
   jaegerUrl: string;
+  /** The embedded apiserver's published port on 127.0.0.1. */
+  apiPort: number;
   node: string;
   /** Runs `docker-compose <args>` for this project. */
   compose(args: readonly string[], timeoutMs?: number): Promise<string>;
@@ -73,7 +75,7 @@ export interface ComposeStack {
  */
 export async function composeStack(manifests: string, runtime: 'containerd' | 'sim' = 'containerd', node = 'compose-node'): Promise<ComposeStack> {
   const project = `splitlet-e2e-${runtime}-${process.pid}`;
-  const [natsPort, monitorPort, jaegerPort] = [await freePort(), await freePort(), await freePort()];
+  const [natsPort, monitorPort, jaegerPort, apiPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     COMPOSE_DOCKER_CLI_BUILD: '1',
@@ -90,6 +92,7 @@ export async function composeStack(manifests: string, runtime: 'containerd' | 's
     SPLITLET_NATS_PORT: String(natsPort),
     SPLITLET_NATS_MONITOR_PORT: String(monitorPort),
     SPLITLET_JAEGER_UI_PORT: String(jaegerPort),
+    SPLITLET_API_PORT: String(apiPort),
   };
   const files = ['docker-compose.yml', ...(runtime === 'sim' ? ['docker-compose.sim.yml'] : ['test/e2e/compose.ci-node.yml']), 'test/e2e/compose.ci.yml'].flatMap((f) => ['-f', join(ROOT, f)]);
   const compose = (args: readonly string[], timeoutMs?: number): Promise<string> =>
@@ -99,6 +102,7 @@ export async function composeStack(manifests: string, runtime: 'containerd' | 's
     project,
     natsUrl: `nats://127.0.0.1:${natsPort}`,
     jaegerUrl: `http://127.0.0.1:${jaegerPort}`,
+    apiPort,
     node,
     compose,
     volumePath: async (volume) => (await run('docker', ['volume', 'inspect', '--format', '{{.Mountpoint}}', `${project}_${volume}`], env)).trim(),
