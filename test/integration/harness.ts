@@ -97,7 +97,7 @@ export async function startSplitlet(opts: { podWorkers?: number; nodeName?: stri
       return stdout;
     },
     async pods() {
-      const out = await inst.cli(['get', 'pods', '-o', 'json']);
+      const out = await inst.cli(['get', 'pods', '-A', '-o', 'json']);
       return (JSON.parse(out) as { items: PodJson[] }).items;
     },
     info() {

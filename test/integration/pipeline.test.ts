@@ -132,6 +132,36 @@ describe('pipeline on the simulated runtime', () => {
     });
   });
 
+  test('get pods shows the current namespace like kubectl; -A lists all with a NAMESPACE column', async () => {
+    const inTeam = JSON.parse(onePod('teampod', 'Always', 'sleep 3600')) as { metadata: Record<string, string> };
+    inTeam.metadata.namespace = 'team-a';
+    writeFileSync(join(manifests, 'teampod.json'), JSON.stringify(inTeam));
+    writeFileSync(join(manifests, 'homepod.json'), onePod('homepod', 'Always', 'sleep 3600'));
+    await waitFor('both Running', async () => {
+      const pods = await s.pods();
+      return [`teampod-${NODE}`, `homepod-${NODE}`].every((n) => podNamed(pods, n)?.status?.phase === 'Running');
+    });
+    const current = await s.cli(['get', 'pods']);
+    assert.match(current, new RegExp(`^NAME\\s+READY\\s+STATUS\\s+RESTARTS\\s+AGE\n`));
+    assert.match(current, new RegExp(`^homepod-${NODE}\\s+1/1\\s+Running`, 'm'));
+    assert.doesNotMatch(current, /teampod/, 'a pod of another namespace is not in the default listing');
+    assert.match(await s.cli(['get', 'pods', '-n', 'team-a']), new RegExp(`^teampod-${NODE}\\s+1/1\\s+Running`, 'm'));
+    assert.equal(await s.cli(['get', 'pods', '-n', 'nothing-here']), 'No resources found in nothing-here namespace.\n');
+    for (const flag of ['-A', '--all-namespaces']) {
+      const all = await s.cli(['get', 'pods', flag]);
+      assert.match(all, /^NAMESPACE\s+NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\n/);
+      assert.match(all, new RegExp(`^team-a\\s+teampod-${NODE}\\s+1/1\\s+Running`, 'm'));
+      assert.match(all, new RegExp(`^default\\s+homepod-${NODE}\\s+1/1\\s+Running`, 'm'));
+    }
+    await assert.rejects(s.cli(['get', 'pods', '-A', `teampod-${NODE}`]), /a resource cannot be retrieved by name across all namespaces/);
+    rmSync(join(manifests, 'teampod.json'));
+    rmSync(join(manifests, 'homepod.json'));
+    await waitFor('teampod and homepod gone', async () => {
+      const pods = await s.pods();
+      return !podNamed(pods, `teampod-${NODE}`) && !podNamed(pods, `homepod-${NODE}`);
+    });
+  });
+
   // The exact 10 s / 20 s / 40 s delays are measured from the runtime's timestamps in pod-contract.test.ts,
   // on the simulator and on containerd; here: the loop, its waiting reason and the RESTARTS column.
   test('restartPolicy Always: CrashLoopBackOff and a growing RESTARTS column', { timeout: 120_000 }, async () => {

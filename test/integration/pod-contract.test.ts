@@ -26,13 +26,16 @@ import type { InstanceInfo } from '../../services/cli/src/state-dir.ts';
 import { containerdSkipReason, criEndpointOf, startSplitlet, stopSplitlet, waitFor } from './harness.ts';
 import type { Instance } from './harness.ts';
 import { NodeObserver } from './contract/node-observer.ts';
-import { POD_SCENARIOS } from './contract/pod-scenarios.ts';
+import { DOC_EXAMPLES } from './contract/doc-examples.ts';
+import { POD_SCENARIOS as ISSUE_SCENARIOS } from './contract/pod-scenarios.ts';
 import type { Count, ExpectedContainer, ExpectedEvent, PodRef, PodScenario, ScenarioCheck, Text } from './contract/pod-scenarios.ts';
 
 const execFileP = promisify(execFile);
 const NODE = 'contract-node';
 const NAMESPACE = 'default';
 
+/** The contract table and the Kubernetes documentation's examples. */
+const POD_SCENARIOS = [...ISSUE_SCENARIOS, ...DOC_EXAMPLES];
 const only = process.env['POD_CONTRACT_ONLY']; // `sim` or `containerd`: run one half (for development)
 const containerdSkip = only === 'sim' ? 'POD_CONTRACT_ONLY=sim' : containerdSkipReason();
 const simSkip = only === 'containerd' ? 'POD_CONTRACT_ONLY=containerd' : undefined;
@@ -267,6 +270,7 @@ function podContract(runtime: RuntimeName, skip: string | undefined): void {
               if (p.status?.phase !== expect.phase) problems.push(`phase ${String(p.status?.phase)}, want ${expect.phase}`);
               if (expect.reason !== undefined && p.status?.reason !== expect.reason) problems.push(`reason ${String(p.status?.reason)}, want ${expect.reason}`);
               if (expect.message !== undefined && !matches(p.status?.message, expect.message, ref)) problems.push(`message ${JSON.stringify(p.status?.message)}, want ${String(text(expect.message, ref))}`);
+              if (expect.qosClass !== undefined && p.status?.qosClass !== expect.qosClass) problems.push(`qosClass ${String(p.status?.qosClass)}, want ${expect.qosClass}`);
               if (expect.initContainers !== undefined) problems.push(...containerMismatches('init container', p.status?.initContainerStatuses, expect.initContainers, ref));
               problems.push(...containerMismatches('container', p.status?.containerStatuses, expect.containers, ref));
               problems.push(...eventMismatches(events, expect.events, expect.noEvents ?? [], ref));
@@ -298,7 +302,8 @@ function podContract(runtime: RuntimeName, skip: string | undefined): void {
               const got = out.trimEnd().split('\n');
               return got.length === check.lines.length && check.lines.every((l, i) => matches(got[i], l, ref));
             },
-            10_000,
+            // Generous: with ~45 scenarios at once on a loaded 2-core machine one CLI run can take many seconds.
+            60_000,
             250,
           ).catch((e: unknown) => {
             throw new Error(`${e instanceof Error ? e.message : String(e)}; last output ${JSON.stringify(out)}, want ${JSON.stringify(check.lines.map((l) => shown(l, ref)))}`);

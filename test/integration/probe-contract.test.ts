@@ -3,9 +3,10 @@
  * `splitlet up --runtime sim` and `--runtime containerd`, checked with the kubelet's texts —
  * readiness flapping through the thresholds, a liveness restart (events, restartCount, lastState,
  * the probe-level grace), a startup probe holding liveness back, an exec probe timeout, a sidecar
- * with a startup probe, httpGet/tcpSocket on the pod IP (containerd: the simulator's pods have no
- * reachable IP yet), `splitlet exec` exit codes and output, the prober's metrics, and the prober
- * killed with -9: probes resume and nothing restarts because of it.
+ * with a startup probe, httpGet/tcpSocket on the pod IP (containerd's CNI bridge, the simulator's
+ * 127.77.x.x loopback), a Deployment-style web pod (nginx:1.27 on the simulator), `splitlet exec`
+ * exit codes and output, the prober's metrics, and the prober killed with -9: probes resume and
+ * nothing restarts because of it.
  *
  * The containerd half is skipped, with the reason printed, where a local containerd cannot run.
  * PROBE_CONTRACT_ONLY=sim|containerd runs one half.
@@ -25,7 +26,7 @@ import { connectCliBus } from '../../services/cli/src/target.ts';
 import { containerdSkipReason, criEndpointOf, repoRoot, startSplitlet, stopSplitlet, waitFor } from './harness.ts';
 import type { Instance } from './harness.ts';
 import { NodeObserver } from './contract/node-observer.ts';
-import { PROBE_SCENARIOS } from './contract/probe-scenarios.ts';
+import { PROBE_SCENARIOS, manifestOn } from './contract/probe-scenarios.ts';
 import type { ProbeScenarioId } from './contract/probe-scenarios.ts';
 import { parsePrometheusText, sumOf } from './prom-text.ts';
 
@@ -79,7 +80,7 @@ function probeContract(runtime: RuntimeName, skip: string | undefined): void {
       s = await startSplitlet({ nodeName: NODE, podWorkers: 1, args: ['--runtime', runtime], stateDir });
       obs = await NodeObserver.start(s.info() as unknown as InstanceInfo);
       cri = await GrpcRuntimeService.connect({ endpoint: criEndpointOf(runtime, s.stateDir), timeoutMs: 30_000 });
-      for (const sc of scenarios) writeFileSync(join(s.stateDir, 'manifests', `${sc.id}.json`), JSON.stringify(sc.manifest));
+      for (const sc of scenarios) writeFileSync(join(s.stateDir, 'manifests', `${sc.id}.json`), JSON.stringify(manifestOn(sc, runtime)));
     });
 
     after(async () => {
@@ -158,7 +159,7 @@ function probeContract(runtime: RuntimeName, skip: string | undefined): void {
         assert.match(out, /sidecar-startup-probe-node\s+2\/2\s+Running/);
       });
 
-      it('http-tcp: httpGet on a named port, a 404, tcpSocket open and refused', { skip: runtime === 'sim' ? 'the simulator has no reachable pod IP yet (h-sim)' : false }, async () => {
+      it('http-tcp: httpGet on a named port, a 404, tcpSocket open and refused', async () => {
         const p = await waitPod('http-tcp', 'web ready', (x) => container(x, 'web')?.ready === true);
         const ip = p.status?.podIP ?? '';
         assert.match(ip, /^\d+\.\d+\.\d+\.\d+$/);
@@ -169,6 +170,34 @@ function probeContract(runtime: RuntimeName, skip: string | undefined): void {
         assert.equal(container(now, 'notfound')?.ready, false);
         assert.equal(container(now, 'closed')?.ready, false);
         assert.equal(eventsOf('http-tcp', 'Killing').length, 0);
+      });
+
+      it('web-deployment: Ready only once its readiness probe passes; a failing liveness probe restarts it', async () => {
+        const id = 'web-deployment';
+        // Started (the startup probe on / passed), serving, but not Ready: /ready is missing.
+        let p = await waitPod(id, 'web started', (x) => container(x, 'web')?.started === true && x.status?.podIP !== undefined);
+        await waitEvent(id, 'Unhealthy', 'Readiness probe failed: HTTP probe failed with statuscode: 404');
+        p = obs.pod(full(id)) ?? p;
+        assert.equal(p.status?.phase, 'Running');
+        assert.equal(condition(p, 'Ready')?.status, 'False');
+        assert.equal(container(p, 'web')?.ready, false);
+        const page = await fetch(`http://${p.status?.podIP ?? ''}/healthz`);
+        assert.equal(page.status, 200, 'the postStart hook wrote the health file, served on the pod IP');
+        assert.equal(await page.text(), 'ok\n');
+        const html = '/usr/share/nginx/html';
+        assert.equal((await execIn(id, 'web', ['sh', '-c', `echo ready > ${html}/ready`])).code, 0);
+        p = await waitPod(id, 'Ready', (x) => condition(x, 'Ready')?.status === 'True' && container(x, 'web')?.ready === true);
+        assert.equal(container(p, 'web')?.restartCount, 0);
+        assert.equal(eventsOf(id, 'Unhealthy').filter((e) => e.message.startsWith('Liveness')).length, 0, 'the liveness probe passes while /healthz is served');
+        // The liveness probe fails: the kubelet's Unhealthy events, Killing, a restart with lastState; not Ready after it.
+        assert.equal((await execIn(id, 'web', ['rm', `${html}/healthz`])).code, 0);
+        await waitEvent(id, 'Unhealthy', 'Liveness probe failed: HTTP probe failed with statuscode: 404');
+        await waitEvent(id, 'Killing', 'Container web failed liveness probe, will be restarted');
+        p = await waitPod(id, 'restarted', (x) => (container(x, 'web')?.restartCount ?? 0) >= 1 && container(x, 'web')?.lastState?.terminated !== undefined);
+        assert.ok(eventsOf(id, 'Unhealthy').filter((e) => e.message === 'Liveness probe failed: HTTP probe failed with statuscode: 404').length >= 1);
+        // The new container has a fresh filesystem: healthz rewritten by postStart, /ready gone again.
+        p = await waitPod(id, 'running again, not Ready', (x) => container(x, 'web')?.state?.running !== undefined && container(x, 'web')?.started === true && condition(x, 'Ready')?.status === 'False');
+        assert.equal(container(p, 'web')?.ready, false);
       });
 
       it('steady: passing probes make the pod Ready', async () => {

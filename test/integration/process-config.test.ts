@@ -25,6 +25,8 @@ const CASES: readonly Case[] = [
   { service: 'config-source', env: { ...badNode, MANIFEST_DIR: '/tmp/manifests' }, stderr: nodeNameLine('config-source') },
   { service: 'cri-adapter', env: { ...badNode, CRI_ENDPOINT: 'unix:///run/containerd/containerd.sock' }, stderr: nodeNameLine('cri-adapter') },
   { service: 'pleg', env: badNode, stderr: nodeNameLine('pleg') },
+  { service: 'prober', env: { ...badNode, CRI_ENDPOINT: 'unix:///run/containerd/containerd.sock' }, stderr: nodeNameLine('prober') },
+  { service: 'prober', env: { NATS_URL: 'nats://127.0.0.1:1', NODE_NAME: 'node-a', OTEL_SDK_DISABLED: 'true' }, stderr: 'prober: invalid configuration: CRI_ENDPOINT: is required but not set\n' },
   { service: 'pod-worker', env: badNode, stderr: nodeNameLine('pod-worker') },
   { service: 'status-manager', env: badNode, stderr: nodeNameLine('status-manager') },
   { service: 'sync-loop', env: badNode, stderr: nodeNameLine('sync-loop') },

@@ -45,7 +45,7 @@ describe('splitlet with --nats-url only (remote stack)', { timeout: 240_000 }, (
     return p;
   }
   async function remotePods(): Promise<PodJson[]> {
-    return (JSON.parse((await remote(['get', 'pods', '-o', 'json'])).stdout) as { items: PodJson[] }).items;
+    return (JSON.parse((await remote(['get', 'pods', '-A', '-o', 'json'])).stdout) as { items: PodJson[] }).items;
   }
 
   before(async () => {

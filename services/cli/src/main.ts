@@ -4,7 +4,7 @@
  *   splitlet up [--node-name N] [--pod-workers N] [--manifest-url URL] [--cri-endpoint unix://…] [--no-restart]
  *   splitlet apply -f FILE|-
  *   splitlet delete pod NAME [--wait=false]
- *   splitlet get pods [NAME] [-o wide|json|yaml|name]
+ *   splitlet get pods [NAME] [-n NAMESPACE | -A] [-o wide|json|yaml|name]
  *   splitlet describe pod NAME
  *
  * Every command finds its node through --nats-url / SPLITLET_NATS_URL (plus --node-name, or the
@@ -32,7 +32,7 @@ Usage:
   splitlet up [--node-name NAME] [--pod-workers N] [--manifest-url URL] [--runtime sim|containerd] [--cri-endpoint unix:///path] [--no-restart] [--no-apiserver] [--log-format console|json]
   splitlet apply -f FILE|-
   splitlet delete pod NAME [-n NAMESPACE] [--wait=false]
-  splitlet get pods [NAME] [-n NAMESPACE] [-o wide|json|yaml|name]
+  splitlet get pods [NAME] [-n NAMESPACE | -A] [-o wide|json|yaml|name]
   splitlet get partitions [-o wide|json] [-w]
   splitlet describe pod NAME [-n NAMESPACE]
   splitlet logs POD [-c CONTAINER] [-p|--previous] [-f] [--tail N] [--timestamps]
@@ -89,6 +89,7 @@ async function main(rawArgv: string[]): Promise<number> {
       filename: { type: 'string', short: 'f' },
       output: { type: 'string', short: 'o' },
       namespace: { type: 'string', short: 'n' },
+      'all-namespaces': { type: 'boolean', short: 'A' },
       wait: { type: 'string' },
       timeout: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -195,7 +196,7 @@ async function main(rawArgv: string[]): Promise<number> {
     case 'get': {
       const { kind, name } = resourceArg(rest, 'get');
       if (kind === 'partitions') return withTarget((t) => getPartitions(t, { output: values.output, watch: values.watch ?? false }, process.stdout));
-      return withTarget((t) => getPods(t, name, values.namespace, values.output, process.stdout));
+      return withTarget((t) => getPods(t, name, { namespace: values.namespace, allNamespaces: values['all-namespaces'] }, values.output, process.stdout));
     }
     case 'describe': {
       const { name } = resourceArg(rest, 'describe');

@@ -163,6 +163,16 @@ describe('tables', () => {
     assert.match(podTable([row], false), /^NAME {4}READY {3}STATUS {4}RESTARTS {3}AGE\ntest1 {3}0\/1 {5}Pending {3}0 {10}5m\n$/);
     assert.match(podTable([row], true).split('\n')[0]!, /AGE {3}IP {7}NODE {5}NOMINATED NODE {3}READINESS GATES$/);
   });
+
+  it('get pods -A puts a NAMESPACE column first, one namespace per row (kubectl --all-namespaces)', () => {
+    const row = podRow(pod({ phase: 'Pending' }), NOW);
+    assert.equal(
+      podTable([row, row], false, ['kube-system', 'default']),
+      'NAMESPACE     NAME    READY   STATUS    RESTARTS   AGE\nkube-system   test1   0/1     Pending   0          5m\ndefault       test1   0/1     Pending   0          5m\n',
+    );
+    assert.match(podTable([row], true, ['default']).split('\n')[0]!, /^NAMESPACE {3}NAME .*READINESS GATES$/);
+    assert.doesNotMatch(podTable([row], false), /NAMESPACE/);
+  });
 });
 
 describe('describePod', () => {

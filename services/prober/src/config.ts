@@ -2,7 +2,7 @@
  * The prober's configuration, read from the environment (the only reader of `process.env`).
  */
 import { z } from 'zod';
-import { loadConfig, type Env, NodeProcessEnv, otelEnv } from '@splitlet/service';
+import { NodeProcessEnv, type Env } from '@splitlet/service';
 
 /** The environment variables the prober reads. */
 export const ProberEnv = z.object({
@@ -13,14 +13,10 @@ export const ProberEnv = z.object({
   RUNTIME_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
 });
 
-/** The prober's typed configuration plus the `OTEL_*` variables for `startTelemetry`. */
-export type ProberConfig = z.output<typeof ProberEnv> & { readonly otelEnv: Env };
+/** The prober's typed configuration. */
+export type ProberConfig = z.output<typeof ProberEnv>;
 
-/**
- * Parses the environment. Throws `ConfigError` naming every bad variable.
- * @param env @default process.env
- */
-export function readConfig(env: Env = process.env): ProberConfig {
-  const config = loadConfig(ProberEnv, env);
-  return { ...config, otelEnv: otelEnv(env) };
+/** The process environment, for `runNodeProcess` (this module is the only reader of `process.env`). */
+export function processEnv(): Env {
+  return process.env;
 }

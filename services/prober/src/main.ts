@@ -5,9 +5,8 @@
  * `sl_probe`, which sync-loop watches to sync the pod.
  */
 import { GrpcRuntimeService } from '@splitlet/cri';
-import { connectNodeBus, isConfigError, realClock, runService, sleep, supervisorPidFromEnv } from '@splitlet/service';
-import { createLogger, createMetricsRegistry, startTelemetry } from '@splitlet/telemetry';
-import { readConfig, type ProberConfig } from './config.js';
+import { realClock, runNodeProcess, sleep } from '@splitlet/service';
+import { ProberEnv, processEnv } from './config.js';
 import { createBusEventSink } from './adapters/bus-event-sink.js';
 import { createKvResultsStore } from './adapters/kv-results-store.js';
 import { watchDesiredAndRuntime } from './adapters/kv-watches.js';
@@ -16,89 +15,58 @@ import { ProbeManager } from './prober/probe-manager.js';
 import { createProber } from './prober/prober.js';
 import { ResultsManager } from './prober/results-manager.js';
 
-const SERVICE = 'prober';
 /** The watches are unhealthy when they saw nothing (not even the relist mark, written every second) for this long. */
 const WATCH_STALL_MS = 60_000;
 /** How long shutdown waits for the last result and event writes. */
 const SHUTDOWN_WRITE_WAIT_MS = 5_000;
 
-async function main(): Promise<void> {
-  let config: ProberConfig;
-  try {
-    config = readConfig();
-  } catch (e) {
-    if (!isConfigError(e)) throw e;
-    process.stderr.write(`${SERVICE}: ${e.message}\n`);
-    process.exit(2);
-  }
-  const logger = createLogger({ service: SERVICE, level: config.LOG_LEVEL, fields: { node: config.NODE_NAME } });
-  const telemetry = startTelemetry({
-    serviceName: SERVICE,
-    nodeName: config.NODE_NAME,
-    env: config.otelEnv,
-    onError: (e) => logger.warn('telemetry error', { err: e }),
-  });
-  const registry = createMetricsRegistry({ service: SERVICE });
-  const supervisorPid = supervisorPidFromEnv(process.env);
-
-  await runService({
-    name: SERVICE,
-    logger,
-    port: config.HEALTH_PORT,
-    host: config.HEALTH_HOST,
-    registry,
-    ...(config.HEALTH_PORT_FILE === undefined ? {} : { portFile: config.HEALTH_PORT_FILE }),
-    ...(supervisorPid === undefined ? {} : { supervisorPid }),
-    start: async ({ signal, health, onClose }) => {
-      const bus = await connectNodeBus({ service: SERVICE, settings: config, logger, registry, telemetry, signal, onClose });
-      let client: GrpcRuntimeService | undefined;
-      for (let attempt = 1; client === undefined; attempt++) {
-        try {
-          client = await GrpcRuntimeService.connect({ endpoint: config.CRI_ENDPOINT, timeoutMs: config.RUNTIME_REQUEST_TIMEOUT_MS, signal });
-        } catch (e) {
-          if (signal.aborted) return;
-          logger.warn('container runtime not reachable yet', { endpoint: config.CRI_ENDPOINT, attempt, err: e });
-          if (!(await sleep(Math.min(1000 * attempt, 5000), signal))) return;
-        }
+await runNodeProcess({
+  service: 'prober',
+  schema: ProberEnv,
+  env: processEnv(),
+  start: async ({ config, bus, telemetry, registry, logger, signal, health, onClose }) => {
+    let client: GrpcRuntimeService | undefined;
+    for (let attempt = 1; client === undefined; attempt++) {
+      try {
+        client = await GrpcRuntimeService.connect({ endpoint: config.CRI_ENDPOINT, timeoutMs: config.RUNTIME_REQUEST_TIMEOUT_MS, signal });
+      } catch (e) {
+        if (signal.aborted) return;
+        logger.warn('container runtime not reachable yet', { endpoint: config.CRI_ENDPOINT, attempt, err: e });
+        if (!(await sleep(Math.min(1000 * attempt, 5000), signal))) return;
       }
-      const cri = client;
-      onClose({ name: 'cri-client', close: () => cri.close() });
+    }
+    const cri = client;
+    onClose({ name: 'cri-client', close: () => cri.close() });
 
-      const events = createBusEventSink(bus, config.NODE_NAME, realClock, logger);
-      const results = new ResultsManager({ store: await createKvResultsStore(bus, config.NODE_NAME), clock: realClock, logger });
-      const resumed = await results.load();
-      const manager = new ProbeManager({
-        // Not instrumented: a span per probe tick would start a root trace per tick.
-        prober: createProber({ runtime: cri, events }),
-        results,
-        metrics: createProberMetrics(registry),
-        tracer: telemetry.tracer,
-        clock: realClock,
-        logger,
-      });
-      const watches = await watchDesiredAndRuntime(bus, config.NODE_NAME, manager, signal);
-      // Closers run in reverse: stop the workers, then let the last results and events out before the bus closes.
-      onClose({
-        name: 'prober',
-        close: async () => {
-          await watches.done;
-          await manager.stop();
-          // Bounded: with NATS gone the writes would retry forever; the next prober resumes from the buckets.
-          await Promise.race([Promise.all([results.idle(), events.flush()]), sleep(SHUTDOWN_WRITE_WAIT_MS)]);
-        },
-      });
-      await watches.ready;
-      manager.cleanupPods();
-      health.register('prober-watches', () => {
-        const age = Date.now() - watches.lastActivity();
-        return age > WATCH_STALL_MS ? { ok: false, reason: `the desired/runtime watches saw nothing for ${age} ms; threshold is ${WATCH_STALL_MS} ms` } : { ok: true };
-      });
-      logger.info('prober started', { resumedPods: resumed, workers: manager.workerCount });
-    },
-  });
-}
-
-main().catch((e: unknown) => {
-  process.stderr.write(`${SERVICE}: fatal: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-  process.exit(1);
+    const events = createBusEventSink(bus, config.NODE_NAME, realClock, logger);
+    const results = new ResultsManager({ store: await createKvResultsStore(bus, config.NODE_NAME), clock: realClock, logger });
+    const resumed = await results.load();
+    const manager = new ProbeManager({
+      // Not instrumented: a span per probe tick would start a root trace per tick.
+      prober: createProber({ runtime: cri, events }),
+      results,
+      metrics: createProberMetrics(registry),
+      tracer: telemetry.tracer,
+      clock: realClock,
+      logger,
+    });
+    const watches = await watchDesiredAndRuntime(bus, config.NODE_NAME, manager, signal);
+    // Closers run in reverse: stop the workers, then let the last results and events out before the bus closes.
+    onClose({
+      name: 'prober',
+      close: async () => {
+        await watches.done;
+        await manager.stop();
+        // Bounded: with NATS gone the writes would retry forever; the next prober resumes from the buckets.
+        await Promise.race([Promise.all([results.idle(), events.flush()]), sleep(SHUTDOWN_WRITE_WAIT_MS)]);
+      },
+    });
+    await watches.ready;
+    manager.cleanupPods();
+    health.register('prober-watches', () => {
+      const age = Date.now() - watches.lastActivity();
+      return age > WATCH_STALL_MS ? { ok: false, reason: `the desired/runtime watches saw nothing for ${age} ms; threshold is ${WATCH_STALL_MS} ms` } : { ok: true };
+    });
+    logger.info('prober started', { resumedPods: resumed, workers: manager.workerCount });
+  },
 });

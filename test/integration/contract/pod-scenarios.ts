@@ -95,6 +95,8 @@ export interface PodScenario {
     readonly events: readonly ExpectedEvent[];
     /** Event reasons that must not appear for this pod. */
     readonly noEvents?: readonly string[];
+    /** `status.qosClass`. */
+    readonly qosClass?: 'Guaranteed' | 'Burstable' | 'BestEffort';
   };
   /** Runs after `expect` holds, in order. */
   readonly checks?: readonly ScenarioCheck[];
@@ -102,20 +104,20 @@ export interface PodScenario {
   readonly volatile?: boolean;
 }
 
-const IMAGE = 'busybox:1.36';
+export const IMAGE = 'busybox:1.36';
 
-function pod(name: string, spec: Record<string, unknown>): Record<string, unknown> {
+export function pod(name: string, spec: Record<string, unknown>): Record<string, unknown> {
   return { apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { terminationGracePeriodSeconds: 2, ...spec } };
 }
 
-function container(name: string, command: readonly string[], extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function container(name: string, command: readonly string[], extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { name, image: IMAGE, command, ...extra };
 }
 
 const esc = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** The events every started container gets, in the kubelet's words. */
-function started(...names: string[]): ExpectedEvent[] {
+export function started(...names: string[]): ExpectedEvent[] {
   return [
     { type: 'Normal', reason: 'Pulled', message: `Container image "${IMAGE}" already present on machine` },
     ...names.flatMap((n): ExpectedEvent[] => [

@@ -2,18 +2,68 @@
  * The probe contract's pods: each a manifest the kubelet's prober would treat the same on any
  * runtime, named by what it covers. `probe-contract.test.ts` runs them on sim and containerd and
  * checks each with the kubelet's texts. `runtimes` limits a scenario to the runtimes that can serve
- * it (HTTP and TCP probes need a real pod IP: containerd's CNI bridge).
+ * it. HTTP and TCP probes dial the pod IP: containerd's CNI bridge, or the simulator's 127.77.x.x
+ * loopback address its `httpd`/`nc -l`/nginx listen on.
  */
 
 const IMAGE = 'busybox:1.36';
 
-export type ProbeScenarioId = 'readiness-flap' | 'liveness-restart' | 'startup-gate' | 'startup-fail' | 'exec-timeout' | 'sidecar-startup' | 'http-tcp' | 'steady';
+export type ProbeScenarioId = 'readiness-flap' | 'liveness-restart' | 'startup-gate' | 'startup-fail' | 'exec-timeout' | 'sidecar-startup' | 'http-tcp' | 'steady' | 'web-deployment';
 
 export interface ProbeScenario {
   readonly id: ProbeScenarioId;
   readonly covers: string;
-  readonly runtimes: readonly ('sim' | 'containerd')[];
-  readonly manifest: Readonly<Record<string, unknown>>;
+  readonly runtimes: readonly RuntimeName[];
+  /** The pod, the same on every runtime, or per runtime (an image swapped for the local busybox). */
+  readonly manifest: Readonly<Record<string, unknown>> | ((runtime: RuntimeName) => Readonly<Record<string, unknown>>);
+}
+
+type RuntimeName = 'sim' | 'containerd';
+
+/** A scenario's manifest on a runtime. */
+export function manifestOn(sc: ProbeScenario, runtime: RuntimeName): Readonly<Record<string, unknown>> {
+  return typeof sc.manifest === 'function' ? sc.manifest(runtime) : sc.manifest;
+}
+
+const HTML = '/usr/share/nginx/html';
+
+/**
+ * The pod template of an ordinary web Deployment (labels with a pod-template-hash, a named port,
+ * requests and limits, env with a fieldRef, a postStart hook writing the health file, startup,
+ * readiness and liveness probes over HTTP), as such projects write it. The simulator runs the real
+ * reference `nginx:1.27`; containerd the local busybox serving the same directory with `httpd`.
+ * Readiness asks for `/ready`, which the test creates: the pod is Ready only once that probe passes.
+ */
+function webDeployment(runtime: RuntimeName): Record<string, unknown> {
+  const image =
+    runtime === 'sim'
+      ? { image: 'nginx:1.27' }
+      : { image: IMAGE, command: ['sh', '-c', `mkdir -p ${HTML} && echo '<h1>web</h1>' > ${HTML}/index.html && exec httpd -f -p 80 -h ${HTML}`] };
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'web-deployment', labels: { app: 'web', tier: 'frontend', 'pod-template-hash': '7c5ddbdf54' } },
+    spec: {
+      terminationGracePeriodSeconds: 5,
+      containers: [
+        {
+          name: 'web',
+          ...image,
+          imagePullPolicy: 'IfNotPresent',
+          ports: [{ name: 'http', containerPort: 80, protocol: 'TCP' }],
+          env: [
+            { name: 'NGINX_ENTRYPOINT_QUIET_LOGS', value: '1' },
+            { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+          ],
+          resources: { requests: { cpu: '100m', memory: '64Mi' }, limits: { cpu: '500m', memory: '128Mi' } },
+          lifecycle: { postStart: { exec: { command: ['sh', '-c', `mkdir -p ${HTML} && echo ok > ${HTML}/healthz`] } } },
+          startupProbe: { httpGet: { path: '/', port: 'http' }, periodSeconds: 1, failureThreshold: 30 },
+          readinessProbe: { httpGet: { path: '/ready', port: 'http' }, periodSeconds: 1, timeoutSeconds: 2, successThreshold: 1, failureThreshold: 1 },
+          livenessProbe: { httpGet: { path: '/healthz', port: 'http', httpHeaders: [{ name: 'X-Probe', value: 'liveness' }] }, initialDelaySeconds: 2, periodSeconds: 1, timeoutSeconds: 2, failureThreshold: 2 },
+        },
+      ],
+    },
+  };
 }
 
 function pod(name: string, spec: Record<string, unknown>): Record<string, unknown> {
@@ -108,7 +158,7 @@ export const PROBE_SCENARIOS: readonly ProbeScenario[] = [
   {
     id: 'http-tcp',
     covers: 'httpGet against busybox httpd on the pod IP (named port), a 404, tcpSocket open and refused',
-    runtimes: ['containerd'],
+    runtimes: both,
     manifest: pod('http-tcp', {
       containers: [
         {
@@ -141,5 +191,11 @@ export const PROBE_SCENARIOS: readonly ProbeScenario[] = [
         },
       ],
     }),
+  },
+  {
+    id: 'web-deployment',
+    covers: "done when: a Deployment-style web pod is Ready only when its readiness probe passes and restarted when its liveness probe fails, with the kubelet's events",
+    runtimes: both,
+    manifest: webDeployment,
   },
 ];

@@ -161,18 +161,24 @@ function deleteManifest(s: StateDir, nodeName: string, name: string, namespace: 
   if (!found) throw new CliError(`Error from server (NotFound): pods "${name}" not found in ${s.manifests}`);
 }
 
-/** `get pods [NAME] [-o wide|json|yaml]`. */
+/**
+ * `get pods [NAME] [-n NS | -A] [-o wide|json|yaml|name]`: as kubectl, the current namespace
+ * (`default`, or `-n`) unless `allNamespaces`, which lists every namespace with a NAMESPACE column.
+ */
 export async function getPods(
   t: CliTarget,
   name: string | undefined,
-  namespace: string | undefined,
+  scope: { namespace?: string | undefined; allNamespaces?: boolean | undefined },
   output: string | undefined,
   out: NodeJS.WritableStream,
 ): Promise<void> {
+  const all = scope.allNamespaces === true;
+  if (all && name !== undefined) throw new CliError('error: a resource cannot be retrieved by name across all namespaces');
+  const namespace = scope.namespace ?? 'default';
   let pods = await listPods(t.bus, t.nodeName);
-  if (namespace !== undefined) pods = pods.filter((p) => p.pod.metadata.namespace === namespace);
+  if (!all) pods = pods.filter((p) => (p.pod.metadata.namespace ?? 'default') === namespace);
   if (name !== undefined) {
-    const p = findPod(pods, name, namespace ?? 'default', t.nodeName);
+    const p = findPod(pods, name, namespace, t.nodeName);
     if (!p) throw new CliError(`Error from server (NotFound): pods "${name}" not found`);
     pods = [p];
   }
@@ -182,10 +188,16 @@ export async function getPods(
     case undefined:
     case 'wide':
       if (pods.length === 0) {
-        out.write(`No resources found in ${namespace ?? 'any'} namespace.\n`);
+        out.write(all ? 'No resources found\n' : `No resources found in ${namespace} namespace.\n`);
         return;
       }
-      out.write(podTable(pods.map((p) => podRow(p.pod, now, p.terminating)), output === 'wide'));
+      out.write(
+        podTable(
+          pods.map((p) => podRow(p.pod, now, p.terminating)),
+          output === 'wide',
+          all ? pods.map((p) => p.pod.metadata.namespace ?? 'default') : undefined,
+        ),
+      );
       return;
     case 'json':
     case 'yaml': {

@@ -18,11 +18,22 @@ export function formatTable(headers: string[], rows: string[][]): string {
   return [line(headers), ...rows.map(line)].join('\n') + '\n';
 }
 
-/** The `get pods` table, normal or wide. */
-export function podTable(rows: PodRow[], wide: boolean): string {
-  const headers = ['NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE', ...(wide ? ['IP', 'NODE', 'NOMINATED NODE', 'READINESS GATES'] : [])];
+/**
+ * The `get pods` table, normal or wide. With `namespaces` (kubectl's `-A`) a NAMESPACE column comes
+ * first, holding each row's namespace.
+ */
+export function podTable(rows: PodRow[], wide: boolean, namespaces?: readonly string[]): string {
+  const headers = [...(namespaces ? ['NAMESPACE'] : []), 'NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE', ...(wide ? ['IP', 'NODE', 'NOMINATED NODE', 'READINESS GATES'] : [])];
   return formatTable(
     headers,
-    rows.map((r) => [r.name, r.ready, r.status, r.restarts, r.age, ...(wide ? [r.ip, r.node, r.nominatedNode, r.readinessGates] : [])]),
+    rows.map((r, i) => [
+      ...(namespaces ? [namespaces[i] ?? ''] : []),
+      r.name,
+      r.ready,
+      r.status,
+      r.restarts,
+      r.age,
+      ...(wide ? [r.ip, r.node, r.nominatedNode, r.readinessGates] : []),
+    ]),
   );
 }
