@@ -4,7 +4,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { logRecords } from '@splitlet/testkit';
 import { podNamed, startSplitlet, waitFor } from './harness.ts';
@@ -192,14 +192,21 @@ describe('pipeline on the simulated runtime', () => {
   });
 
   test('bad manifests get a clear error naming the file and what is wrong in it, and nothing else is affected', async () => {
-    writeFileSync(join(manifests, 'good.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: {name: good}\nspec: {containers: [{name: c, image: busybox:1.36, command: [sleep, "3600"]}]}\n');
-    writeFileSync(join(manifests, 'broken.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: {name: [unclosed\n');
-    writeFileSync(join(manifests, 'noname.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: {}\nspec: {containers: [{name: c, image: busybox}]}\n');
-    writeFileSync(join(manifests, 'kind.yaml'), 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n');
-    writeFileSync(join(manifests, 'policy.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: {name: policy}\nspec:\n  restartPolicy: Sometimes\n  containers: [{name: c, image: busybox}]\n');
+    // Each file is written beside the others as a dotfile (the file source skips those) and renamed
+    // in, so config-source never reads one half-written: it would log that state too.
+    const put = (name: string, content: string | Buffer): void => {
+      const tmp = join(manifests, `.${name}.tmp`);
+      writeFileSync(tmp, content);
+      renameSync(tmp, join(manifests, name));
+    };
+    put('good.yaml', 'apiVersion: v1\nkind: Pod\nmetadata: {name: good}\nspec: {containers: [{name: c, image: busybox:1.36, command: [sleep, "3600"]}]}\n');
+    put('broken.yaml', 'apiVersion: v1\nkind: Pod\nmetadata: {name: [unclosed\n');
+    put('noname.yaml', 'apiVersion: v1\nkind: Pod\nmetadata: {}\nspec: {containers: [{name: c, image: busybox}]}\n');
+    put('kind.yaml', 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n');
+    put('policy.yaml', 'apiVersion: v1\nkind: Pod\nmetadata: {name: policy}\nspec:\n  restartPolicy: Sometimes\n  containers: [{name: c, image: busybox}]\n');
     const big = join(manifests, 'huge.yaml');
     // 20 MiB: above the 10 MiB cap.
-    writeFileSync(big, Buffer.alloc(20 * 1024 * 1024, 0x20));
+    put('huge.yaml', Buffer.alloc(20 * 1024 * 1024, 0x20));
     const expected: Record<string, string> = {
       'broken.yaml': 'error converting YAML to JSON: yaml: line 3: Flow sequence in block collection must be sufficiently indented and end with a ]',
       'noname.yaml': 'invalid pod: name is needed for the pod',
