@@ -116,6 +116,8 @@ export { CriError, CriErrorCodes, GrpcStatusOf, isCriError, criErrorCodeFromGrpc
 export type { CriErrorCode, CriErrorOptions } from './cri-error.js';
 export { GrpcRuntimeService, DEFAULT_CRI_TIMEOUT_MS, criErrorFromGrpc } from './grpc-runtime-service.js';
 export type { GrpcRuntimeServiceOptions } from './grpc-runtime-service.js';
+export { dialRuntime } from './dial-runtime.js';
+export type { DialRetry } from './dial-runtime.js';
 export { parseCriLogLine } from './cri-log.js';
 export type { CriLogRecord } from './cri-log.js';
 export { instrument } from './instrument.js';

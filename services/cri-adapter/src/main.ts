@@ -3,8 +3,8 @@
  * process bootstrap.
  */
 import { Subjects } from '@splitlet/api';
-import { GrpcRuntimeService, instrument } from '@splitlet/cri';
-import { realClock, runNodeProcess, sleep } from '@splitlet/service';
+import { dialRuntime, instrument } from '@splitlet/cri';
+import { realClock, runNodeProcess } from '@splitlet/service';
 import { createKvFenceStore } from './adapters/kv-fence-store.js';
 import { createKvBackoffStore } from './adapters/kv-state-store.js';
 import { serveContainerLogs } from './adapters/container-logs-rpc.js';
@@ -22,16 +22,10 @@ await runNodeProcess({
     // Log files are on disk: served even while the runtime is unreachable.
     serveContainerLogs(bus, config.NODE_NAME, config.POD_LOG_DIR, signal);
     // The runtime may come up after us: keep dialling until it answers or we are stopped.
-    let client: GrpcRuntimeService | undefined;
-    for (let attempt = 1; client === undefined; attempt++) {
-      try {
-        client = await GrpcRuntimeService.connect({ endpoint: config.CRI_ENDPOINT, timeoutMs: config.RUNTIME_REQUEST_TIMEOUT_MS, signal });
-      } catch (e) {
-        if (signal.aborted) return;
-        logger.warn('container runtime not reachable yet', { endpoint: config.CRI_ENDPOINT, attempt, err: e });
-        if (!(await sleep(Math.min(1000 * attempt, 5000), signal))) return;
-      }
-    }
+    const client = await dialRuntime({ endpoint: config.CRI_ENDPOINT, timeoutMs: config.RUNTIME_REQUEST_TIMEOUT_MS, signal }, (attempt, err) =>
+      logger.warn('container runtime not reachable yet', { endpoint: config.CRI_ENDPOINT, attempt, err }),
+    );
+    if (client === undefined) return;
     const grpc = client;
     onClose({ name: 'cri-client', close: () => grpc.close() });
     let mutations = 0;

@@ -4,7 +4,7 @@
  * and gRPC probes dial the pod IPs. Workers follow `sl_desired` and `sl_runtime`; results go to
  * `sl_probe`, which sync-loop watches to sync the pod.
  */
-import { GrpcRuntimeService } from '@splitlet/cri';
+import { dialRuntime } from '@splitlet/cri';
 import { realClock, runNodeProcess, sleep } from '@splitlet/service';
 import { ProberEnv, processEnv } from './config.js';
 import { createBusEventSink } from './adapters/bus-event-sink.js';
@@ -25,16 +25,10 @@ await runNodeProcess({
   schema: ProberEnv,
   env: processEnv(),
   start: async ({ config, bus, telemetry, registry, logger, signal, health, onClose }) => {
-    let client: GrpcRuntimeService | undefined;
-    for (let attempt = 1; client === undefined; attempt++) {
-      try {
-        client = await GrpcRuntimeService.connect({ endpoint: config.CRI_ENDPOINT, timeoutMs: config.RUNTIME_REQUEST_TIMEOUT_MS, signal });
-      } catch (e) {
-        if (signal.aborted) return;
-        logger.warn('container runtime not reachable yet', { endpoint: config.CRI_ENDPOINT, attempt, err: e });
-        if (!(await sleep(Math.min(1000 * attempt, 5000), signal))) return;
-      }
-    }
+    const client = await dialRuntime({ endpoint: config.CRI_ENDPOINT, timeoutMs: config.RUNTIME_REQUEST_TIMEOUT_MS, signal }, (attempt, err) =>
+      logger.warn('container runtime not reachable yet', { endpoint: config.CRI_ENDPOINT, attempt, err }),
+    );
+    if (client === undefined) return;
     const cri = client;
     onClose({ name: 'cri-client', close: () => cri.close() });
 
