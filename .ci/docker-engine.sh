@@ -145,14 +145,16 @@ base_images() {
   chown 1000:1000 "$r/home/node"
   import_dir "$r" splitlet-base/node:local --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' --change 'CMD ["node"]'
 
-  # splitlet-base/nats: Debian's nats-server (2.9), its libraries, busybox wget (the healthcheck).
+  # splitlet-base/nats: Debian's nats-server (2.9), its libraries, busybox wget (the healthcheck)
+  # and cat (the README reads the CLI's password with `docker compose exec nats cat /auth/users/cli`,
+  # as nats:2.10-alpine allows).
   r="$work/nats"
   mkdir -p "$r/usr/sbin" "$r/tmp"
   mkdir -p "$r/bin"
   cp /usr/sbin/nats-server "$r/usr/sbin/nats-server"
   copy_libs /usr/sbin/nats-server "$r"
   cp /bin/busybox "$r/bin/busybox"
-  for a in sh wget; do ln -sf busybox "$r/bin/$a"; done
+  for a in sh wget cat; do ln -sf busybox "$r/bin/$a"; done
   chmod 1777 "$r/tmp"
   import_dir "$r" splitlet-base/nats:local --change 'ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin' --change 'ENTRYPOINT ["/usr/sbin/nats-server"]' --change 'EXPOSE 4222 8222'
 

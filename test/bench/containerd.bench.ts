@@ -116,15 +116,22 @@ async function main(): Promise<void> {
           if (r.success && r.data.status.phase === 'Running') running.get(r.data.name)?.();
         }
       })();
-      const viaSplitlet = (tag: string) => async (i: number): Promise<void> => {
-        const name = `s${tag}${i}`;
-        const done = new Promise<void>((r) => running.set(`${name}-${NODE}`, r));
-        writeFileSync(
-          join(stateDir, 'manifests', `${name}.json`),
-          JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'c', image: 'busybox:1.36', command: ['sh', '-c', "trap 'exit 0' TERM; sleep 3600 & wait"] }] } }),
-        );
-        await done;
-      };
+      const viaSplitlet =
+        (tag: string) =>
+        async (i: number): Promise<void> => {
+          const name = `s${tag}${i}`;
+          const done = new Promise<void>((r) => running.set(`${name}-${NODE}`, r));
+          writeFileSync(
+            join(stateDir, 'manifests', `${name}.json`),
+            JSON.stringify({
+              apiVersion: 'v1',
+              kind: 'Pod',
+              metadata: { name },
+              spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'c', image: 'busybox:1.36', command: ['sh', '-c', "trap 'exit 0' TERM; sleep 3600 & wait"] }] },
+            }),
+          );
+          await done;
+        };
       const sSeq = await timed(PODS, 1, viaSplitlet('s'));
       const sConc = await timed(PODS, CONCURRENCY, viaSplitlet('c'));
       watch.stop();

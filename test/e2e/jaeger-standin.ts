@@ -28,6 +28,11 @@ function tag(key: string, v: AttrValue): JaegerTag {
   return { key, type: 'string', value: typeof v === 'string' ? v : JSON.stringify(v, (_, x: unknown) => (typeof x === 'bigint' ? String(x) : x)) };
 }
 
+/** An attribute as the text a `tags` query compares with: a scalar's String(), JSON for anything else. */
+function tagText(v: AttrValue | undefined): string {
+  return typeof v === 'object' && v !== null ? JSON.stringify(v, (_, x: unknown) => (typeof x === 'bigint' ? String(x) : x)) : String(v);
+}
+
 /** The spans of one trace in Jaeger's JSON shape. */
 function jaegerTrace(traceId: string, spans: readonly ReceivedSpan[]): unknown {
   const processes = new Map<string, { id: string; serviceName: string; tags: JaegerTag[] }>();
@@ -88,7 +93,7 @@ const query = createServer((req, res) => {
     const ids = new Set(
       receiver.spans
         .filter((s) => (service === null || s.service === service) && (operation === null || s.name === operation))
-        .filter((s) => Object.entries(tags).every(([k, v]) => String(s.attributes[k]) === v))
+        .filter((s) => Object.entries(tags).every(([k, v]) => tagText(s.attributes[k]) === v))
         .map((s) => s.traceId),
     );
     send(200, { data: [...ids].map((id) => jaegerTrace(id, byTrace(id))) });

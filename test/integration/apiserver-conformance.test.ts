@@ -118,14 +118,27 @@ describe('embedded API server: conformance table', { timeout: 300_000 }, () => {
   });
 
   test('validation: 422 Invalid with the field path', async () => {
-    const bad = await api.request('POST', '/api/v1/namespaces/default/pods', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'Bad_Name' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } });
+    const bad = await api.request('POST', '/api/v1/namespaces/default/pods', {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'Bad_Name' },
+      spec: { containers: [{ name: 'c', image: 'busybox' }] },
+    });
     assert.equal(bad.status, 422);
     assert.equal(bad.body.reason, 'Invalid');
     assert.equal(bad.body.details.causes[0].field, 'metadata.name');
     assert.match(bad.body.message, /^Pod "Bad_Name" is invalid: metadata\.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain/);
-    const noImage = await api.request('POST', '/api/v1/namespaces/default/pods', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'noimage' }, spec: { containers: [{ name: 'c' }] } });
+    const noImage = await api.request('POST', '/api/v1/namespaces/default/pods', {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'noimage' },
+      spec: { containers: [{ name: 'c' }] },
+    });
     assert.equal(noImage.status, 422);
-    assert.ok(noImage.body.details.causes.some((c: any) => c.field === 'spec.containers[0].image'), noImage.text);
+    assert.ok(
+      noImage.body.details.causes.some((c: any) => c.field === 'spec.containers[0].image'),
+      noImage.text,
+    );
     const notJson = await api.request('POST', '/api/v1/namespaces/default/pods', '{"kind":');
     assert.equal(notJson.status, 400);
     assert.match(notJson.body.message, /not valid JSON/);
@@ -139,7 +152,10 @@ describe('embedded API server: conformance table', { timeout: 300_000 }, () => {
     const stale = await api.request('PUT', '/api/v1/namespaces/default/configmaps/cfg', { ...cm, data: { a: '3' } });
     assert.equal(stale.status, 409);
     assert.equal(stale.body.reason, 'Conflict');
-    assert.equal(stale.body.message, 'Operation cannot be fulfilled on configmaps "cfg": the object has been modified; please apply your changes to the latest version and try again');
+    assert.equal(
+      stale.body.message,
+      'Operation cannot be fulfilled on configmaps "cfg": the object has been modified; please apply your changes to the latest version and try again',
+    );
     assert.equal((await api.request('GET', '/api/v1/namespaces/default/configmaps/cfg')).body.data.a, '2');
   });
 
@@ -159,7 +175,8 @@ describe('embedded API server: conformance table', { timeout: 300_000 }, () => {
   });
 
   test('pagination: limit and continue return every item once', async () => {
-    for (let i = 0; i < 5; i++) await api.request('POST', '/api/v1/namespaces/default/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `page-${i}`, labels: { page: 'yes' } } });
+    for (let i = 0; i < 5; i++)
+      await api.request('POST', '/api/v1/namespaces/default/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `page-${i}`, labels: { page: 'yes' } } });
     const names: string[] = [];
     let cont = '';
     let pages = 0;
@@ -180,31 +197,70 @@ describe('embedded API server: conformance table', { timeout: 300_000 }, () => {
     await api.request('PATCH', '/api/v1/namespaces/default/configmaps/w1', { data: { k: 'v' } }, { 'content-type': 'application/merge-patch+json' });
     await api.request('DELETE', '/api/v1/namespaces/default/configmaps/w1');
     const events = await watchEvents(api, `/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${rv}`, (ev) => ev.some((e) => e.type === 'DELETED'));
-    assert.deepEqual(events.map((e) => `${e.type} ${e.object.metadata.name}`), ['ADDED w1', 'MODIFIED w1', 'DELETED w1']);
+    assert.deepEqual(
+      events.map((e) => `${e.type} ${e.object.metadata.name}`),
+      ['ADDED w1', 'MODIFIED w1', 'DELETED w1'],
+    );
     assert.equal(events[1].object.data.k, 'v');
     const revs = events.map((e) => Number(e.object.metadata.resourceVersion));
-    assert.deepEqual([...revs].sort((a, b) => a - b), revs);
+    assert.deepEqual(
+      [...revs].sort((a, b) => a - b),
+      revs,
+    );
   });
 
   test('patches: strategic merge by key on pods/status, JSON patch test failure is 422', async () => {
     const p = (await api.request('GET', '/api/v1/namespaces/default/pods/db-1')).body;
-    const status = { status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'False' }, { type: 'Initialized', status: 'True' }] } };
+    const status = {
+      status: {
+        phase: 'Running',
+        conditions: [
+          { type: 'Ready', status: 'False' },
+          { type: 'Initialized', status: 'True' },
+        ],
+      },
+    };
     assert.equal((await api.request('PATCH', '/api/v1/namespaces/default/pods/db-1/status', status, { 'content-type': 'application/strategic-merge-patch+json' })).status, 200);
-    const patched = await api.request('PATCH', '/api/v1/namespaces/default/pods/db-1/status', { metadata: { uid: p.metadata.uid }, status: { $setElementOrder: undefined, conditions: [{ type: 'Ready', status: 'True' }] } }, { 'content-type': 'application/strategic-merge-patch+json' });
+    const patched = await api.request(
+      'PATCH',
+      '/api/v1/namespaces/default/pods/db-1/status',
+      { metadata: { uid: p.metadata.uid }, status: { $setElementOrder: undefined, conditions: [{ type: 'Ready', status: 'True' }] } },
+      { 'content-type': 'application/strategic-merge-patch+json' },
+    );
     assert.equal(patched.status, 200, patched.text);
-    assert.deepEqual(patched.body.status.conditions.map((c: any) => `${c.type}=${c.status}`), ['Ready=True', 'Initialized=True']);
+    assert.deepEqual(
+      patched.body.status.conditions.map((c: any) => `${c.type}=${c.status}`),
+      ['Ready=True', 'Initialized=True'],
+    );
     assert.equal(patched.body.status.phase, 'Running');
-    const wrongUid = await api.request('PATCH', '/api/v1/namespaces/default/pods/db-1/status', { metadata: { uid: 'other' }, status: { phase: 'Failed' } }, { 'content-type': 'application/strategic-merge-patch+json' });
+    const wrongUid = await api.request(
+      'PATCH',
+      '/api/v1/namespaces/default/pods/db-1/status',
+      { metadata: { uid: 'other' }, status: { phase: 'Failed' } },
+      { 'content-type': 'application/strategic-merge-patch+json' },
+    );
     assert.equal(wrongUid.status, 409);
     assert.match(wrongUid.body.message, /Precondition failed: UID in precondition: other/);
-    const specViaStatus = await api.request('PATCH', '/api/v1/namespaces/default/pods/db-1/status', { spec: { nodeName: 'x' } }, { 'content-type': 'application/merge-patch+json' });
+    const specViaStatus = await api.request(
+      'PATCH',
+      '/api/v1/namespaces/default/pods/db-1/status',
+      { spec: { nodeName: 'x' } },
+      { 'content-type': 'application/merge-patch+json' },
+    );
     assert.equal(specViaStatus.body.spec.nodeName, 'node-a');
-    const test422 = await api.request('PATCH', '/api/v1/namespaces/default/pods/db-1', [{ op: 'test', path: '/metadata/name', value: 'nope' }], { 'content-type': 'application/json-patch+json' });
+    const test422 = await api.request('PATCH', '/api/v1/namespaces/default/pods/db-1', [{ op: 'test', path: '/metadata/name', value: 'nope' }], {
+      'content-type': 'application/json-patch+json',
+    });
     assert.equal(test422.status, 422);
     const immutable = await api.request('PATCH', '/api/v1/namespaces/default/pods/db-1', { spec: { restartPolicy: 'Never' } }, { 'content-type': 'application/merge-patch+json' });
     assert.equal(immutable.status, 422);
     assert.match(immutable.body.message, /^Pod "db-1" is invalid: spec: Forbidden: pod updates may not change fields other than/);
-    const image = await api.request('PATCH', '/api/v1/namespaces/default/pods/db-1', { spec: { containers: [{ name: 'c', image: 'busybox:1.37' }] } }, { 'content-type': 'application/strategic-merge-patch+json' });
+    const image = await api.request(
+      'PATCH',
+      '/api/v1/namespaces/default/pods/db-1',
+      { spec: { containers: [{ name: 'c', image: 'busybox:1.37' }] } },
+      { 'content-type': 'application/strategic-merge-patch+json' },
+    );
     assert.equal(image.status, 200, image.text);
     assert.equal(image.body.spec.containers[0].image, 'busybox:1.37');
     assert.equal(image.body.spec.containers[0].terminationMessagePath, '/dev/termination-log');
@@ -212,7 +268,17 @@ describe('embedded API server: conformance table', { timeout: 300_000 }, () => {
   });
 
   test('binding assigns a node once; graceful deletion of a scheduled pod; finalizers hold deletion', async () => {
-    assert.equal((await api.request('POST', '/api/v1/namespaces/default/pods/web-1/binding', { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'web-1' }, target: { kind: 'Node', name: 'node-a' } })).status, 201);
+    assert.equal(
+      (
+        await api.request('POST', '/api/v1/namespaces/default/pods/web-1/binding', {
+          apiVersion: 'v1',
+          kind: 'Binding',
+          metadata: { name: 'web-1' },
+          target: { kind: 'Node', name: 'node-a' },
+        })
+      ).status,
+      201,
+    );
     assert.equal((await api.request('GET', '/api/v1/namespaces/default/pods/web-1')).body.spec.nodeName, 'node-a');
     const again = await api.request('POST', '/api/v1/namespaces/default/pods/web-1/binding', { target: { kind: 'Node', name: 'node-b' } });
     assert.equal(again.status, 409);
@@ -236,7 +302,10 @@ describe('embedded API server: conformance table', { timeout: 300_000 }, () => {
   test('Table output for kubectl get', async () => {
     const t = (await api.request('GET', '/api/v1/namespaces/default/pods', undefined, { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json' })).body;
     assert.equal(t.kind, 'Table');
-    assert.deepEqual(t.columnDefinitions.filter((c: any) => c.priority === 0).map((c: any) => c.name), ['Name', 'Ready', 'Status', 'Restarts', 'Age']);
+    assert.deepEqual(
+      t.columnDefinitions.filter((c: any) => c.priority === 0).map((c: any) => c.name),
+      ['Name', 'Ready', 'Status', 'Restarts', 'Age'],
+    );
     const row = t.rows.find((r: any) => r.cells[0] === 'db-1');
     assert.deepEqual(row.cells.slice(0, 4), ['db-1', '0/1', 'Running', '0']);
     assert.equal(row.object.metadata.name, 'db-1');

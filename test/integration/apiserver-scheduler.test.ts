@@ -26,11 +26,18 @@ describe('scheduler in the embedded API server', { timeout: 300_000 }, () => {
 
   const nodeOf = async (name: string): Promise<string | undefined> => (await api.request('GET', `/api/v1/namespaces/default/pods/${name}`)).body?.spec?.nodeName;
   const events = async (name: string): Promise<string[]> =>
-    ((await api.request('GET', `/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3D${name}`)).body?.items ?? []).map((e: { reason: string; message: string }) => `${e.reason}: ${e.message}`);
+    ((await api.request('GET', `/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3D${name}`)).body?.items ?? []).map(
+      (e: { reason: string; message: string }) => `${e.reason}: ${e.message}`,
+    );
 
   test('fits by allocatable cpu; FailedScheduling names the resource; bound pods count', async () => {
     assert.equal((await api.request('POST', '/api/v1/nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-b' } })).status, 201);
-    const status = { status: { allocatable: { cpu: '1', memory: '1Gi', pods: '10' }, conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' }] } };
+    const status = {
+      status: {
+        allocatable: { cpu: '1', memory: '1Gi', pods: '10' },
+        conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' }],
+      },
+    };
     const patched = await api.request('PATCH', '/api/v1/nodes/node-b/status', status, { 'content-type': 'application/merge-patch+json' });
     assert.equal(patched.status, 200, patched.text);
 

@@ -30,7 +30,12 @@ describe('apiserver source against the embedded API server', { timeout: 300_000 
   const stop = new AbortController();
   let running: Promise<void>;
   const last = (): Map<string, { deletionTimestamp?: string; uid: string }> =>
-    new Map((listings.at(-1)?.pods ?? []).map((p) => [p.pod.metadata.name, { uid: p.pod.metadata.uid, ...(p.pod.metadata.deletionTimestamp ? { deletionTimestamp: p.pod.metadata.deletionTimestamp } : {}) }]));
+    new Map(
+      (listings.at(-1)?.pods ?? []).map((p) => [
+        p.pod.metadata.name,
+        { uid: p.pod.metadata.uid, ...(p.pod.metadata.deletionTimestamp ? { deletionTimestamp: p.pod.metadata.deletionTimestamp } : {}) },
+      ]),
+    );
 
   before(async () => {
     api = await startApiServer();

@@ -4,14 +4,15 @@
  * `SL_STATUS`, everything asserted through the API: pod status patches (exact fields, unchanged not
  * re-patched, a terminal phase not regressed), deletion of a terminated pod with a deletionTimestamp,
  * mirror pods of static pods, events posted as core/v1 Events, the Node (Ready, capacity) and its
- * renewed Lease.
+ * renewed Lease, its pressure conditions and Ready following the node's record (with the
+ * KubeletConfiguration's nodeStatusUpdateFrequency and nodeLeaseDurationSeconds as the supervisor passes them).
  */
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { Buckets, KubeEvent, Keys, NodeCapacity, PodStatusRecord, PodStatusUpdate, Subjects, type BoundPod, type PodStatus } from '@splitlet/api';
+import { Buckets, KubeEvent, Keys, NodeCapacity, NodeRuntimeStatus, PodStatusRecord, PodStatusUpdate, Subjects, type BoundPod, type PodStatus } from '@splitlet/api';
 import { connectBus, type NatsBus } from '@splitlet/bus';
 import { aRunningStatus, aTerminatedStatus } from '@splitlet/kube/testing';
 import { createLogger } from '@splitlet/telemetry';
@@ -26,24 +27,55 @@ describe('status-manager → API server (integration)', () => {
   let api: ApiServerUnderTest;
   let bus: NatsBus;
   let proc: SpawnedProcess;
+  let capacityKv: Awaited<ReturnType<NatsBus['kv']>>;
+  let heartbeat: NodeJS.Timeout | undefined;
+  /** The node's record as volume-manager would keep writing it (every 3 s here). */
+  let record: NodeCapacity;
+  const writeRecord = async (observedAt = new Date().toISOString()): Promise<void> => {
+    record = { ...record, observedAt };
+    await capacityKv.put(Keys.node(NODE), record);
+  };
 
   before(async () => {
     api = await startApiServer();
     bus = await connectBus({ servers: api.nats.url, process: 'test', node: NODE, logger: createLogger({ service: 'test', stream: { write: () => true } }) });
-    const capacity = await bus.kv(Buckets.nodeCapacity, NodeCapacity);
+    capacityKv = await bus.kv(Buckets.nodeCapacity, NodeCapacity);
     const res = { cpu: '4', memory: '8Gi', 'ephemeral-storage': '100Gi', pods: '110' };
-    await capacity.put(Keys.node(NODE), { type: 'kubelet.node.NodeCapacity.v1', node: NODE, capacity: res, allocatable: { ...res, memory: '7Gi' }, observedAt: new Date().toISOString() });
+    record = {
+      type: 'kubelet.node.NodeCapacity.v1',
+      node: NODE,
+      capacity: res,
+      allocatable: { ...res, memory: '7Gi' },
+      observedAt: new Date().toISOString(),
+      pressure: { memory: false, disk: false, pid: false },
+    };
+    await writeRecord();
+    heartbeat = setInterval(() => void writeRecord().catch(() => undefined), 3000);
     proc = await spawnProcess({
       cmd: process.execPath,
       args: ['--import', 'tsx', join(repoRoot, 'services/status-manager/src/main.ts')],
       cwd: repoRoot,
       name: 'status-manager',
-      env: { NATS_URL: api.nats.url, NODE_NAME: NODE, KUBECONFIG: api.kubeconfig, CONTAINER_RUNTIME_VERSION: 'containerd://2.0.0', HEALTH_PORT: '0', HEALTH_PORT_FILE: join(api.dir.path, 'status-manager.port'), LOG_LEVEL: 'debug', PUBLISH_SPANS: 'false', OTEL_SDK_DISABLED: 'true' },
+      env: {
+        NATS_URL: api.nats.url,
+        NODE_NAME: NODE,
+        KUBECONFIG: api.kubeconfig,
+        CONTAINER_RUNTIME_VERSION: 'containerd://2.0.0',
+        NODE_STATUS_UPDATE_FREQUENCY_MS: '1000',
+        NODE_STATUS_REPORT_FREQUENCY_MS: '3000',
+        NODE_LEASE_DURATION_SECONDS: '8',
+        HEALTH_PORT: '0',
+        HEALTH_PORT_FILE: join(api.dir.path, 'status-manager.port'),
+        LOG_LEVEL: 'debug',
+        PUBLISH_SPANS: 'false',
+        OTEL_SDK_DISABLED: 'true',
+      },
     });
     await proc.waitForLine('status-manager started', 60_000);
   });
 
   after(async () => {
+    clearInterval(heartbeat);
     const code = await proc?.stop();
     await bus?.close();
     await api?.stop();
@@ -65,7 +97,16 @@ describe('status-manager → API server (integration)', () => {
   }
 
   async function publish(pod: BoundPod, status: PodStatus | undefined, couldHaveRunningContainers: boolean, kind: PodStatusUpdate['kind'] = 'set'): Promise<void> {
-    const u: PodStatusUpdate = { type: 'kubelet.status.PodStatusUpdate.v1', kind, uid: pod.metadata.uid, name: pod.metadata.name, namespace: 'default', pod, couldHaveRunningContainers, at: new Date().toISOString() };
+    const u: PodStatusUpdate = {
+      type: 'kubelet.status.PodStatusUpdate.v1',
+      kind,
+      uid: pod.metadata.uid,
+      name: pod.metadata.name,
+      namespace: 'default',
+      pod,
+      couldHaveRunningContainers,
+      at: new Date().toISOString(),
+    };
     if (status !== undefined) u.status = status;
     await bus.publish(PodStatusUpdate, Subjects.status(NODE, pod.metadata.uid), u);
   }
@@ -85,17 +126,27 @@ describe('status-manager → API server (integration)', () => {
   it('patches pods/status with the written status, and does not re-patch an unchanged one', async () => {
     const pod = await createPod('web-1');
     const running = aRunningStatus('foo1');
-    await publish(pod, { phase: 'Running', conditions, podIP: '127.77.0.5', podIPs: [{ ip: '127.77.0.5' }], hostIP: '127.0.0.1', containerStatuses: [running], qosClass: 'BestEffort' }, true);
-    const got = await eventually(async () => {
-      const r = await getPod('web-1');
-      return r.body?.status?.phase === 'Running' ? r.body : undefined;
-    }, { ...SLOW, message: 'API pod web-1 Running' });
+    await publish(
+      pod,
+      { phase: 'Running', conditions, podIP: '127.77.0.5', podIPs: [{ ip: '127.77.0.5' }], hostIP: '127.0.0.1', containerStatuses: [running], qosClass: 'BestEffort' },
+      true,
+    );
+    const got = await eventually(
+      async () => {
+        const r = await getPod('web-1');
+        return r.body?.status?.phase === 'Running' ? r.body : undefined;
+      },
+      { ...SLOW, message: 'API pod web-1 Running' },
+    );
     assert.equal(got.metadata.uid, pod.metadata.uid);
     // Exactly the status status-manager recorded (its merge stamps lastTransitionTime and startTime).
     const record = (await (await bus.kv(Buckets.status, PodStatusRecord)).get(Keys.pod(NODE, pod.metadata.uid)))?.value;
     assert.ok(record);
     for (const [k, v] of Object.entries(record.status)) assert.deepEqual(got.status[k], v, `status.${k}`);
-    assert.deepEqual(got.status.conditions.map((c: any) => [c.type, c.status]), conditions.map((c) => [c.type, c.status]));
+    assert.deepEqual(
+      got.status.conditions.map((c: any) => [c.type, c.status]),
+      conditions.map((c) => [c.type, c.status]),
+    );
     assert.deepEqual(got.status.containerStatuses, [running]);
     assert.equal(got.status.podIP, '127.77.0.5');
     assert.deepEqual(got.status.podIPs, [{ ip: '127.77.0.5' }]);
@@ -118,14 +169,22 @@ describe('status-manager → API server (integration)', () => {
     await publish(pod, { phase: 'Running', conditions, containerStatuses: [aRunningStatus('foo1')] }, true);
     await eventually(async () => (await getPod('web-2')).body?.status?.phase === 'Running', { ...SLOW, message: 'API pod web-2 Running' });
     // Another writer (e.g. an eviction) made the pod Failed.
-    const p = await api.request('PATCH', '/api/v1/namespaces/default/pods/web-2/status', { status: { phase: 'Failed', reason: 'Evicted', message: 'The node was low on resource: memory.' } }, { 'content-type': 'application/merge-patch+json' });
+    const p = await api.request(
+      'PATCH',
+      '/api/v1/namespaces/default/pods/web-2/status',
+      { status: { phase: 'Failed', reason: 'Evicted', message: 'The node was low on resource: memory.' } },
+      { 'content-type': 'application/merge-patch+json' },
+    );
     assert.equal(p.status, 200, p.text);
     const restarted = { ...aRunningStatus('foo1'), restartCount: 1 };
     await publish(pod, { phase: 'Running', conditions, containerStatuses: [restarted] }, true);
-    const got = await eventually(async () => {
-      const r = await getPod('web-2');
-      return r.body?.status?.containerStatuses?.[0]?.restartCount === 1 ? r.body : undefined;
-    }, { ...SLOW, message: 'API pod web-2 container status updated' });
+    const got = await eventually(
+      async () => {
+        const r = await getPod('web-2');
+        return r.body?.status?.containerStatuses?.[0]?.restartCount === 1 ? r.body : undefined;
+      },
+      { ...SLOW, message: 'API pod web-2 container status updated' },
+    );
     assert.equal(got.status.phase, 'Failed');
     assert.equal(got.status.reason, 'Evicted');
   });
@@ -152,25 +211,36 @@ describe('status-manager → API server (integration)', () => {
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name, namespace: 'default', uid, labels: { app: 'static' }, annotations: { 'kubernetes.io/config.source': 'file', 'kubernetes.io/config.hash': uid } },
-      spec: { containers: [{ name: 'foo1', image: 'busybox' }], restartPolicy: 'Always' } as BoundPod['spec'],
+      spec: { containers: [{ name: 'foo1', image: 'busybox' }], restartPolicy: 'Always' },
     };
     await publish(pod, { phase: 'Running', conditions, containerStatuses: [aRunningStatus('foo1')] }, true);
-    const mirror = await eventually(async () => {
-      const r = await getPod(name);
-      return r.body?.status?.phase === 'Running' ? r.body : undefined;
-    }, { ...SLOW, message: 'mirror pod Running' });
+    const mirror = await eventually(
+      async () => {
+        const r = await getPod(name);
+        return r.body?.status?.phase === 'Running' ? r.body : undefined;
+      },
+      { ...SLOW, message: 'mirror pod Running' },
+    );
     assert.equal(mirror.metadata.annotations['kubernetes.io/config.mirror'], uid);
     assert.equal(mirror.metadata.labels.app, 'static');
     assert.equal(mirror.spec.nodeName, NODE);
-    assert.deepEqual(mirror.metadata.ownerReferences.map((o: any) => [o.kind, o.name, o.controller]), [['Node', NODE, true]]);
+    assert.deepEqual(
+      mirror.metadata.ownerReferences.map((o: any) => [o.kind, o.name, o.controller]),
+      [['Node', NODE, true]],
+    );
     assert.notEqual(mirror.metadata.uid, uid);
 
     // Deleted by a user: the next resync replaces it.
     await api.request('DELETE', `/api/v1/namespaces/default/pods/${name}`);
-    const again = await eventually(async () => {
-      const r = await getPod(name);
-      return r.status === 200 && r.body.metadata.uid !== mirror.metadata.uid && r.body.metadata.deletionTimestamp === undefined && r.body.status?.phase === 'Running' ? r.body : undefined;
-    }, { ...SLOW, message: 'mirror pod recreated' });
+    const again = await eventually(
+      async () => {
+        const r = await getPod(name);
+        return r.status === 200 && r.body.metadata.uid !== mirror.metadata.uid && r.body.metadata.deletionTimestamp === undefined && r.body.status?.phase === 'Running'
+          ? r.body
+          : undefined;
+      },
+      { ...SLOW, message: 'mirror pod recreated' },
+    );
     assert.equal(again.metadata.annotations['kubernetes.io/config.mirror'], uid);
 
     // The static pod is gone: so is its mirror pod.
@@ -189,10 +259,13 @@ describe('status-manager → API server (integration)', () => {
       source: { component: 'kubelet', host: NODE },
       timestamp,
     });
-    const ev = await eventually(async () => {
-      const r = await api.request('GET', '/api/v1/namespaces/default/events');
-      return (r.body?.items as any[] | undefined)?.find((e) => e.involvedObject?.uid === 'uid-ev');
-    }, { ...SLOW, message: 'Event posted' });
+    const ev = await eventually(
+      async () => {
+        const r = await api.request('GET', '/api/v1/namespaces/default/events');
+        return (r.body?.items as any[] | undefined)?.find((e) => e.involvedObject?.uid === 'uid-ev');
+      },
+      { ...SLOW, message: 'Event posted' },
+    );
     assert.match(ev.metadata.name, /^web-ev\.[0-9a-f]+$/);
     assert.deepEqual([ev.type, ev.reason, ev.message, ev.count], ['Warning', 'BackOff', 'Back-off restarting failed container foo1 in pod web-ev_default(uid-ev)', 1]);
     assert.deepEqual(ev.involvedObject, { apiVersion: 'v1', kind: 'Pod', name: 'web-ev', namespace: 'default', uid: 'uid-ev', fieldPath: 'spec.containers{foo1}' });
@@ -200,11 +273,70 @@ describe('status-manager → API server (integration)', () => {
     assert.equal(Date.parse(ev.lastTimestamp), Math.floor(Date.parse(timestamp) / 1000) * 1000);
   });
 
+  it('correlates events as client-go does: a repeat counts the same Event up, the 10th similar message is aggregated, a deleted Event comes back', async () => {
+    const publishEvent = (uid: string, message: string, timestamp = new Date().toISOString()): Promise<unknown> =>
+      bus.publish(KubeEvent, Subjects.events(NODE, uid), {
+        type: 'kubelet.events.Event.v1',
+        eventType: 'Warning',
+        reason: 'Unhealthy',
+        message,
+        involvedObject: { kind: 'Pod', name: `pod-${uid}`, namespace: 'default', uid, fieldPath: 'spec.containers{app}' },
+        source: { component: 'kubelet', host: NODE },
+        timestamp,
+      });
+    const eventsOf = async (uid: string): Promise<any[]> => {
+      const r = await api.request('GET', `/api/v1/namespaces/default/events?fieldSelector=involvedObject.uid%3D${uid}`);
+      return (r.body?.items as any[] | undefined) ?? [];
+    };
+    const first = new Date(Date.now() - 5000).toISOString();
+    await publishEvent('uid-rep', 'Liveness probe failed: boom', first);
+    await publishEvent('uid-rep', 'Liveness probe failed: boom');
+    await publishEvent('uid-rep', 'Liveness probe failed: boom');
+    const counted = await eventually(
+      async () => {
+        const ev = await eventsOf('uid-rep');
+        return ev.length === 1 && ev[0].count === 3 ? ev[0] : undefined;
+      },
+      { ...SLOW, message: 'one Event with count 3' },
+    );
+    assert.equal(Date.parse(counted.firstTimestamp), Math.floor(Date.parse(first) / 1000) * 1000);
+    assert.ok(Date.parse(counted.lastTimestamp) > Date.parse(counted.firstTimestamp));
+
+    // Deleted on the server: the next repeat's patch gets 404, and the Event is created again.
+    assert.equal((await api.request('DELETE', `/api/v1/namespaces/default/events/${counted.metadata.name}`)).status, 200);
+    await publishEvent('uid-rep', 'Liveness probe failed: boom');
+    await eventually(async () => (await eventsOf('uid-rep')).some((e) => e.metadata.name === counted.metadata.name && e.count === 4), {
+      ...SLOW,
+      message: 'the Event recreated with count 4',
+    });
+
+    for (let i = 1; i <= 11; i++) await publishEvent('uid-agg', `Readiness probe failed: attempt ${i}`);
+    const aggregated = await eventually(
+      async () => {
+        const ev = await eventsOf('uid-agg');
+        const agg = ev.filter((e) => String(e.message).startsWith('(combined from similar events): '));
+        return ev.length === 10 && agg.length === 1 && agg[0].count === 2 ? { ev, agg: agg[0] } : undefined;
+      },
+      { ...SLOW, message: '9 Events and one aggregate counted twice' },
+    );
+    assert.equal(aggregated.agg.message, '(combined from similar events): Readiness probe failed: attempt 11');
+    assert.deepEqual(
+      aggregated.ev
+        .filter((e) => e !== aggregated.agg)
+        .map((e) => e.message)
+        .sort(),
+      Array.from({ length: 9 }, (_, i) => `Readiness probe failed: attempt ${i + 1}`).sort(),
+    );
+  });
+
   it('registers the Node, Ready with the capacity the node published', async () => {
-    const node = await eventually(async () => {
-      const r = await api.request('GET', `/api/v1/nodes/${NODE}`);
-      return r.status === 200 && Array.isArray(r.body?.status?.conditions) ? r.body : undefined;
-    }, { ...SLOW, message: 'Node with status' });
+    const node = await eventually(
+      async () => {
+        const r = await api.request('GET', `/api/v1/nodes/${NODE}`);
+        return r.status === 200 && Array.isArray(r.body?.status?.conditions) ? r.body : undefined;
+      },
+      { ...SLOW, message: 'Node with status' },
+    );
     assert.deepEqual(node.status.capacity, { cpu: '4', memory: '8Gi', 'ephemeral-storage': '100Gi', pods: '110' });
     assert.equal(node.status.allocatable.memory, '7Gi');
     const ready = node.status.conditions.find((c: any) => c.type === 'Ready');
@@ -221,12 +353,15 @@ describe('status-manager → API server (integration)', () => {
 
   it('renews the node Lease (renewTime advances)', async () => {
     const path = `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${NODE}`;
-    const first = await eventually(async () => {
-      const r = await api.request('GET', path);
-      return r.status === 200 ? r.body : undefined;
-    }, { ...SLOW, message: 'Lease created' });
+    const first = await eventually(
+      async () => {
+        const r = await api.request('GET', path);
+        return r.status === 200 ? r.body : undefined;
+      },
+      { ...SLOW, message: 'Lease created' },
+    );
     assert.equal(first.spec.holderIdentity, NODE);
-    assert.equal(first.spec.leaseDurationSeconds, 40);
+    assert.equal(first.spec.leaseDurationSeconds, 8, 'nodeLeaseDurationSeconds from the configuration');
     const t0 = Date.parse(first.spec.renewTime);
     await eventually(async () => Date.parse((await api.request('GET', path)).body?.spec?.renewTime) > t0, { ...SLOW, message: 'Lease renewed' });
     // Health includes the lease check, and it passes.
@@ -234,5 +369,64 @@ describe('status-manager → API server (integration)', () => {
     const health = await fetch(`http://127.0.0.1:${port}/healthz?verbose`);
     const text = await health.text();
     assert.equal(health.status, 200, text);
+  });
+
+  it('computes the pressure conditions and Ready from the node, moving lastTransitionTime only on a change', async () => {
+    const path = `/api/v1/nodes/${NODE}`;
+    const condition = async (type: string): Promise<any> => ((await api.request('GET', path)).body?.status?.conditions ?? []).find((c: any) => c.type === type);
+    const before = await eventually(() => condition('MemoryPressure'), { ...SLOW, message: 'MemoryPressure reported' });
+    assert.deepEqual([before.status, before.reason, before.message], ['False', 'KubeletHasSufficientMemory', 'kubelet has sufficient memory available']);
+
+    const setAt = Date.now();
+    record = { ...record, pressure: { memory: true, disk: true, pid: false } };
+    await writeRecord();
+    const mem = await eventually(async () => ((await condition('MemoryPressure'))?.status === 'True' ? condition('MemoryPressure') : undefined), {
+      ...SLOW,
+      message: 'MemoryPressure True',
+    });
+    assert.deepEqual([mem.reason, mem.message], ['KubeletHasInsufficientMemory', 'kubelet has insufficient memory available']);
+    assert.ok(Date.parse(mem.lastTransitionTime) >= Math.floor(setAt / 1000) * 1000, `lastTransitionTime ${mem.lastTransitionTime} moved with the change`);
+    const disk = await condition('DiskPressure');
+    assert.deepEqual([disk.status, disk.reason, disk.message], ['True', 'KubeletHasDiskPressure', 'kubelet has disk pressure']);
+    const pid = await condition('PIDPressure');
+    assert.deepEqual([pid.status, pid.reason, pid.message], ['False', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available']);
+    const readyBefore = await condition('Ready');
+    assert.equal(readyBefore.status, 'True', 'pressure does not make the node NotReady');
+
+    // Still under pressure at the next report (nodeStatusReportFrequency 3 s here): the transition time stays put while lastHeartbeatTime moves.
+    await eventually(async () => Date.parse((await condition('MemoryPressure'))?.lastHeartbeatTime) > Date.parse(mem.lastHeartbeatTime), { ...SLOW, message: 'a later heartbeat' });
+    assert.equal((await condition('MemoryPressure')).lastTransitionTime, mem.lastTransitionTime);
+
+    // The node's record stops being refreshed (volume-manager gone): Ready turns False, KubeletNotReady.
+    clearInterval(heartbeat);
+    await writeRecord(new Date(Date.now() - 120_000).toISOString());
+    const notReady = await eventually(async () => ((await condition('Ready'))?.status === 'False' ? condition('Ready') : undefined), { ...SLOW, message: 'Ready False' });
+    assert.equal(notReady.reason, 'KubeletNotReady');
+    assert.match(notReady.message, /volume-manager on node-a is not running/);
+    assert.ok(Date.parse(notReady.lastTransitionTime) >= Date.parse(readyBefore.lastTransitionTime));
+
+    record = { ...record, pressure: { memory: false, disk: false, pid: false } };
+    await writeRecord();
+    heartbeat = setInterval(() => void writeRecord().catch(() => undefined), 3000);
+    const ready = await eventually(async () => ((await condition('Ready'))?.status === 'True' ? condition('Ready') : undefined), { ...SLOW, message: 'Ready True again' });
+    assert.equal(ready.reason, 'KubeletReady');
+    const memAfter = await condition('MemoryPressure');
+    assert.deepEqual([memAfter.status, memAfter.reason], ['False', 'KubeletHasSufficientMemory']);
+    assert.ok(Date.parse(memAfter.lastTransitionTime) >= Date.parse(mem.lastTransitionTime));
+  });
+
+  it('the container runtime reported down by cri-adapter (sl_node_runtime): Ready False with its error; up again: Ready True', async () => {
+    const path = `/api/v1/nodes/${NODE}`;
+    const ready = async (): Promise<any> => ((await api.request('GET', path)).body?.status?.conditions ?? []).find((c: any) => c.type === 'Ready');
+    const runtimeKv = await bus.kv(Buckets.nodeRuntime, NodeRuntimeStatus);
+    const put = (up: boolean, message: string) =>
+      runtimeKv.put(Keys.node(NODE), { type: 'kubelet.node.RuntimeStatus.v1', node: NODE, ready: up, message, observedAt: new Date().toISOString() });
+    await put(false, 'container runtime is down: rpc error: code = Unavailable desc = connection refused');
+    const down = await eventually(async () => ((await ready())?.status === 'False' ? ready() : undefined), { ...SLOW, message: 'Ready False' });
+    assert.deepEqual([down.reason, down.message], ['KubeletNotReady', 'container runtime is down: rpc error: code = Unavailable desc = connection refused']);
+    await put(true, '');
+    const up = await eventually(async () => ((await ready())?.status === 'True' ? ready() : undefined), { ...SLOW, message: 'Ready True again' });
+    assert.equal(up.reason, 'KubeletReady');
+    assert.ok(Date.parse(up.lastTransitionTime) >= Date.parse(down.lastTransitionTime));
   });
 });

@@ -9,7 +9,7 @@ import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GrpcRuntimeService } from '@splitlet/cri';
 import { startSplitlet, waitFor } from './harness.ts';
-import type { Instance } from './harness.ts';
+import type { Instance, PodJson } from './harness.ts';
 
 const NODE = 'burst-node';
 const PODS = 200;
@@ -118,6 +118,26 @@ function assertNoOverlap(lines: SyncLine[], killedAt: Map<string, number>): { sy
   return { syncs, pods: byUid.size };
 }
 
+/** A pod in one line: name, uid, phase, container states. */
+function described(p: PodJson): string {
+  const states = (p.status?.containerStatuses ?? []).map((c) => `${c.name} ${Object.keys(c.state ?? {}).join('/') || 'none'}`);
+  return `${p.metadata.name} ${p.metadata.uid ?? ''} ${p.status?.phase ?? 'no phase'} [${states.join(', ')}]`;
+}
+
+/** The last lines any process logged about the pod: what a stuck pod did last. */
+function logTrail(stateDir: string, uid: string | undefined): string {
+  if (uid === undefined || uid === '') return '';
+  const lines: string[] = [];
+  for (const f of readdirSync(join(stateDir, 'logs'))) {
+    for (const line of readFileSync(join(stateDir, 'logs', f), 'utf8').split('\n')) if (line.includes(uid)) lines.push(`${f}: ${line}`);
+  }
+  const time = (l: string): string => /"time":"([^"]+)"/.exec(l)?.[1] ?? '';
+  return `; the last lines about ${uid}:\n${lines
+    .sort((a, b) => time(a).localeCompare(time(b)))
+    .slice(-20)
+    .join('\n')}`;
+}
+
 async function runtimeCounts(s: Instance): Promise<{ readySandboxes: number; running: number; duplicates: string[] }> {
   const rt = await GrpcRuntimeService.connect({ endpoint: `unix://${join(s.stateDir, 'run', 'sim-runtime.sock')}`, timeoutMs: 10_000 });
   try {
@@ -135,7 +155,10 @@ async function runtimeCounts(s: Instance): Promise<{ readySandboxes: number; run
       const key = `${c.labels?.['io.kubernetes.pod.uid']}/${c.metadata?.name}`;
       perContainer.set(key, (perContainer.get(key) ?? 0) + 1);
     }
-    const duplicates = [...perPod].filter(([, n]) => n > 1).map(([u]) => `sandbox ${u}`).concat([...perContainer].filter(([, n]) => n > 1).map(([k]) => `container ${k}`));
+    const duplicates = [...perPod]
+      .filter(([, n]) => n > 1)
+      .map(([u]) => `sandbox ${u}`)
+      .concat([...perContainer].filter(([, n]) => n > 1).map(([k]) => `container ${k}`));
     return { readySandboxes: ready.length, running: running.length, duplicates };
   } finally {
     rt.close();
@@ -162,7 +185,11 @@ async function burst(s: Instance, prefix: string, chaos?: () => Promise<void>): 
   for (let i = 0; i < PODS; i++) rmSync(join(dir, `${prefix}-${i}.json`));
   await waitFor(
     'every pod gone',
-    async () => (await s.pods()).filter((p) => p.metadata.name.startsWith(`${prefix}-`)).length === 0,
+    async () => {
+      const left = (await s.pods()).filter((p) => p.metadata.name.startsWith(`${prefix}-`));
+      if (left.length > 0) throw new Error(`${left.length} left (${left.slice(0, 5).map(described).join('; ')})${logTrail(s.stateDir, left[0]!.metadata.uid)}`);
+      return true;
+    },
     180_000,
     1000,
   );

@@ -22,11 +22,24 @@ const noBusybox = isStaticBusybox(BUSYBOX) ? undefined : `${BUSYBOX} is not a st
 /** Paths and symlink targets in an uncompressed tar (ustar headers). */
 function tarEntries(tar: Buffer): Map<string, { type: string; data: Buffer }> {
   const out = new Map<string, { type: string; data: Buffer }>();
-  for (let off = 0; off + 512 <= tar.length; ) {
-    const name = tar.subarray(off, off + 100).toString('utf8').replace(/\0.*$/s, '');
+  for (let off = 0; off + 512 <= tar.length;) {
+    const name = tar
+      .subarray(off, off + 100)
+      .toString('utf8')
+      .replace(/\0.*$/s, '');
     if (name === '') break;
-    const prefix = tar.subarray(off + 345, off + 500).toString('utf8').replace(/\0.*$/s, '');
-    const size = parseInt(tar.subarray(off + 124, off + 136).toString('utf8').replace(/\0.*$/s, '').trim() || '0', 8);
+    const prefix = tar
+      .subarray(off + 345, off + 500)
+      .toString('utf8')
+      .replace(/\0.*$/s, '');
+    const size = parseInt(
+      tar
+        .subarray(off + 124, off + 136)
+        .toString('utf8')
+        .replace(/\0.*$/s, '')
+        .trim() || '0',
+      8,
+    );
     const type = String.fromCharCode(tar[off + 156] ?? 48);
     out.set(prefix === '' ? name : `${prefix}/${name}`, { type, data: tar.subarray(off + 512, off + 512 + size) });
     off += 512 + Math.ceil(size / 512) * 512;
@@ -44,8 +57,16 @@ describe('busybox applets: simulator and local images agree', () => {
   it('the local image has every applet the simulator runs, shims what the host binary lacks and labels what it still lacks', { skip: noBusybox ?? false }, () => {
     const contents = busyboxContents(BUSYBOX);
     const has = new Set([...contents.applets, ...contents.shims]);
-    assert.deepEqual(SIMULATED_APPLETS.filter((a) => !has.has(a)), [], 'applets the simulator runs but the local image lacks');
-    assert.deepEqual([...has].filter((a) => BUSYBOX_APPLETS.includes(a)).length + contents.missing.length, BUSYBOX_APPLETS.length, 'every official applet is present, shimmed or listed missing');
+    assert.deepEqual(
+      SIMULATED_APPLETS.filter((a) => !has.has(a)),
+      [],
+      'applets the simulator runs but the local image lacks',
+    );
+    assert.deepEqual(
+      [...has].filter((a) => BUSYBOX_APPLETS.includes(a)).length + contents.missing.length,
+      BUSYBOX_APPLETS.length,
+      'every official applet is present, shimmed or listed missing',
+    );
     const layer = tarEntries(busyboxLayer(BUSYBOX));
     for (const a of contents.applets) assert.equal(layer.get(`bin/${a}`)?.type, '2', `bin/${a} is a symlink to busybox`);
     for (const a of contents.shims) assert.equal(layer.get(`bin/${a}`)?.data.toString('utf8'), BUSYBOX_SHIMS[a], `bin/${a} is the shim`);

@@ -9,21 +9,12 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { podNamed, startSplitlet, waitFor } from './harness.ts';
+import { KUBECTL, kubectlSkipReason, podNamed, startSplitlet, waitFor } from './harness.ts';
 import type { Instance, PodJson } from './harness.ts';
 
 const run = promisify(execFile);
-const KUBECTL = process.env['KUBECTL'] ?? '/usr/bin/kubectl';
 const NODE = 'cluster-node';
 
-async function kubectlSkipReason(): Promise<string | undefined> {
-  try {
-    await run(KUBECTL, ['version', '--client'], { timeout: 20_000 });
-    return undefined;
-  } catch (e) {
-    return `kubectl not usable at ${KUBECTL}: ${e instanceof Error ? e.message : String(e)}`;
-  }
-}
 const skip = await kubectlSkipReason();
 
 /** A pod for `nodeName` (null: unbound, for the scheduler). */
@@ -113,11 +104,10 @@ describe('apiserver source: kubectl → splitlet up (sim)', { skip, timeout: 300
       await kubectl(['apply', '-f', '-'], pod('unscheduled', null));
     }
     await waitFor('unscheduled bound', async () => (await kubectl(['get', 'pod', 'unscheduled', '-o', 'jsonpath={.spec.nodeName}'])).trim() === NODE, 60_000);
-    assert.match(await kubectl(['get', 'events', '--field-selector', 'involvedObject.name=unscheduled', '-o', 'jsonpath={.items[*].message}']), new RegExp(`Successfully assigned default/unscheduled to ${NODE}`));
-    await waitFor(
-      'unscheduled Running on the node',
-      async () => podNamed(await s.pods(), 'unscheduled')?.status?.phase === 'Running',
-      120_000,
+    assert.match(
+      await kubectl(['get', 'events', '--field-selector', 'involvedObject.name=unscheduled', '-o', 'jsonpath={.items[*].message}']),
+      new RegExp(`Successfully assigned default/unscheduled to ${NODE}`),
     );
+    await waitFor('unscheduled Running on the node', async () => podNamed(await s.pods(), 'unscheduled')?.status?.phase === 'Running', 120_000);
   });
 });

@@ -47,7 +47,9 @@ function manifest(name: string, spec: Record<string, unknown>): string {
 const CRASHER = manifest('crasher', {
   restartPolicy: 'Always',
   volumes: [{ name: 'data', emptyDir: {} }],
-  containers: [{ name: 'main', image: 'busybox:1.36', command: ['sh', '-c', 'echo run >> /data/runs; cat /data/runs; exit 1'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+  containers: [
+    { name: 'main', image: 'busybox:1.36', command: ['sh', '-c', 'echo run >> /data/runs; cat /data/runs; exit 1'], volumeMounts: [{ name: 'data', mountPath: '/data' }] },
+  ],
 });
 
 /** An init container and two containers, so the deleted pod has dead and running containers. */
@@ -94,10 +96,15 @@ function gcSuite(runtime: 'sim' | 'containerd'): void {
 
     it('a pod removed from the manifests leaves no sandbox, no container and no log directory', async () => {
       writeFileSync(join(manifests, 'doomed.json'), DOOMED);
-      const running = await waitFor('doomed Running', async () => {
-        const p = await pod('doomed');
-        return p?.status?.phase === 'Running' && p.status.containerStatuses?.every((c) => c.state?.running) === true ? p : undefined;
-      }, 60_000, 500);
+      const running = await waitFor(
+        'doomed Running',
+        async () => {
+          const p = await pod('doomed');
+          return p?.status?.phase === 'Running' && p.status.containerStatuses?.every((c) => c.state?.running) === true ? p : undefined;
+        },
+        60_000,
+        500,
+      );
       const uid = running.metadata.uid;
       const logDir = logDirOf(running);
       assert.ok(existsSync(join(logDir, 'setup', '0.log')), 'the init container wrote its log');
@@ -124,7 +131,7 @@ function gcSuite(runtime: 'sim' | 'containerd'): void {
       assert.deepEqual(left, { sandboxes: [], containers: [], dir: false });
 
       // pleg saw them go: ContainerRemoved for each, and the pod's runtime cache entry deleted.
-      const bus = await connectCliBus(s.info().natsUrl, s.info().nodeName);
+      const bus = await connectCliBus(s.info().natsUrl, s.info().nodeName, undefined, s.natsCredential('admin'));
       try {
         const kv = await bus.kv(Buckets.runtime, RuntimeCacheEntry);
         await waitFor('the runtime cache entry of doomed deleted', async () => (await kv.get(Keys.pod(NODE, uid))) === null, 10_000, 250);
@@ -150,10 +157,15 @@ function gcSuite(runtime: 'sim' | 'containerd'): void {
     });
 
     it('a crash-looping pod keeps one dead container per name besides the current one, and logs --previous still works', async () => {
-      const p = await waitFor('crasher restarted 3 times', async () => {
-        const c = await pod('crasher');
-        return (c?.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 3 ? c : undefined;
-      }, 120_000, 1000);
+      const p = await waitFor(
+        'crasher restarted 3 times',
+        async () => {
+          const c = await pod('crasher');
+          return (c?.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 3 ? c : undefined;
+        },
+        120_000,
+        1000,
+      );
       const uid = p.metadata.uid;
 
       // Without GC there would be restartCount + 1 containers by now.
@@ -198,7 +210,11 @@ function gcSuite(runtime: 'sim' | 'containerd'): void {
           assert.ok(kept !== undefined, `GC kept the last terminated container ${id}`);
           last = await s.cli(['logs', `crasher-${NODE}`, '--previous']);
           if (lastTerminatedId(await pod('crasher')) !== before) return false; // it restarted meanwhile
-          assert.deepEqual(last.trimEnd().split('\n'), Array.from({ length: kept.attempt + 1 }, () => 'run'), `previous log of attempt ${kept.attempt}`);
+          assert.deepEqual(
+            last.trimEnd().split('\n'),
+            Array.from({ length: kept.attempt + 1 }, () => 'run'),
+            `previous log of attempt ${kept.attempt}`,
+          );
           return true;
         },
         30_000,
@@ -207,9 +223,19 @@ function gcSuite(runtime: 'sim' | 'containerd'): void {
     });
 
     it('no process crashed and every one is still healthy', async () => {
-      assert.deepEqual(s.output.filter((l) => /process exited with|exited with code|uncaught|unhandled/i.test(l)), []);
-      assert.deepEqual(s.output.filter((l) => l.includes('Container garbage collection failed')), [], 'every GC run succeeded');
-      assert.ok(s.output.some((l) => l.includes('Container garbage collection succeeded')), 'GC ran');
+      assert.deepEqual(
+        s.output.filter((l) => /process exited with|exited with code|uncaught|unhandled/i.test(l)),
+        [],
+      );
+      assert.deepEqual(
+        s.output.filter((l) => l.includes('Container garbage collection failed')),
+        [],
+        'every GC run succeeded',
+      );
+      assert.ok(
+        s.output.some((l) => l.includes('Container garbage collection succeeded')),
+        'GC ran',
+      );
       for (const proc of s.info().processes) {
         if (proc.healthPort === undefined) continue;
         const r = await fetch(`http://127.0.0.1:${proc.healthPort}/healthz`);

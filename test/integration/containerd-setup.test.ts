@@ -184,10 +184,22 @@ describe('pod network', { skip: hasIp ? false : 'no ip binary (apt-get install i
   test('an explicit subnet that overlaps the host or is malformed is refused', () => {
     const dir = tmp('spl-net-');
     try {
-      assert.throws(() => choosePodNetwork(dir, { stateDir: '/x', subnet: '127.0.0.0/24' }), (e) => isRuntimeError(e, 'NetworkConflict'));
-      assert.throws(() => choosePodNetwork(dir, { stateDir: '/x', subnet: '10.88.3.0/24' }), (e) => isRuntimeError(e, 'NetworkConflict'));
-      assert.throws(() => choosePodNetwork(dir, { stateDir: '/x', subnet: '10.1.2.3' }), (e) => isRuntimeError(e, 'InvalidOption'));
-      assert.throws(() => choosePodNetwork(dir, { stateDir: '/x', subnet: 'nope' }), (e) => isRuntimeError(e, 'InvalidOption'));
+      assert.throws(
+        () => choosePodNetwork(dir, { stateDir: '/x', subnet: '127.0.0.0/24' }),
+        (e) => isRuntimeError(e, 'NetworkConflict'),
+      );
+      assert.throws(
+        () => choosePodNetwork(dir, { stateDir: '/x', subnet: '10.88.3.0/24' }),
+        (e) => isRuntimeError(e, 'NetworkConflict'),
+      );
+      assert.throws(
+        () => choosePodNetwork(dir, { stateDir: '/x', subnet: '10.1.2.3' }),
+        (e) => isRuntimeError(e, 'InvalidOption'),
+      );
+      assert.throws(
+        () => choosePodNetwork(dir, { stateDir: '/x', subnet: 'nope' }),
+        (e) => isRuntimeError(e, 'InvalidOption'),
+      );
       assert.equal(choosePodNetwork(dir, { stateDir: '/x', subnet: '10.231.9.0/24' }).gateway, '10.231.9.1');
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -228,7 +228,10 @@ describe('local containerd (real runtime)', { skip: skip ?? false, timeout: 90_0
     assert.ok(s);
     fact('status.startUnknownExecutable', statusFact(s));
     const list = await cri.ListContainers({ filter: { id: containerId } });
-    fact('list.startUnknownExecutable', list.containers.map((c) => c.state));
+    fact(
+      'list.startUnknownExecutable',
+      list.containers.map((c) => c.state),
+    );
     // a second start of the failed container
     const again = await cri.StartContainer({ containerId }).then(
       () => undefined,
@@ -242,12 +245,10 @@ describe('local containerd (real runtime)', { skip: skip ?? false, timeout: 90_0
   });
 
   test('a second container with the same name and attempt is refused', async () => {
-    const err = await cri
-      .CreateContainer({ podSandboxId: sandboxId, config: containerConfig('exit3', ['true']), sandboxConfig })
-      .then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+    const err = await cri.CreateContainer({ podSandboxId: sandboxId, config: containerConfig('exit3', ['true']), sandboxConfig }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.ok(err !== undefined);
     fact('error.createDuplicateName', errorFact(err));
   });
@@ -314,7 +315,10 @@ describe('local containerd (real runtime)', { skip: skip ?? false, timeout: 90_0
     const st = (await cri.PodSandboxStatus({ podSandboxId: sandboxId })).status;
     fact('sandbox.afterStop', { state: st?.state, ip: st?.network?.ip ?? '' });
     const cs = await cri.ListContainers({ filter: { podSandboxId: sandboxId } });
-    fact('containers.afterStopPodSandbox', cs.containers.map((c) => `${c.metadata?.name}:${c.state}`));
+    fact(
+      'containers.afterStopPodSandbox',
+      cs.containers.map((c) => `${c.metadata?.name}:${c.state}`),
+    );
     await cri.RemovePodSandbox({ podSandboxId: sandboxId });
     assert.deepEqual((await cri.ListPodSandbox({})).items, []);
     assert.deepEqual((await cri.ListContainers({})).containers, []);
@@ -329,7 +333,11 @@ describe('local containerd (real runtime)', { skip: skip ?? false, timeout: 90_0
   test('latencies: 5 pods one at a time (RunPodSandbox, CreateContainer, StartContainer, teardown)', async () => {
     const rows: { run: number; create: number; start: number; teardown: number }[] = [];
     for (let i = 0; i < 5; i++) {
-      const config: CriInput<PodSandboxConfig> = { ...sandboxConfig, metadata: { name: `lat${i}`, namespace: 'default', uid: `lat-${i}`, attempt: 0 }, logDirectory: join(dir, 'logs', `lat${i}`) };
+      const config: CriInput<PodSandboxConfig> = {
+        ...sandboxConfig,
+        metadata: { name: `lat${i}`, namespace: 'default', uid: `lat-${i}`, attempt: 0 },
+        logDirectory: join(dir, 'logs', `lat${i}`),
+      };
       const t0 = performance.now();
       const { podSandboxId } = await cri.RunPodSandbox({ config });
       const t1 = performance.now();

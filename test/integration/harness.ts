@@ -10,7 +10,10 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { once } from 'node:events';
+import { errorMessage } from '@splitlet/api';
 import { containerdPaths, missingPrerequisites } from '../../libs/node-setup/src/index.ts';
+import type { Identity, NatsCredential } from '@splitlet/bus';
+import { readCredential } from '../../services/cli/src/up/nats-config.ts';
 
 const execFileP = promisify(execFile);
 
@@ -27,6 +30,8 @@ export interface Instance {
   /** `get pods -o json` items. */
   pods(): Promise<PodJson[]>;
   info(): InstanceJson;
+  /** A NATS identity's credentials of this instance (`splitlet up` writes them into the state dir). */
+  natsCredential(identity: Identity): NatsCredential;
   stop(): Promise<number | null>;
 }
 
@@ -43,6 +48,7 @@ export interface PodJson {
     phase?: string;
     reason?: string;
     message?: string;
+    podIP?: string;
     conditions?: { type: string; status: string; reason?: string }[];
     containerStatuses?: {
       name: string;
@@ -50,7 +56,11 @@ export interface PodJson {
       restartCount: number;
       image: string;
       containerID?: string;
-      state?: { running?: { startedAt?: string }; waiting?: { reason?: string; message?: string }; terminated?: { exitCode: number; reason?: string; finishedAt?: string; startedAt?: string } };
+      state?: {
+        running?: { startedAt?: string };
+        waiting?: { reason?: string; message?: string };
+        terminated?: { exitCode: number; reason?: string; finishedAt?: string; startedAt?: string };
+      };
       lastState?: { terminated?: { exitCode: number; reason?: string; finishedAt?: string; startedAt?: string } };
     }[];
   };
@@ -103,6 +113,11 @@ export async function startSplitlet(opts: { podWorkers?: number; nodeName?: stri
     info() {
       return JSON.parse(readFileSync(join(stateDir, 'instance.json'), 'utf8')) as InstanceJson;
     },
+    natsCredential(identity) {
+      const c = readCredential(stateDir, identity);
+      if (c === undefined) throw new Error(`no NATS credentials for ${identity} in ${stateDir}`);
+      return c;
+    },
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
@@ -116,7 +131,7 @@ export async function startSplitlet(opts: { podWorkers?: number; nodeName?: stri
     await waitReady(stateDir, 60_000, () => (child.exitCode !== null ? `splitlet up exited with ${child.exitCode}:\n${output.slice(-50).join('\n')}` : undefined));
   } catch (e) {
     await inst.stop();
-    throw new Error(`${(e as Error).message}:\n${output.slice(-80).join('\n')}`);
+    throw new Error(`${(e as Error).message}:\n${output.slice(-80).join('\n')}`, { cause: e });
   }
   return inst;
 }
@@ -130,6 +145,19 @@ export function containerdSkipReason(): string | undefined {
   if (process.getuid?.() !== 0) return 'a local containerd needs root';
   const missing = missingPrerequisites();
   return missing.length > 0 ? `missing: ${missing.join(', ')}` : undefined;
+}
+
+/** The kubectl the cluster tests run: KUBECTL, or Debian's. */
+export const KUBECTL = process.env['KUBECTL'] ?? '/usr/bin/kubectl';
+
+/** Why the kubectl tests must be skipped here (printed by each test file), or undefined. */
+export async function kubectlSkipReason(): Promise<string | undefined> {
+  try {
+    await execFileP(KUBECTL, ['version', '--client'], { timeout: 20_000 });
+    return undefined;
+  } catch (e) {
+    return `kubectl not usable at ${KUBECTL}: ${e instanceof Error ? e.message : String(e)}`;
+  }
 }
 
 /** The CRI socket `splitlet up --runtime <runtime>` serves in `stateDir`. */
@@ -172,7 +200,14 @@ export async function waitReady(stateDir: string, timeoutMs: number, fatal: () =
     if (existsSync(file)) {
       const info = JSON.parse(readFileSync(file, 'utf8')) as InstanceJson;
       const ready = await Promise.all(
-        info.processes.map(async (p) => (p.healthPort ? fetch(`http://127.0.0.1:${p.healthPort}/readyz`).then((r) => r.ok, () => false) : false)),
+        info.processes.map(async (p) =>
+          p.healthPort
+            ? fetch(`http://127.0.0.1:${p.healthPort}/readyz`).then(
+                (r) => r.ok,
+                () => false,
+              )
+            : false,
+        ),
       );
       if (ready.length > 0 && ready.every(Boolean)) return;
     }
@@ -194,7 +229,7 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
       last = e;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last instanceof Error ? last.message : String(last)}` : ''}`);
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${errorMessage(last)}` : ''}`);
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }

@@ -5,11 +5,13 @@
  * TypeScript models with excess-property checks (the schemas allow unknown fields; kubectl's strict
  * field validation does not). Also: every process in services/ (but the CLI) has a workload, with
  * the env contract and /healthz /readyz probes, and KEDA's triggers name the node's work consumers.
+ * The cluster overlay grants each API-calling process exactly the rows of docs/cluster-rbac.md, and
+ * no other workload mounts a service account token.
  * Skips with the reason where kubectl is missing.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import ts from 'typescript';
@@ -18,7 +20,15 @@ import { Consumers, DEFAULT_PARTITIONS, Streams } from '@splitlet/api';
 import { repoRoot } from './harness.ts';
 
 type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; spec?: Record<string, unknown>; data?: Record<string, string> };
-type Container = { name: string; args?: string[]; env?: { name: string; value?: string }[]; envFrom?: { configMapRef?: { name: string } }[]; ports?: { name?: string; containerPort: number }[]; livenessProbe?: { httpGet?: { path: string; port: string | number } }; readinessProbe?: { httpGet?: { path: string; port: string | number } } };
+type Container = {
+  name: string;
+  args?: string[];
+  env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
+  envFrom?: { configMapRef?: { name: string } }[];
+  ports?: { name?: string; containerPort: number }[];
+  livenessProbe?: { httpGet?: { path: string; port: string | number } };
+  readinessProbe?: { httpGet?: { path: string; port: string | number } };
+};
 
 function kubectl(): string | undefined {
   for (const p of ['/usr/bin/kubectl', '/usr/local/bin/kubectl']) if (existsSync(p)) return p;
@@ -31,11 +41,13 @@ function kubectl(): string | undefined {
 
 const KUBECTL = kubectl();
 const skip = KUBECTL === undefined ? 'kubectl is not installed (needed for `kubectl kustomize`)' : false;
-const TREES = ['k8s', 'k8s/overlays/sim'];
+const TREES = ['k8s', 'k8s/overlays/sim', 'k8s/overlays/cluster'];
 
 function render(dir: string): K8sObject[] {
   const text = execFileSync(KUBECTL!, ['kustomize', join(repoRoot, dir)], { encoding: 'utf8' });
-  return parseAllDocuments(text).map((d) => d.toJS() as K8sObject).filter((o) => o !== null);
+  return parseAllDocuments(text)
+    .map((d) => d.toJS() as K8sObject)
+    .filter((o) => o !== null);
 }
 
 /** `kubernetes-models/<group>/<version>/<Kind>` or the KEDA package for keda.sh. */
@@ -69,7 +81,14 @@ function typeErrors(objects: readonly K8sObject[]): string[] {
     lines.push(`export const o${i} = ${JSON.stringify(o)} satisfies T${i};`);
   });
   const source = lines.join('\n');
-  const options: ts.CompilerOptions = { strict: true, noEmit: true, skipLibCheck: true, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022 };
+  const options: ts.CompilerOptions = {
+    strict: true,
+    noEmit: true,
+    skipLibCheck: true,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    target: ts.ScriptTarget.ES2022,
+  };
   const host = ts.createCompilerHost(options);
   const getSourceFile = host.getSourceFile.bind(host);
   host.getSourceFile = (name, lang, ...rest) => (name === file ? ts.createSourceFile(name, source, lang) : getSourceFile(name, lang, ...rest));
@@ -87,7 +106,7 @@ function typeErrors(objects: readonly K8sObject[]): string[] {
 function workloads(objects: readonly K8sObject[]): { owner: string; containers: Container[] }[] {
   return objects
     .filter((o) => o.kind === 'Deployment' || o.kind === 'DaemonSet')
-    .map((o) => ({ owner: `${o.kind}/${o.metadata.name}`, containers: ((o.spec?.['template'] as { spec: { containers: Container[] } }).spec.containers) }));
+    .map((o) => ({ owner: `${o.kind}/${o.metadata.name}`, containers: (o.spec?.['template'] as { spec: { containers: Container[] } }).spec.containers }));
 }
 
 /**
@@ -126,7 +145,7 @@ describe('k8s/ (kustomize base and the sim overlay)', { skip }, () => {
     const scaled = structuredClone(objects.find((o) => o.kind === 'ScaledObject')!);
     (scaled.spec as Record<string, unknown>)['minReplicaCountt'] = 1;
     const daemonSet = structuredClone(objects.find((o) => o.kind === 'DaemonSet')!);
-    ((daemonSet.spec!['template'] as { spec: { containers: Record<string, unknown>[] } }).spec.containers[0]!)['livenesProbe'] = {};
+    (daemonSet.spec!['template'] as { spec: { containers: Record<string, unknown>[] } }).spec.containers[0]!['livenesProbe'] = {};
     const errors = typeErrors([scaled, daemonSet]);
     assert.equal(errors.length, 2, errors.join('\n'));
     assert.match(errors[0]!, /ScaledObject\/pod-worker: .*minReplicaCountt\W+ does not exist/);
@@ -149,7 +168,17 @@ describe('k8s/ (kustomize base and the sim overlay)', { skip }, () => {
           assert.equal(c.livenessProbe?.httpGet?.path, '/healthz', `${w.owner}/${c.name} liveness`);
           assert.equal(c.readinessProbe?.httpGet?.path, '/readyz', `${w.owner}/${c.name} readiness`);
           assert.ok([portName, Number(port)].includes(c.livenessProbe?.httpGet?.port), `${w.owner}/${c.name} probes its HEALTH_PORT`);
-          if (proc !== 'sim-runtime') assert.ok(c.envFrom?.some((f) => f.configMapRef?.name === env.metadata.name), `${w.owner}/${c.name} reads splitlet-env`);
+          if (proc !== 'sim-runtime')
+            assert.ok(
+              c.envFrom?.some((f) => f.configMapRef?.name === env.metadata.name),
+              `${w.owner}/${c.name} reads splitlet-env`,
+            );
+          if (proc !== 'sim-runtime') {
+            // Its own NATS identity, the password from the Secret (k8s/README.md, "NATS identities").
+            assert.equal(c.env?.find((e) => e.name === 'NATS_USER')?.value, proc, `${w.owner}/${c.name} connects to NATS as ${proc}`);
+            const ref = c.env?.find((e) => e.name === 'NATS_PASSWORD')?.valueFrom?.secretKeyRef;
+            assert.deepEqual([ref?.name, ref?.key], ['splitlet-nats-users', proc], `${w.owner}/${c.name} reads its NATS password from the Secret`);
+          }
         }
       }
     }
@@ -166,11 +195,75 @@ describe('k8s/ (kustomize base and the sim overlay)', { skip }, () => {
     assert.equal((so.spec!['scaleTargetRef'] as { name: string }).name, 'pod-worker');
     const triggers = so.spec!['triggers'] as { type: string; metadata: Record<string, string> }[];
     assert.ok(triggers.every((t) => t.type === 'nats-jetstream' && t.metadata['stream'] === Streams.work && Number(t.metadata['lagThreshold']) > 0));
-    assert.deepEqual(
-      triggers.map((t) => t.metadata['consumer']).sort(),
-      Array.from({ length: DEFAULT_PARTITIONS }, (_, p) => Consumers.podWorkerPartition(node, p)).sort(),
-    );
+    assert.deepEqual(triggers.map((t) => t.metadata['consumer']).sort(), Array.from({ length: DEFAULT_PARTITIONS }, (_, p) => Consumers.podWorkerPartition(node, p)).sort());
     const ds = objects.find((o) => o.kind === 'DaemonSet')!;
     assert.equal((ds.spec!['template'] as { spec: { nodeSelector: Record<string, string> } }).spec.nodeSelector['kubernetes.io/hostname'], node);
+  });
+
+  test('cluster mode: each process that calls the API has its own ServiceAccount with exactly the verbs of docs/cluster-rbac.md; no other workload has a token', () => {
+    const objects = rendered.get('k8s/overlays/cluster')!;
+    // The documented table: process → "apiGroup|resource|namespace" → verbs.
+    const doc = readFileSync(join(repoRoot, 'docs', 'cluster-rbac.md'), 'utf8');
+    const expected = new Map<string, Map<string, string[]>>();
+    for (const line of doc.split('\n')) {
+      const cells = line.split('|').map((c) => c.trim());
+      if (cells.length < 6 || !/^`/.test(cells[2] ?? '')) continue;
+      const [, proc, group, resource, verbs] = cells as [string, string, string, string, string];
+      const ns = /namespace `([^`]+)`/.exec(resource)?.[1] ?? '*';
+      const key = `${group.replaceAll('`', '').replaceAll('"', '')}|${/`([^`]+)`/.exec(resource)![1]}|${ns}`;
+      if (!expected.has(proc)) expected.set(proc, new Map());
+      expected.get(proc)!.set(
+        key,
+        verbs
+          .split(',')
+          .map((v) => v.trim())
+          .sort(),
+      );
+    }
+    assert.deepEqual([...expected.keys()].sort(), ['config-source', 'status-manager'], 'the table names the API-calling processes');
+
+    type Rule = { apiGroups: string[]; resources: string[]; verbs: string[] };
+    type Binding = K8sObject & { roleRef: { kind: string; name: string }; subjects: { kind: string; name: string; namespace?: string }[] };
+    const roles = new Map(objects.filter((o) => o.kind === 'ClusterRole').map((o) => [o.metadata.name, (o as unknown as { rules: Rule[] }).rules]));
+    const granted = (sa: string): Map<string, string[]> => {
+      const out = new Map<string, string[]>();
+      for (const b of objects.filter((o): o is Binding => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')) {
+        if (!b.subjects.some((s) => s.kind === 'ServiceAccount' && s.name === sa && s.namespace === 'splitlet')) continue;
+        assert.equal(b.roleRef.kind, 'ClusterRole', `${b.kind}/${b.metadata.name} refers to a ClusterRole`);
+        const ns = b.kind === 'RoleBinding' ? b.metadata.namespace! : '*';
+        for (const r of roles.get(b.roleRef.name) ?? assert.fail(`${b.metadata.name} binds the missing ClusterRole ${b.roleRef.name}`)) {
+          for (const g of r.apiGroups) for (const res of r.resources) out.set(`${g}|${res}|${ns}`, [...r.verbs].sort());
+        }
+      }
+      return out;
+    };
+    const deployments = workloads(objects);
+    for (const [proc, rules] of expected) {
+      const w = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === proc)!;
+      const pod = (
+        w.spec!['template'] as {
+          spec: { serviceAccountName: string; automountServiceAccountToken: boolean; containers: Container[]; volumes: { name: string; configMap?: { name: string } }[] };
+        }
+      ).spec;
+      assert.equal(pod.serviceAccountName, `splitlet-${proc}`, `${proc} runs as its own service account`);
+      assert.equal(pod.automountServiceAccountToken, true, `${proc} mounts its token`);
+      assert.equal(pod.containers[0]!.env?.find((e) => e.name === 'KUBECONFIG')?.value, '/etc/splitlet/kubeconfig');
+      assert.ok(
+        pod.volumes.some((v) => v.configMap?.name.startsWith('splitlet-kubeconfig')),
+        `${proc} mounts the in-cluster kubeconfig`,
+      );
+      assert.deepEqual(Object.fromEntries(granted(`splitlet-${proc}`)), Object.fromEntries(rules), `${proc}: the rendered RBAC is the documented table`);
+    }
+    for (const o of objects.filter((x) => x.kind === 'Deployment' || x.kind === 'DaemonSet')) {
+      if (expected.has(o.metadata.name)) continue;
+      const pod = (o.spec!['template'] as { spec: { automountServiceAccountToken?: boolean; serviceAccountName?: string } }).spec;
+      assert.equal(pod.automountServiceAccountToken, false, `${o.kind}/${o.metadata.name} mounts no token`);
+      assert.deepEqual(Object.fromEntries(granted(pod.serviceAccountName ?? 'default')), {}, `${o.kind}/${o.metadata.name} has no role`);
+    }
+    assert.ok(deployments.length > 0);
+    const kubeconfig = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('splitlet-kubeconfig'))!;
+    const kc = parseAllDocuments(kubeconfig.data!['kubeconfig']!)[0]!.toJS() as { clusters: { cluster: { server: string } }[]; users: { user: Record<string, string> }[] };
+    assert.equal(kc.clusters[0]!.cluster.server, 'https://kubernetes.default.svc');
+    assert.equal(kc.users[0]!.user['token-file'], '/var/run/secrets/kubernetes.io/serviceaccount/token');
   });
 });

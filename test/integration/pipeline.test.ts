@@ -62,7 +62,19 @@ describe('pipeline on the simulated runtime', () => {
   test('each process is its own OS process', () => {
     const info = s.info();
     const names = info.processes.map((p) => p.name).sort();
-    assert.deepEqual(names, ['apiserver', 'config-source', 'cri-adapter', 'pleg', 'pod-worker-1', 'pod-worker-2', 'prober', 'sim-runtime', 'status-manager', 'sync-loop', 'volume-manager']);
+    assert.deepEqual(names, [
+      'apiserver',
+      'config-source',
+      'cri-adapter',
+      'pleg',
+      'pod-worker-1',
+      'pod-worker-2',
+      'prober',
+      'sim-runtime',
+      'status-manager',
+      'sync-loop',
+      'volume-manager',
+    ]);
     const pids = new Set(info.processes.map((p) => p.pid));
     assert.equal(pids.size, info.processes.length);
     assert.ok(!pids.has(process.pid));
@@ -183,7 +195,10 @@ describe('pipeline on the simulated runtime', () => {
       100_000,
       300,
     );
-    assert.ok(restartsSeen.every((r, i) => i === 0 || r > restartsSeen[i - 1]!), `RESTARTS only grew: ${restartsSeen.join(' → ')}`);
+    assert.ok(
+      restartsSeen.every((r, i) => i === 0 || r > restartsSeen[i - 1]!),
+      `RESTARTS only grew: ${restartsSeen.join(' → ')}`,
+    );
     const describeOut = await s.cli(['describe', 'pod', name]);
     assert.match(describeOut, /Warning\s+BackOff\s.*Back-off restarting failed container main in pod crash-e2e-node_default/);
     assert.match(describeOut, /Last State:\s+Terminated\n\s+Reason:\s+Error\n\s+Exit Code:\s+1/);

@@ -53,15 +53,24 @@ function probeContract(runtime: RuntimeName, skip: string | undefined): void {
     const scenarios = PROBE_SCENARIOS.filter((sc) => sc.runtimes.includes(runtime));
     const full = (id: ProbeScenarioId): string => `${id}-${NODE}`;
     const uidOf = (id: ProbeScenarioId): string => obs.pod(full(id))?.metadata.uid ?? '';
-    const eventsOf = (id: ProbeScenarioId, reason?: string): KubeEvent[] =>
-      obs.events((e) => e.involvedObject.uid === uidOf(id) && (reason === undefined || e.reason === reason));
+    const eventsOf = (id: ProbeScenarioId, reason?: string): KubeEvent[] => obs.events((e) => e.involvedObject.uid === uidOf(id) && (reason === undefined || e.reason === reason));
     const waitEvent = (id: ProbeScenarioId, reason: string, message: string | RegExp, timeoutMs = 60_000): Promise<KubeEvent> =>
-      waitFor(`${id}: ${reason} ${String(message)}`, async () => eventsOf(id, reason).find((e) => (typeof message === 'string' ? e.message === message : message.test(e.message))), timeoutMs, 100);
+      waitFor(
+        `${id}: ${reason} ${String(message)}`,
+        async () => eventsOf(id, reason).find((e) => (typeof message === 'string' ? e.message === message : message.test(e.message))),
+        timeoutMs,
+        100,
+      );
     const waitPod = (id: ProbeScenarioId, what: string, pred: (p: Pod) => boolean, timeoutMs = 90_000): Promise<Pod> =>
-      waitFor(`${id}: ${what}`, async () => {
-        const p = obs.pod(full(id));
-        return p !== undefined && pred(p) ? p : undefined;
-      }, timeoutMs, 100);
+      waitFor(
+        `${id}: ${what}`,
+        async () => {
+          const p = obs.pod(full(id));
+          return p !== undefined && pred(p) ? p : undefined;
+        },
+        timeoutMs,
+        100,
+      );
     /** `splitlet exec`; resolves the exit code and output (a non-zero exit is not an error here). */
     const execIn = async (id: ProbeScenarioId, c: string, cmd: string[]): Promise<{ code: number; stdout: string; stderr: string }> => {
       try {
@@ -78,7 +87,7 @@ function probeContract(runtime: RuntimeName, skip: string | undefined): void {
     before(async () => {
       stateDir = mkdtempSync(join(tmpdir(), `splitlet-probe-${runtime}-`));
       s = await startSplitlet({ nodeName: NODE, podWorkers: 1, args: ['--runtime', runtime], stateDir });
-      obs = await NodeObserver.start(s.info() as unknown as InstanceInfo);
+      obs = await NodeObserver.start(s.info() as unknown as InstanceInfo, s.natsCredential('cli'));
       cri = await GrpcRuntimeService.connect({ endpoint: criEndpointOf(runtime, s.stateDir), timeoutMs: 30_000 });
       for (const sc of scenarios) writeFileSync(join(s.stateDir, 'manifests', `${sc.id}.json`), JSON.stringify(manifestOn(sc, runtime)));
     });
@@ -100,7 +109,12 @@ function probeContract(runtime: RuntimeName, skip: string | undefined): void {
         p = await waitPod('readiness-flap', 'not Ready', (x) => condition(x, 'Ready')?.status === 'False');
         const notReadyAt = obs.history(full('readiness-flap')).find((o) => o.at >= removedAt && condition(o.pod, 'Ready')?.status === 'False')?.at ?? Date.now();
         // failureThreshold 2: two failures were recorded before Ready went False (events may arrive after the status).
-        await waitFor('two readiness failures before Ready went False', async () => eventsOf('readiness-flap', 'Unhealthy').filter((e) => ms(e) >= removedAt - 1000 && ms(e) <= notReadyAt).length >= 2, 15_000, 100);
+        await waitFor(
+          'two readiness failures before Ready went False',
+          async () => eventsOf('readiness-flap', 'Unhealthy').filter((e) => ms(e) >= removedAt - 1000 && ms(e) <= notReadyAt).length >= 2,
+          15_000,
+          100,
+        );
         assert.equal(condition(p, 'Ready')?.reason, 'ContainersNotReady');
         assert.equal(condition(p, 'Ready')?.message, 'containers with unready status: [app]');
         assert.equal(container(p, 'app')?.ready, false);
@@ -118,7 +132,9 @@ function probeContract(runtime: RuntimeName, skip: string | undefined): void {
         const last = container(p, 'app')?.lastState?.terminated;
         assert.equal(last?.exitCode, 137, 'the TERM-ignoring container was killed at the grace period');
         assert.equal(last?.reason, 'Error');
-        const first = (await cri.ListContainers({ filter: { labelSelector: { 'io.kubernetes.pod.uid': uidOf('liveness-restart') } } })).containers.find((c) => c.metadata?.attempt === 0);
+        const first = (await cri.ListContainers({ filter: { labelSelector: { 'io.kubernetes.pod.uid': uidOf('liveness-restart') } } })).containers.find(
+          (c) => c.metadata?.attempt === 0,
+        );
         assert.ok(first !== undefined, 'the first instance is kept (one dead container per container)');
         const st = (await cri.ContainerStatus({ containerId: first.id })).status;
         const stopS = (Number(BigInt(st?.finishedAt ?? '0') / 1_000_000n) - ms(killing)) / 1000;
@@ -130,7 +146,10 @@ function probeContract(runtime: RuntimeName, skip: string | undefined): void {
         const p0 = obs.pod(full('startup-gate'));
         assert.equal(container(p0, 'app')?.started, false, 'not started while the startup probe fails');
         const liveFail = await waitEvent('startup-gate', 'Unhealthy', `Liveness probe failed: ${noFile('/tmp/alive')}`);
-        assert.ok(ms(liveFail) - ms(startupFail) >= 4000, `the first liveness failure came ${ms(liveFail) - ms(startupFail)} ms after the first startup failure; the startup probe needs ~6 s`);
+        assert.ok(
+          ms(liveFail) - ms(startupFail) >= 4000,
+          `the first liveness failure came ${ms(liveFail) - ms(startupFail)} ms after the first startup failure; the startup probe needs ~6 s`,
+        );
         await waitEvent('startup-gate', 'Killing', 'Container app failed liveness probe, will be restarted');
       });
 
@@ -150,11 +169,18 @@ function probeContract(runtime: RuntimeName, skip: string | undefined): void {
       });
 
       it('sidecar-startup: the sidecar counts as started once its startup probe passed', async () => {
-        const p = await waitPod('sidecar-startup', 'Running and initialized', (x) => x.status?.phase === 'Running' && condition(x, 'Initialized')?.status === 'True' && container(x, 'app')?.state?.running !== undefined);
+        const p = await waitPod(
+          'sidecar-startup',
+          'Running and initialized',
+          (x) => x.status?.phase === 'Running' && condition(x, 'Initialized')?.status === 'True' && container(x, 'app')?.state?.running !== undefined,
+        );
         const side = container(p, 'side');
         assert.equal(side?.started, true);
         assert.equal(side?.ready, true);
-        assert.ok(eventsOf('sidecar-startup', 'Unhealthy').some((e) => e.message === `Startup probe failed: ${noFile('/tmp/up')}`), 'the startup probe failed first');
+        assert.ok(
+          eventsOf('sidecar-startup', 'Unhealthy').some((e) => e.message === `Startup probe failed: ${noFile('/tmp/up')}`),
+          'the startup probe failed first',
+        );
         const out = await s.cli(['get', 'pods', full('sidecar-startup')]);
         assert.match(out, /sidecar-startup-probe-node\s+2\/2\s+Running/);
       });
@@ -193,10 +219,14 @@ function probeContract(runtime: RuntimeName, skip: string | undefined): void {
         assert.equal((await execIn(id, 'web', ['rm', `${html}/healthz`])).code, 0);
         await waitEvent(id, 'Unhealthy', 'Liveness probe failed: HTTP probe failed with statuscode: 404');
         await waitEvent(id, 'Killing', 'Container web failed liveness probe, will be restarted');
-        p = await waitPod(id, 'restarted', (x) => (container(x, 'web')?.restartCount ?? 0) >= 1 && container(x, 'web')?.lastState?.terminated !== undefined);
+        await waitPod(id, 'restarted', (x) => (container(x, 'web')?.restartCount ?? 0) >= 1 && container(x, 'web')?.lastState?.terminated !== undefined);
         assert.ok(eventsOf(id, 'Unhealthy').filter((e) => e.message === 'Liveness probe failed: HTTP probe failed with statuscode: 404').length >= 1);
         // The new container has a fresh filesystem: healthz rewritten by postStart, /ready gone again.
-        p = await waitPod(id, 'running again, not Ready', (x) => container(x, 'web')?.state?.running !== undefined && container(x, 'web')?.started === true && condition(x, 'Ready')?.status === 'False');
+        p = await waitPod(
+          id,
+          'running again, not Ready',
+          (x) => container(x, 'web')?.state?.running !== undefined && container(x, 'web')?.started === true && condition(x, 'Ready')?.status === 'False',
+        );
         assert.equal(container(p, 'web')?.ready, false);
       });
 
@@ -208,23 +238,28 @@ function probeContract(runtime: RuntimeName, skip: string | undefined): void {
     it("a liveness failure is a span in the pod's episode, and the sync that kills the container continues its trace", async () => {
       const uid = uidOf('liveness-restart');
       const info = s.info() as unknown as InstanceInfo;
-      const bus = await connectCliBus(info.natsUrl, info.nodeName);
+      const bus = await connectCliBus(info.natsUrl, info.nodeName, undefined, s.natsCredential('cli'));
       try {
-        const found = await waitFor('the probe span and the kill in one trace', async () => {
-          const spans: SpanRecord[] = [];
-          await bus.readSpans(Subjects.spansAll(NODE), (r) => spans.push(r));
-          const probe = spans.find((x) => x.name === 'probe Liveness' && x.attributes['k8s.pod.uid'] === uid && x.attributes['splitlet.probe.result'] === 'Failure');
-          if (probe === undefined) return undefined;
-          const inTrace = spans.filter((x) => x.traceId === probe.traceId);
-          const byId = new Map(inTrace.map((x) => [x.spanId, x]));
-          const descends = (x: SpanRecord): boolean => {
-            for (let p = x.parentSpanId; p !== undefined; p = byId.get(p)?.parentSpanId) if (p === probe.spanId) return true;
-            return false;
-          };
-          const sync = inTrace.find((x) => x.name === 'syncPod' && x.service === 'pod-worker' && descends(x));
-          const stop = inTrace.find((x) => x.name === 'runtime.v1.RuntimeService/StopContainer' && descends(x));
-          return sync !== undefined && stop !== undefined ? { probe, inTrace } : undefined;
-        }, 60_000, 1000);
+        const found = await waitFor(
+          'the probe span and the kill in one trace',
+          async () => {
+            const spans: SpanRecord[] = [];
+            await bus.readSpans(Subjects.spansAll(NODE), (r) => spans.push(r));
+            const probe = spans.find((x) => x.name === 'probe Liveness' && x.attributes['k8s.pod.uid'] === uid && x.attributes['splitlet.probe.result'] === 'Failure');
+            if (probe === undefined) return undefined;
+            const inTrace = spans.filter((x) => x.traceId === probe.traceId);
+            const byId = new Map(inTrace.map((x) => [x.spanId, x]));
+            const descends = (x: SpanRecord): boolean => {
+              for (let p = x.parentSpanId; p !== undefined; p = byId.get(p)?.parentSpanId) if (p === probe.spanId) return true;
+              return false;
+            };
+            const sync = inTrace.find((x) => x.name === 'syncPod' && x.service === 'pod-worker' && descends(x));
+            const stop = inTrace.find((x) => x.name === 'runtime.v1.RuntimeService/StopContainer' && descends(x));
+            return sync !== undefined && stop !== undefined ? { probe, inTrace } : undefined;
+          },
+          60_000,
+          1000,
+        );
         assert.equal(found.probe.service, 'prober');
         assert.equal(found.probe.statusCode, 2, 'a failed probe is an error span');
         assert.equal(found.inTrace.filter((x) => x.name === 'probe Liveness' && x.attributes['k8s.pod.uid'] === uid && x.traceId === found.probe.traceId).length >= 1, true);
@@ -255,12 +290,17 @@ function probeContract(runtime: RuntimeName, skip: string | undefined): void {
       process.kill(before.pid, 'SIGKILL');
       await waitFor('the supervisor restarted the prober', async () => s.info().processes.find((x) => x.name === 'prober' && x.pid !== before.pid), 60_000, 200);
       // Probes resume: the new process counts steady's probes (its port file is rewritten as it starts), and readiness flaps again.
-      await waitFor('the new prober probes', async () => {
-        const now = s.info().processes.find((x) => x.name === 'prober');
-        if (now === undefined || now.pid === before.pid || now.healthPort === undefined || now.healthPort === before.healthPort) return false;
-        const families = parsePrometheusText(await (await fetch(`http://127.0.0.1:${now.healthPort}/metrics`)).text());
-        return sumOf(families, 'prober_probe_total', { pod: full('steady'), result: 'successful' }) > 0;
-      }, 60_000, 500);
+      await waitFor(
+        'the new prober probes',
+        async () => {
+          const now = s.info().processes.find((x) => x.name === 'prober');
+          if (now === undefined || now.pid === before.pid || now.healthPort === undefined || now.healthPort === before.healthPort) return false;
+          const families = parsePrometheusText(await (await fetch(`http://127.0.0.1:${now.healthPort}/metrics`)).text());
+          return sumOf(families, 'prober_probe_total', { pod: full('steady'), result: 'successful' }) > 0;
+        },
+        60_000,
+        500,
+      );
       assert.equal((await execIn('readiness-flap', 'app', ['rm', '/tmp/ready'])).code, 0);
       await waitPod('readiness-flap', 'not Ready after the restart', (x) => condition(x, 'Ready')?.status === 'False');
       assert.equal((await execIn('readiness-flap', 'app', ['touch', '/tmp/ready'])).code, 0);
@@ -270,9 +310,19 @@ function probeContract(runtime: RuntimeName, skip: string | undefined): void {
       assert.equal(container(now, 'app')?.restartCount, restarts);
       assert.equal(container(now, 'app')?.containerID, containerID);
       const flips = obs.history(full('steady')).filter((o) => o.at >= killedAt && condition(o.pod, 'Ready')?.status !== 'True');
-      assert.deepEqual(flips.map((o) => condition(o.pod, 'Ready')), [], 'steady stayed Ready through the prober restart');
-      assert.deepEqual(eventsOf('steady', 'Killing').map((e) => `${e.timestamp} ${e.message} (prober killed at ${new Date(killedAt).toISOString()})`), []);
-      assert.deepEqual(eventsOf('steady', 'Unhealthy').map((e) => `${e.timestamp} ${e.message}`), []);
+      assert.deepEqual(
+        flips.map((o) => condition(o.pod, 'Ready')),
+        [],
+        'steady stayed Ready through the prober restart',
+      );
+      assert.deepEqual(
+        eventsOf('steady', 'Killing').map((e) => `${e.timestamp} ${e.message} (prober killed at ${new Date(killedAt).toISOString()})`),
+        [],
+      );
+      assert.deepEqual(
+        eventsOf('steady', 'Unhealthy').map((e) => `${e.timestamp} ${e.message}`),
+        [],
+      );
     });
   });
 }

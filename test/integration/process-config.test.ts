@@ -26,7 +26,11 @@ const CASES: readonly Case[] = [
   { service: 'cri-adapter', env: { ...badNode, CRI_ENDPOINT: 'unix:///run/containerd/containerd.sock' }, stderr: nodeNameLine('cri-adapter') },
   { service: 'pleg', env: badNode, stderr: nodeNameLine('pleg') },
   { service: 'prober', env: { ...badNode, CRI_ENDPOINT: 'unix:///run/containerd/containerd.sock' }, stderr: nodeNameLine('prober') },
-  { service: 'prober', env: { NATS_URL: 'nats://127.0.0.1:1', NODE_NAME: 'node-a', OTEL_SDK_DISABLED: 'true' }, stderr: 'prober: invalid configuration: CRI_ENDPOINT: is required but not set\n' },
+  {
+    service: 'prober',
+    env: { NATS_URL: 'nats://127.0.0.1:1', NODE_NAME: 'node-a', OTEL_SDK_DISABLED: 'true' },
+    stderr: 'prober: invalid configuration: CRI_ENDPOINT: is required but not set\n',
+  },
   { service: 'pod-worker', env: badNode, stderr: nodeNameLine('pod-worker') },
   { service: 'status-manager', env: badNode, stderr: nodeNameLine('status-manager') },
   { service: 'sync-loop', env: badNode, stderr: nodeNameLine('sync-loop') },
@@ -39,7 +43,8 @@ const CASES: readonly Case[] = [
   {
     service: 'pleg',
     env: { NATS_URL: 'nats://127.0.0.1:1', NODE_NAME: 'node-a', OTEL_TRACES_SAMPLER: 'Secret_sampler' },
-    stderr: "pleg: invalid OpenTelemetry configuration: OTEL_TRACES_SAMPLER: 'Secret_sampler' is not supported (use one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio)\n",
+    stderr:
+      "pleg: invalid OpenTelemetry configuration: OTEL_TRACES_SAMPLER: 'Secret_sampler' is not supported (use one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio)\n",
   },
 ];
 

@@ -193,16 +193,17 @@ export function parsePrometheusText(text: string): Map<string, PromFamily> {
     let labels: Record<string, string> = {};
     if (raw[i] === '{') ({ labels, next: i } = parseLabels(raw, i, where));
     if (raw[i] !== ' ') throw new PromParseError(`${where}: expected a space before the value in '${raw}'`);
-    const parts = raw.slice(i + 1).trim().split(/ +/);
+    const parts = raw
+      .slice(i + 1)
+      .trim()
+      .split(/ +/);
     if (parts.length < 1 || parts.length > 2) throw new PromParseError(`${where}: expected 'value [timestamp]' in '${raw}'`);
     const value = parseValue(parts[0]!, where);
     if (parts[1] !== undefined && !/^-?\d+$/.test(parts[1])) throw new PromParseError(`${where}: bad timestamp '${parts[1]}'`);
     const f = familyOf(name, families);
     if (f === undefined) throw new PromParseError(`${where}: sample ${name} has no TYPE declared before it`);
     if (f !== current) {
-      throw new PromParseError(
-        finished.has(f.name) ? `${where}: samples of ${f.name} are not contiguous` : `${where}: sample ${name} outside its family ${f.name}`,
-      );
+      throw new PromParseError(finished.has(f.name) ? `${where}: samples of ${f.name} are not contiguous` : `${where}: sample ${name} outside its family ${f.name}`);
     }
     const key = `${name}${seriesKey(labels)}`;
     if (seen.has(key)) throw new PromParseError(`${where}: duplicate series ${key}`);

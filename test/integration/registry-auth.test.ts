@@ -104,7 +104,7 @@ describe('image pull credentials on containerd', { skip: skip ?? false, timeout:
     mkdirSync(hostDir, { recursive: true });
     writeFileSync(join(hostDir, 'hosts.toml'), `server = "http://${registry.host}"\n\n[host."http://${registry.host}"]\n  capabilities = ["pull", "resolve"]\n`);
     manifests = join(s.stateDir, 'manifests');
-    obs = await NodeObserver.start(s.info() as unknown as InstanceInfo);
+    obs = await NodeObserver.start(s.info() as unknown as InstanceInfo, s.natsCredential('cli'));
 
     const pod = (name: string, img: string, extra: Record<string, unknown> = {}): void =>
       writeFileSync(
@@ -146,7 +146,11 @@ describe('image pull credentials on containerd', { skip: skip ?? false, timeout:
     const img = image('private');
     const texts = eventTexts('reg-ok');
     const pulled = texts.find((t) => t.startsWith('Normal Pulled: '));
-    assert.match(pulled ?? '', new RegExp(`^Normal Pulled: Successfully pulled image "${img.replace(/[.]/g, '\\.')}" in ([0-9.]+m?s) \\(([0-9.]+m?s) including waiting\\)\\. Image size: [0-9]+ bytes\\.$`), texts.join('\n'));
+    assert.match(
+      pulled ?? '',
+      new RegExp(`^Normal Pulled: Successfully pulled image "${img.replace(/[.]/g, '\\.')}" in ([0-9.]+m?s) \\(([0-9.]+m?s) including waiting\\)\\. Image size: [0-9]+ bytes\\.$`),
+      texts.join('\n'),
+    );
     for (const want of [`Normal Pulling: Pulling image "${img}"`, 'Normal Created: Created container: main', 'Normal Started: Started container main']) {
       assert.ok(texts.includes(want), `event ${want} in:\n${texts.join('\n')}`);
     }
@@ -178,7 +182,9 @@ describe('image pull credentials on containerd', { skip: skip ?? false, timeout:
     assert.ok(!texts.some((t) => /Pulled|Created|Started|FailedToRetrieveImagePullSecret/.test(t)), texts.join('\n'));
     const tried = registry.requests.filter((r) => r.path.startsWith('/v2/wrong/'));
     assert.ok(tried.some((r) => r.withAuthorization) && tried.every((r) => r.status === 401), 'credentials were sent and refused');
-    console.log(`# reg-wrong: ErrImagePull seen at ${firstSeen('reg-wrong', 'ErrImagePull')} ms, ImagePullBackOff at ${firstSeen('reg-wrong', 'ImagePullBackOff')} ms; ${tried.length} registry requests, all 401`);
+    console.log(
+      `# reg-wrong: ErrImagePull seen at ${firstSeen('reg-wrong', 'ErrImagePull')} ms, ImagePullBackOff at ${firstSeen('reg-wrong', 'ImagePullBackOff')} ms; ${tried.length} registry requests, all 401`,
+    );
   });
 
   it('no matching credentials and a pull secret standalone mode cannot retrieve: anonymous 401, ImagePullBackOff, FailedToRetrieveImagePullSecret', async () => {
@@ -200,7 +206,9 @@ describe('image pull credentials on containerd', { skip: skip ?? false, timeout:
     assert.equal(secretEvent?.involvedObject.fieldPath, undefined, 'the event is about the pod, not a container');
     const tried = registry.requests.filter((r) => r.path.startsWith('/v2/anon/'));
     assert.ok(tried.length > 0 && tried.every((r) => !r.withAuthorization && r.status === 401), 'pulled anonymously');
-    console.log(`# reg-anon: ErrImagePull seen at ${firstSeen('reg-anon', 'ErrImagePull')} ms, ImagePullBackOff at ${firstSeen('reg-anon', 'ImagePullBackOff')} ms; ${tried.length} anonymous registry requests`);
+    console.log(
+      `# reg-anon: ErrImagePull seen at ${firstSeen('reg-anon', 'ErrImagePull')} ms, ImagePullBackOff at ${firstSeen('reg-anon', 'ImagePullBackOff')} ms; ${tried.length} anonymous registry requests`,
+    );
     const log = readFileSync(join(s.stateDir, 'logs', 'cri-adapter.log'), 'utf8');
     assert.match(log, /"msg":"Unable to retrieve pull secret, the image pull may not succeed\.".*"imagePullRef":"default\/regcred"/);
   });
@@ -208,14 +216,17 @@ describe('image pull credentials on containerd', { skip: skip ?? false, timeout:
   it('the password is in no log line, no output, no span and nowhere on the bus', async () => {
     const secrets = [PASSWORD, WRONG_PASSWORD, Buffer.from(`${USER}:${PASSWORD}`).toString('base64'), Buffer.from(`${USER}:${WRONG_PASSWORD}`).toString('base64')];
     // The spans published to the bus: the CRI PullImage spans are among them.
-    const bus = await connectCliBus(s.info().natsUrl, s.info().nodeName);
+    const bus = await connectCliBus(s.info().natsUrl, s.info().nodeName, undefined, s.natsCredential('cli'));
     const spans: SpanRecord[] = [];
     try {
       await bus.readSpans(Subjects.spansAll(NODE), (r) => spans.push(r));
     } finally {
       await bus.close();
     }
-    assert.ok(spans.some((sp) => sp.name === 'runtime.v1.ImageService/PullImage'), `PullImage spans were recorded (${spans.length} spans)`);
+    assert.ok(
+      spans.some((sp) => sp.name === 'runtime.v1.ImageService/PullImage'),
+      `PullImage spans were recorded (${spans.length} spans)`,
+    );
     const spanText = JSON.stringify(spans);
     // Every file splitlet wrote (process logs, the NATS store with every stream and KV bucket), but the
     // node's own config.json (where the credentials live) and containerd's folder (not splitlet's).

@@ -51,7 +51,8 @@ describe('splitlet with --nats-url only (remote stack)', { timeout: 240_000 }, (
   before(async () => {
     s = await startSplitlet({ nodeName: 'remote-node' });
     cwd = mkdtempSync(join(tmpdir(), 'splitlet-remote-cwd-'));
-    env = { ...process.env, SPLITLET_NATS_URL: s.info().natsUrl };
+    const cli = s.natsCredential('cli');
+    env = { ...process.env, SPLITLET_NATS_URL: s.info().natsUrl, SPLITLET_NATS_USER: cli.user, SPLITLET_NATS_PASSWORD: cli.password };
     delete env['SPLITLET_STATE_DIR'];
     delete env['SPLITLET_NODE_NAME'];
   });
@@ -66,10 +67,14 @@ describe('splitlet with --nats-url only (remote stack)', { timeout: 240_000 }, (
     // Applying the same manifest again changes nothing.
     assert.equal((await remote(['apply', '-f', '-'], POD)).stdout, 'pod/talker unchanged\n');
 
-    const pod = await waitFor('talker Running', async () => {
-      const p = (await remotePods()).find((x) => x.metadata.name === 'talker');
-      return p?.status?.phase === 'Running' ? p : undefined;
-    }, 60_000);
+    const pod = await waitFor(
+      'talker Running',
+      async () => {
+        const p = (await remotePods()).find((x) => x.metadata.name === 'talker');
+        return p?.status?.phase === 'Running' ? p : undefined;
+      },
+      60_000,
+    );
     // An api-source pod keeps its name (no -<node> suffix) and has a random UID, as from an API server.
     assert.equal(pod.metadata.annotations?.['kubernetes.io/config.source'], 'bus');
     assert.match(pod.metadata.uid, /^[0-9a-f]{8}-[0-9a-f]{4}-/);
@@ -77,10 +82,14 @@ describe('splitlet with --nats-url only (remote stack)', { timeout: 240_000 }, (
     assert.match(table, /^talker\s+1\/1\s+Running\s+0\s/m);
 
     // Logs: not on this host (no state dir) → served by the node's cri-adapter.
-    const all = await waitFor('five lines logged', async () => {
-      const out = (await remote(['logs', 'talker'])).stdout;
-      return out.includes('line-5') && out.includes('tick') ? out : undefined;
-    }, 30_000);
+    const all = await waitFor(
+      'five lines logged',
+      async () => {
+        const out = (await remote(['logs', 'talker'])).stdout;
+        return out.includes('line-5') && out.includes('tick') ? out : undefined;
+      },
+      30_000,
+    );
     assert.match(all, /^line-1\nline-2\nline-3\nline-4\nline-5\ntick\n/);
     const tail = (await remote(['logs', 'talker', '--tail', '2'])).stdout.split('\n').filter(Boolean);
     assert.equal(tail.length, 2, `--tail 2 prints two lines: ${JSON.stringify(tail)}`);
@@ -117,26 +126,36 @@ describe('splitlet with --nats-url only (remote stack)', { timeout: 240_000 }, (
       remote(['apply', '-f', '-'], POD.replace('image: busybox:1.36', 'image: busybox:1.37').replace('command:', 'args: ["x"]\n    command:')),
       /Forbidden.*pod updates may not change fields other than/,
     );
-    await assert.rejects(remote(['apply', '-f', '-'], 'apiVersion: v1\nkind: Pod\nmetadata: {name: Bad_Name}\nspec: {containers: [{name: a, image: busybox:1.36}]}\n'), /metadata\.name/);
+    await assert.rejects(
+      remote(['apply', '-f', '-'], 'apiVersion: v1\nkind: Pod\nmetadata: {name: Bad_Name}\nspec: {containers: [{name: a, image: busybox:1.36}]}\n'),
+      /metadata\.name/,
+    );
 
     // An image change is an allowed update: configured, same UID.
     const configured = await remote(['apply', '-f', '-'], POD.replace('image: busybox:1.36', 'image: busybox:1.37'));
     assert.equal(configured.stdout, 'pod/talker configured\n');
-    const updated = await waitFor('talker runs busybox:1.37', async () => {
-      const p = (await remotePods()).find((x) => x.metadata.name === 'talker');
-      return p?.status?.containerStatuses?.[0]?.image.includes('1.37') && p.status.containerStatuses[0].state?.running ? p : undefined;
-    }, 60_000);
+    const updated = await waitFor(
+      'talker runs busybox:1.37',
+      async () => {
+        const p = (await remotePods()).find((x) => x.metadata.name === 'talker');
+        return p?.status?.containerStatuses?.[0]?.image.includes('1.37') && p.status.containerStatuses[0].state?.running ? p : undefined;
+      },
+      60_000,
+    );
     assert.equal(updated.metadata.uid, pod.metadata.uid);
 
     assert.equal((await remote(['delete', 'pod', 'talker'])).stdout, 'pod "talker" deleted\n');
-    assert.equal((await remotePods()).find((x) => x.metadata.name === 'talker'), undefined);
+    assert.equal(
+      (await remotePods()).find((x) => x.metadata.name === 'talker'),
+      undefined,
+    );
     await assert.rejects(remote(['delete', 'pod', 'talker', '--wait=false']), /NotFound.*"talker" not found/);
   });
 
   test('the node is named or found; a wrong NATS URL or node is a clear error', async () => {
     assert.match((await remote(['get', 'pods', '--node-name', 'remote-node'])).stdout, /No resources found|NAME/);
     // A second node on the same NATS: the CLI no longer guesses.
-    const bus = await connectCliBus(s.info().natsUrl, 'remote-node');
+    const bus = await connectCliBus(s.info().natsUrl, 'remote-node', undefined, s.natsCredential('admin'));
     try {
       const nodes = await bus.kv(Buckets.node, z.unknown());
       await nodes.put(Keys.node('other.node'), { type: 'test' });

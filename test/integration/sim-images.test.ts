@@ -38,15 +38,22 @@ describe('ordinary images on the simulated runtime', () => {
       .map((l) => JSON.parse(l) as EventJson)
       .filter((e) => e.involvedObject.name === pod);
   const running = (name: string): Promise<PodJson> =>
-    waitFor(`${name} Running`, async () => {
-      const p = podNamed(await s.pods(), name);
-      return p?.status?.phase === 'Running' && p.status.containerStatuses?.every((c) => c.state?.['running'] !== undefined) ? p : undefined;
-    }, 60_000);
+    waitFor(
+      `${name} Running`,
+      async () => {
+        const p = podNamed(await s.pods(), name);
+        return p?.status?.phase === 'Running' && p.status.containerStatuses?.every((c) => c.state?.['running'] !== undefined) ? p : undefined;
+      },
+      60_000,
+    );
   const pod = (name: string, spec: Record<string, unknown>): string => JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec });
 
   test('nginx:1.27 and a registry.k8s.io image are pulled (Pulling, Pulled) and run; nginx answers on the pod IP', async () => {
     writeFileSync(join(manifests, 'web.json'), pod('web', { containers: [{ name: 'nginx', image: 'nginx:1.27', ports: [{ containerPort: 80 }] }] }));
-    writeFileSync(join(manifests, 'agnhost.json'), pod('agnhost', { containers: [{ name: 'agnhost', image: 'registry.k8s.io/e2e-test-images/agnhost:2.52', args: ['netexec', '--http-port=8080'] }] }));
+    writeFileSync(
+      join(manifests, 'agnhost.json'),
+      pod('agnhost', { containers: [{ name: 'agnhost', image: 'registry.k8s.io/e2e-test-images/agnhost:2.52', args: ['netexec', '--http-port=8080'] }] }),
+    );
     const web = await running(`web-${NODE}`);
     await running(`agnhost-${NODE}`);
     for (const [name, image] of [
@@ -71,7 +78,9 @@ describe('ordinary images on the simulated runtime', () => {
   test('busybox httpd in a pod answers a real HTTP GET on the pod IP', async () => {
     writeFileSync(
       join(manifests, 'httpd.json'),
-      pod('httpd', { containers: [{ name: 'httpd', image: 'busybox:1.36', command: ['sh', '-c', 'mkdir -p /www && echo ok from the pod > /www/index.html && exec httpd -f -p 8080 -h /www'] }] }),
+      pod('httpd', {
+        containers: [{ name: 'httpd', image: 'busybox:1.36', command: ['sh', '-c', 'mkdir -p /www && echo ok from the pod > /www/index.html && exec httpd -f -p 8080 -h /www'] }],
+      }),
     );
     const p = await running(`httpd-${NODE}`);
     const res = await waitFor('httpd answers', async () => fetch(`http://${p.status?.podIP ?? ''}:8080/`).catch(() => undefined));
@@ -93,6 +102,9 @@ describe('ordinary images on the simulated runtime', () => {
     );
     const seq = ev.filter((e) => ['Pulling', 'Pulled', 'Started'].includes(e.reason)).map((e) => e.reason);
     assert.deepEqual(seq.slice(0, 6), ['Pulling', 'Pulled', 'Started', 'Pulling', 'Pulled', 'Started']);
-    assert.ok(ev.every((e) => e.reason !== 'Pulled' || !/already present/.test(e.message)), 'never "already present on machine"');
+    assert.ok(
+      ev.every((e) => e.reason !== 'Pulled' || !/already present/.test(e.message)),
+      'never "already present on machine"',
+    );
   });
 });

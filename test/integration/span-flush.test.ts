@@ -34,7 +34,18 @@ function runningPod(uid: string): RuntimePodStatus {
     ips: ['10.88.0.9'],
     sandboxes: [{ id: `sb-${uid}`, state: 'SANDBOX_READY', createdAt: Date.now(), attempt: 0 }],
     containers: [
-      { id: `c-${uid}`, name: 'app', sandboxId: `sb-${uid}`, state: 'CONTAINER_RUNNING', createdAt: Date.now(), startedAt: Date.now(), image: 'busybox', imageRef: 'sha256:1', hash: 'h', restartCount: 0 },
+      {
+        id: `c-${uid}`,
+        name: 'app',
+        sandboxId: `sb-${uid}`,
+        state: 'CONTAINER_RUNNING',
+        createdAt: Date.now(),
+        startedAt: Date.now(),
+        image: 'busybox',
+        imageRef: 'sha256:1',
+        hash: 'h',
+        restartCount: 0,
+      },
     ],
   };
 }
@@ -133,7 +144,7 @@ describe('span flush on SIGTERM', { skip: existsSync(MAIN) ? false : `${MAIN} mi
     const ours = atExit.filter((s) => s.traceId === TRACE_ID);
     const relist = ours.find((s) => s.name === 'relist');
     assert.ok(relist, `the relist span reached the OTLP receiver before pleg exited; got: ${atExit.map((s) => s.name).join(', ')}`);
-    assert.equal(relist.parentSpanId, POKE_SPAN, 'in the poke\'s trace');
+    assert.equal(relist.parentSpanId, POKE_SPAN, "in the poke's trace");
     assert.equal(relist.service, 'pleg');
     assert.ok(relist.endUnixNano > sigtermAt, 'the relist ended during the shutdown');
     // Its request to the runtime, and the lifecycle events (sandbox and container started) it published.

@@ -92,7 +92,12 @@ describe('splitlet up: no orphans, NATS supervised, CLI never hangs', { timeout:
     dirs.push(stateDir);
     const env = { ...process.env, SPLITLET_STATE_DIR: stateDir, PATH: `${join(repoRoot, 'node_modules', '.bin')}:${process.env['PATH'] ?? ''}` };
     delete env['NATS_URL'];
-    const npx = spawn('npx', ['--no-install', 'splitlet', 'up', '--runtime', 'sim', '--node-name', 'npx-node'], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const npx = spawn('npx', ['--no-install', 'splitlet', 'up', '--runtime', 'sim', '--node-name', 'npx-node'], {
+      cwd: repoRoot,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     let output = '';
     npx.stdout.on('data', (d: Buffer) => (output += d.toString()));
     npx.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -159,10 +164,14 @@ describe('splitlet up: no orphans, NATS supervised, CLI never hangs', { timeout:
     assert.ok(nats);
     const t0 = Date.now();
     process.kill(nats, 'SIGKILL');
-    const again = await waitFor('a new nats-server', async () => {
-      const p = natsServerOf(s.stateDir);
-      return p !== undefined && p !== nats ? p : undefined;
-    }, 30_000);
+    const again = await waitFor(
+      'a new nats-server',
+      async () => {
+        const p = natsServerOf(s.stateDir);
+        return p !== undefined && p !== nats ? p : undefined;
+      },
+      30_000,
+    );
     await s.cli(['get', 'pods']).then(() => undefined);
     console.log(`nats-server ${nats} killed; ${again} serving again after ${Date.now() - t0} ms`);
     writeFileSync(join(manifests, 'after.yaml'), pod('after'));

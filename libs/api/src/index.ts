@@ -19,21 +19,7 @@ export {
   PodList,
   BoundPod,
 } from './pod.js';
-export {
-  nodeToken,
-  nodeFromToken,
-  fnv1a32,
-  partitionOf,
-  DEFAULT_PARTITIONS,
-  Streams,
-  Buckets,
-  Subjects,
-  Keys,
-  Consumers,
-  RuntimeOps,
-  VolumeOps,
-  ConfigOps,
-} from './names.js';
+export { nodeToken, nodeFromToken, fnv1a32, partitionOf, DEFAULT_PARTITIONS, Streams, Buckets, Subjects, Keys, Consumers, RuntimeOps, VolumeOps, ConfigOps } from './names.js';
 export type { RuntimeOp, VolumeOp, ConfigOp } from './names.js';
 export {
   TraceCarrier,
@@ -86,6 +72,7 @@ export {
   FenceEpoch,
   NodeResources,
   NodeCapacity,
+  NodeRuntimeStatus,
   VolumeMountRequest,
   VolumeMountReply,
   VolumeUnmountRequest,
@@ -100,14 +87,5 @@ export {
   SpanRecord,
   SpanBatch,
 } from './messages.js';
-export {
-  ApiPodRecord,
-  ApplyPodsRequest,
-  ApplyOutcome,
-  ApplyPodsReply,
-  DeletePodRequest,
-  DeletePodReply,
-  ContainerLogsRequest,
-  ContainerLogsReply,
-} from './remote-messages.js';
+export { ApiPodRecord, ApplyPodsRequest, ApplyOutcome, ApplyPodsReply, DeletePodRequest, DeletePodReply, ContainerLogsRequest, ContainerLogsReply } from './remote-messages.js';
 export { KubeletError, hasErrorCode, errorMessage } from './errors.js';

@@ -7,6 +7,8 @@
  * Over ~450 lines on purpose: this is the wire contract (as pleg/pleg.go is for PLEG), a list of
  * schemas with no behaviour, kept in one file so a reviewer sees every message of the bus and its
  * evolution in one place; it grows by one schema per message, not by logic.
+ *
+ * One file on purpose: the catalogue of every message on the bus, each schema beside its type tag, so a change to the wire format is reviewed in one place.
  */
 import { z } from 'zod';
 import { BoundPod, PodStatus } from './pod.js';
@@ -148,6 +150,13 @@ export const WorkerRecord = z.object({
   gracePeriod: z.number().int().optional(),
   /** The runtime cache time the last sync was based on (GetNewerThan). */
   lastSyncTime: z.number().optional(),
+  /**
+   * The node's time (cri-adapter's reply `timestamp`) after the last sync's last runtime change:
+   * the next sync waits for a runtime cache newer than this instead of `lastSyncTime`, so the relist
+   * cri-adapter's poke started once the change was made satisfies it without waiting for the next
+   * periodic relist. Absent when the last sync made no runtime call.
+   */
+  runtimeSyncedAt: z.number().optional(),
   /** `RuntimeCacheEntry.episode.at` of the runtime status the last sync was based on: a newer episode is new to this worker. */
   episodeAt: z.number().optional(),
   /** Desired revision the last completed sync saw. */
@@ -353,6 +362,8 @@ export const RuntimeSyncPodReply = z.object({
   imagePullStartedAt: z.number().optional(),
   /** When this sync's last successful image pull finished (ms since the epoch). */
   imagePullFinishedAt: z.number().optional(),
+  /** The node's time once the sync's runtime changes were made (ms since the epoch): a relist started later sees them. */
+  timestamp: z.number().optional(),
 });
 export type RuntimeSyncPodReply = z.infer<typeof RuntimeSyncPodReply>;
 
@@ -369,6 +380,8 @@ export const RuntimeKillPodReply = z.object({
   type: z.literal('kubelet.runtime.KillPodReply.v1'),
   results: z.array(SyncResult),
   podStatus: RuntimePodStatus,
+  /** The node's time once the kill's runtime changes were made (ms since the epoch): a relist started later sees them. */
+  timestamp: z.number().optional(),
 });
 export type RuntimeKillPodReply = z.infer<typeof RuntimeKillPodReply>;
 
@@ -537,10 +550,33 @@ export const NodeCapacity = z.object({
   capacity: NodeResources,
   /** What pods may use: the capacity, or less where the node's configuration says so. */
   allocatable: NodeResources,
-  /** When it was measured (RFC 3339). */
+  /** When it was measured (RFC 3339); re-measured every 10 s and rewritten at least every 20 s. */
   observedAt: z.string(),
+  /**
+   * Which eviction thresholds (evictionHard) the node crosses, or crossed within the pressure
+   * transition period: MemoryPressure (memory.available), DiskPressure (nodefs.available,
+   * nodefs.inodesFree), PIDPressure (pid.available).
+   */
+  pressure: z.object({ memory: z.boolean(), disk: z.boolean(), pid: z.boolean() }).optional(),
 });
 export type NodeCapacity = z.infer<typeof NodeCapacity>;
+
+/**
+ * Bucket `sl_node_runtime` (writer: the node's cri-adapter), key `<node>`: the container runtime's
+ * state as the kubelet's updateRuntimeUp sees it (CRI Status every 5 s). Written on a change and at
+ * least every 20 s.
+ */
+export const NodeRuntimeStatus = z.object({
+  type: z.literal('kubelet.node.RuntimeStatus.v1'),
+  node: z.string(),
+  /** Status succeeded and reported RuntimeReady within the last 30 s. */
+  ready: z.boolean(),
+  /** Why not, in the kubelet's words (`container runtime is down: …`); empty when ready. */
+  message: z.string(),
+  /** When it was checked (RFC 3339). */
+  observedAt: z.string(),
+});
+export type NodeRuntimeStatus = z.infer<typeof NodeRuntimeStatus>;
 
 // ---------------------------------------------------------------------------------------------
 // pod-worker / sync-loop → volume-manager (request/reply)
@@ -635,9 +671,7 @@ export const PodStatusRecord = z.object({
    * running (status manager mergePodStatus): `status` keeps the previous phase until the worker
    * reports no running container or TerminatePod. Optional (added by status-manager).
    */
-  heldTerminal: z
-    .object({ phase: z.enum(['Succeeded', 'Failed']), reason: z.string().optional(), message: z.string().optional() })
-    .optional(),
+  heldTerminal: z.object({ phase: z.enum(['Succeeded', 'Failed']), reason: z.string().optional(), message: z.string().optional() }).optional(),
 });
 export type PodStatusRecord = z.infer<typeof PodStatusRecord>;
 

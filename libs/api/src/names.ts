@@ -88,6 +88,11 @@ export const Buckets = {
    */
   nodeCapacity: 'sl_node_capacity',
   /**
+   * Writer: the node's cri-adapter. Key `<node>` → NodeRuntimeStatus, whether the container runtime
+   * answers Status with RuntimeReady (status-manager's Ready condition).
+   */
+  nodeRuntime: 'sl_node_runtime',
+  /**
    * Writer: the node's cri-adapter. Key `<node>.<partition>` → FenceEpoch, the newest pod-worker
    * epoch it accepted for the partition, so a restarted cri-adapter still refuses older ones.
    */

@@ -132,13 +132,14 @@ export type Container = z.infer<typeof Container>;
 
 export const Volume = z.looseObject({
   name: z.string().min(1),
-  emptyDir: z.looseObject({ medium: z.enum(['', 'Memory']).optional(), sizeLimit: quantity.optional() }).nullable().optional(),
+  emptyDir: z
+    .looseObject({ medium: z.enum(['', 'Memory']).optional(), sizeLimit: quantity.optional() })
+    .nullable()
+    .optional(),
   hostPath: z
     .looseObject({
       path: z.string().min(1),
-      type: z
-        .enum(['', 'DirectoryOrCreate', 'Directory', 'FileOrCreate', 'File', 'Socket', 'CharDevice', 'BlockDevice'])
-        .optional(),
+      type: z.enum(['', 'DirectoryOrCreate', 'Directory', 'FileOrCreate', 'File', 'Socket', 'CharDevice', 'BlockDevice']).optional(),
     })
     .optional(),
   configMap: z.looseObject({ name: z.string().optional() }).optional(),

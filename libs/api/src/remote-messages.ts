@@ -64,7 +64,12 @@ export const ContainerLogsRequest = z.object({
   offset: z.number().int().min(0).optional(),
   tailLines: z.number().int().min(0).optional(),
   /** @default 262144 (kept well under the NATS max payload once base64-encoded) */
-  limitBytes: z.number().int().min(1).max(512 * 1024).optional(),
+  limitBytes: z
+    .number()
+    .int()
+    .min(1)
+    .max(512 * 1024)
+    .optional(),
 });
 export type ContainerLogsRequest = z.infer<typeof ContainerLogsRequest>;
 

@@ -115,6 +115,11 @@ export abstract class BusBase implements Omit<Bus, 'isClosed' | 'consume' | 'kv'
     await sendDeadLetter({ process: this.process, node: this.node, logger: this.logger, metrics: this.metrics, store: (subject, body) => this.storeDeadLetter(subject, body) }, d);
   }
 
+  /** A permissions violation reported by the server: fails the requests it concerns at once (see CoreClient). */
+  protected permissionDenied(operation: 'publish' | 'subscription', subject: string): void {
+    this.#core.permissionDenied(operation, subject);
+  }
+
   /** Unsubscribes core subscriptions and waits for the request handlers still running. */
   protected closeCore(): Promise<void> {
     return this.#core.close();

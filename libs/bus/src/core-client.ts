@@ -67,6 +67,8 @@ export class CoreClient {
   readonly #d: CoreClientDeps;
   readonly #subs = new Set<CoreSubscription>();
   readonly #inflight = new Set<Promise<unknown>>();
+  /** Requests awaiting their reply, by subject: a permissions violation on the subject fails them at once. */
+  readonly #pending = new Map<string, Set<(e: BusError) => void>>();
 
   constructor(deps: CoreClientDeps) {
     this.#d = deps;
@@ -98,6 +100,21 @@ export class CoreClient {
       },
     });
     this.#track(sub, signal, () => sub.unsubscribe());
+  }
+
+  /**
+   * The server refused a publish or a subscription of this connection (its NATS user may not use
+   * the subject): fails the requests waiting on that subject (their own publish, or their inbox)
+   * at once with `PermissionDenied` instead of letting them run into their timeout.
+   */
+  permissionDenied(operation: 'publish' | 'subscription', subject: string): void {
+    const err = new BusError('PermissionDenied', `NATS refused the ${operation} on ${subject}: this process's NATS user is not permitted to use it`, { retryable: false });
+    if (operation === 'publish') {
+      for (const fail of this.#pending.get(subject) ?? []) fail(err);
+      return;
+    }
+    // A refused inbox subscription: every request of this connection waits on an inbox.
+    if (subject.startsWith('_INBOX.')) for (const fails of this.#pending.values()) for (const fail of fails) fail(err);
   }
 
   /** @see Bus.request */
@@ -153,10 +170,14 @@ export class CoreClient {
     const { transport } = this.#d;
     return new Promise<ReplyEnvelope>((resolve, reject) => {
       let idle: NodeJS.Timeout | undefined;
+      const denied = (e: BusError): void => finish(() => reject(e));
       const finish = (fn: () => void): void => {
         clearTimeout(overall);
         clearTimeout(idle);
         sub.unsubscribe();
+        const waiting = this.#pending.get(subject);
+        waiting?.delete(denied);
+        if (waiting?.size === 0) this.#pending.delete(subject);
         fn();
       };
       const armIdle = (): void => {
@@ -186,6 +207,9 @@ export class CoreClient {
         },
       });
       armIdle();
+      let waiting = this.#pending.get(subject);
+      if (waiting === undefined) this.#pending.set(subject, (waiting = new Set()));
+      waiting.add(denied);
       transport.publish(subject, data, { reply: inbox, headers: hdrs });
     });
   }

@@ -10,6 +10,8 @@ export const BusErrorCodes = {
   NotFound: 'NotFound',
   Closed: 'Closed',
   Unsupported: 'Unsupported',
+  /** The NATS server refused the subject to this process's user (its permissions). */
+  PermissionDenied: 'PermissionDenied',
 } as const;
 export type BusErrorCode = (typeof BusErrorCodes)[keyof typeof BusErrorCodes];
 

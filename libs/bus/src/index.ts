@@ -26,13 +26,6 @@ export type { BusErrorCode } from './errors.js';
 export { TypedKv } from './typed-kv.js';
 export { ensureTopology, ensureStream, STREAMS, BUCKETS, CONSUMERS } from './topology.js';
 export type { StreamSpec, BucketSpec, ConsumerSpec } from './topology.js';
-export {
-  headersWithContext,
-  contextFromHeaders,
-  carrierFromContext,
-  contextFromCarrier,
-  linkFromContext,
-  subjectTemplate,
-  failSpan,
-  busTracer,
-} from './trace.js';
+export { headersWithContext, contextFromHeaders, carrierFromContext, contextFromCarrier, linkFromContext, subjectTemplate, failSpan, busTracer } from './trace.js';
+export { IDENTITIES, identityPermissions, renderAuthorization, writtenBuckets } from './permissions.js';
+export type { Identity, NatsPermissions, NatsCredential, PermissionScope } from './permissions.js';

@@ -8,7 +8,7 @@
  * `connect-bus.ts`.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
-import { NoRespondersError, RequestError, TimeoutError } from '@nats-io/transport-node';
+import { NoRespondersError, PermissionViolationError, RequestError, TimeoutError } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
@@ -22,7 +22,7 @@ import { encodeMessage } from './codec.js';
 import { BusError } from './errors.js';
 import { isWrongLastSequence } from './js-api-codes.js';
 import { consumeNats, ensureNatsConsumer } from './nats-consumer.js';
-import { natsRawKv } from './nats-kv.js';
+import { compactDeleteMarkers, natsRawKv } from './nats-kv.js';
 import { readNatsStream } from './nats-stream-reader.js';
 import { publishInSpan } from './producer.js';
 import { BUCKETS } from './topology.js';
@@ -40,7 +40,15 @@ export class NatsBus extends BusBase implements Bus {
   #connected = true;
 
   constructor(nc: NatsConnection, jsm: JetStreamManager, opts: BusOptions) {
-    super({ process: opts.process, node: opts.node, logger: opts.logger, metrics: opts.metrics, transport: nc, progressBeatMs: opts.progressBeatMs, requestError: natsRequestError });
+    super({
+      process: opts.process,
+      node: opts.node,
+      logger: opts.logger,
+      metrics: opts.metrics,
+      transport: nc,
+      progressBeatMs: opts.progressBeatMs,
+      requestError: natsRequestError,
+    });
     this.nc = nc;
     this.jsm = jsm;
     this.js = jetstream(nc);
@@ -48,6 +56,13 @@ export class NatsBus extends BusBase implements Bus {
       for await (const s of nc.status()) {
         if (s.type === 'disconnect') this.#connected = false;
         else if (s.type === 'reconnect') this.#connected = true;
+        else if (s.type === 'error' && s.error instanceof PermissionViolationError) {
+          // Never swallowed: a process acting outside its NATS user's permissions is a bug or a
+          // misconfigured identity, and the operation it tried does not happen.
+          const { operation, subject } = s.error;
+          this.logger.error('NATS permissions violation: the server refused this process', { operation, subject, user: opts.user ?? '(none)' });
+          this.permissionDenied(operation === 'subscription' ? 'subscription' : 'publish', subject);
+        }
       }
     })().catch(() => undefined);
   }
@@ -73,7 +88,7 @@ export class NatsBus extends BusBase implements Bus {
         if (opts.expectLastSubjectSequence !== undefined && isWrongLastSequence(e)) {
           throw new BusError('Conflict', `${subject} is no longer at sequence ${opts.expectLastSubjectSequence}`, { cause: e });
         }
-        throw e;
+        throw permissionError(e) ?? e;
       }
     });
   }
@@ -118,13 +133,20 @@ export class NatsBus extends BusBase implements Bus {
     if (!p) {
       if (!BUCKETS.some((b) => b.name === bucket)) return Promise.reject(new BusError('NotFound', `bucket ${bucket} is not in the topology (libs/bus topology.ts)`));
       p = new Kvm(this.nc).open(bucket).then((kv) => new TypedKv<z.output<S>>(natsRawKv(kv, bucket, this.jsm), bucket, schema as unknown as z.ZodType<z.output<S>>, this));
-      this.#kvs.set(bucket, p as Promise<TypedKv<unknown>>);
+      this.#kvs.set(bucket, p);
     }
     return p;
   }
 
   flush(): Promise<void> {
     return this.nc.flush();
+  }
+
+  /** Removes the bucket's delete markers older than `olderThanMs` (see compactDeleteMarkers); returns how many. */
+  async compactDeleteMarkers(bucket: string, olderThanMs: number): Promise<number> {
+    if (!BUCKETS.some((b) => b.name === bucket)) throw new BusError('NotFound', `bucket ${bucket} is not in the topology (libs/bus topology.ts)`);
+    const kv = await new Kvm(this.nc).open(bucket);
+    return compactDeleteMarkers(kv, this.jsm, bucket, olderThanMs);
   }
 
   /**
@@ -156,8 +178,20 @@ export class NatsBus extends BusBase implements Bus {
   }
 }
 
+/** A NATS permissions violation (possibly wrapped in a RequestError) as a `PermissionDenied` BusError; undefined for anything else. */
+export function permissionError(e: unknown): BusError | undefined {
+  const cause = e instanceof Error && e.cause instanceof PermissionViolationError ? e.cause : e;
+  if (!(cause instanceof PermissionViolationError)) return undefined;
+  return new BusError('PermissionDenied', `NATS refused the ${cause.operation} on ${cause.subject}: this process's NATS user is not permitted to use it`, {
+    retryable: false,
+    cause: e,
+  });
+}
+
 /** A NATS request failure as a BusError. */
 function natsRequestError(subject: string, timeoutMs: number, e: unknown): BusError {
+  const denied = permissionError(e);
+  if (denied !== undefined) return denied;
   const cause = e instanceof RequestError ? (e.cause ?? e) : e;
   if (cause instanceof NoRespondersError || (e instanceof RequestError && e.isNoResponders())) {
     return new BusError('NoResponders', `no responder for ${subject}: is the process that serves it running?`, { retryable: true, cause: e });

@@ -68,8 +68,7 @@ export async function consumeNats<T>(
   const concurrency = Math.max(1, opts.concurrency ?? 1);
   const messages = await consumer.consume({ max_messages: Math.max(100, concurrency * 2), expires: 10_000 });
   let last = Date.now();
-  const onAbort = (): void =>
-    void messages.close().catch((e: unknown) => deps.logger.debug('closing a consumer failed', { durable: opts.durable, error: errorMessage(e) }));
+  const onAbort = (): void => void messages.close().catch((e: unknown) => deps.logger.debug('closing a consumer failed', { durable: opts.durable, error: errorMessage(e) }));
   opts.signal.addEventListener('abort', onAbort, { once: true });
   void (async () => {
     for await (const s of messages.status()) {

@@ -42,3 +42,34 @@ export function natsRawKv(kv: KV, bucket: string, jsm: JetStreamManager): RawKv 
     },
   };
 }
+
+/**
+ * Removes a bucket's delete markers older than `olderThanMs`. A deleted key leaves a marker behind
+ * (history 1 keeps the last message of every key, and nats-server 2.9 has no marker TTL), so a node
+ * that churns pods would otherwise grow its buckets without bound until they refuse writes. Each
+ * marker is purged up to its own revision only (`seq`), so a key written again since is kept.
+ * Reads the bucket's headers only, once; gives up after `timeoutMs`. Returns how many were removed.
+ */
+export async function compactDeleteMarkers(kv: KV, jsm: JetStreamManager, bucket: string, olderThanMs: number, timeoutMs = 30_000): Promise<number> {
+  // history() honours headers_only (kv.js) though its declared options omit it: values are not needed here.
+  const opts: { key: string } = Object.assign({ key: '>' }, { headers_only: true });
+  const it = await kv.history(opts);
+  const markers = new Map<string, { revision: number; created: Date }>();
+  const giveUp = setTimeout(() => it.stop(), timeoutMs);
+  try {
+    for await (const e of it) {
+      if (e.operation === 'PUT') markers.delete(e.key);
+      else markers.set(e.key, { revision: e.revision, created: e.created });
+    }
+  } finally {
+    clearTimeout(giveUp);
+  }
+  const before = Date.now() - olderThanMs;
+  let purged = 0;
+  for (const [key, m] of markers) {
+    if (m.created.getTime() >= before) continue;
+    const r = await jsm.streams.purge(`KV_${bucket}`, { filter: `$KV.${bucket}.${key}`, seq: m.revision + 1 });
+    purged += r.purged;
+  }
+  return purged;
+}

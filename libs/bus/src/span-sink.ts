@@ -14,9 +14,7 @@ export async function publishSpanRecords(bus: Pick<Bus, 'publish' | 'node'>, rec
     if (list === undefined) byTrace.set(r.traceId, [r]);
     else list.push(r);
   }
-  await Promise.all(
-    [...byTrace].map(([traceId, spans]) => bus.publish(SpanBatch, Subjects.spans(bus.node, traceId), { type: 'kubelet.trace.SpanBatch.v1', spans })),
-  );
+  await Promise.all([...byTrace].map(([traceId, spans]) => bus.publish(SpanBatch, Subjects.spans(bus.node, traceId), { type: 'kubelet.trace.SpanBatch.v1', spans })));
 }
 
 /**

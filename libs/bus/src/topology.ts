@@ -18,53 +18,102 @@ import { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_ACK_PENDING } from './consume-loop.js'
 
 const HOUR_MS = 3_600_000;
 
-/** A stream's declaration. */
+const MB = 1024 * 1024;
+
+/**
+ * A stream's declaration. Every stream is bounded three ways (age, bytes, messages) so a node that
+ * runs for months keeps a flat store; which end gives way when a bound is hit is chosen per stream
+ * (docs/architecture.md, "Limits of the bus").
+ */
 export interface StreamSpec {
   name: string;
   subjects: string[];
   retention: 'limits' | 'workqueue';
   maxAgeMs: number;
-  maxBytes?: number;
+  maxBytes: number;
+  maxMsgs: number;
+  /**
+   * The largest message the stream stores (a bigger publish is refused): 1 MiB everywhere, the
+   * server's default max_payload, so a message that reached the server is stored and a bad one is
+   * dead-lettered by its reader with the reason, not lost at the door.
+   */
+  maxMsgSize: number;
+  /** `old`: the oldest messages make room (history); `new`: a publish into a full stream is refused (work that must not be dropped silently). */
+  discard: 'old' | 'new';
   maxMsgsPerSubject?: number;
   duplicateWindowMs?: number;
 }
 
-/** A KV bucket's declaration. */
+/**
+ * A KV bucket's declaration. History 1: a key is its latest value. A full bucket refuses new
+ * writes (KV buckets discard new) rather than dropping another key's state.
+ */
 export interface BucketSpec {
   name: string;
   history: number;
   /** Per-entry max age; the lease buckets use it to expire dead owners. */
   ttlMs?: number;
+  /** The bucket's size bound. */
+  maxBytes: number;
+  /** The largest value a key may hold. */
+  maxValueSize: number;
 }
 
 /** The streams splitlet uses (all nodes share them; subjects carry the node). */
 export const STREAMS: readonly StreamSpec[] = [
-  { name: Streams.config, subjects: ['sl.*.config.>'], retention: 'limits', maxAgeMs: 24 * HOUR_MS, maxBytes: 512 * 1024 * 1024 },
-  { name: Streams.work, subjects: ['sl.*.work.*.*'], retention: 'workqueue', maxAgeMs: 24 * HOUR_MS, duplicateWindowMs: 120_000 },
-  { name: Streams.pleg, subjects: ['sl.*.pleg.*'], retention: 'limits', maxAgeMs: HOUR_MS, maxBytes: 256 * 1024 * 1024 },
-  { name: Streams.status, subjects: ['sl.*.status.*'], retention: 'limits', maxAgeMs: HOUR_MS, maxBytes: 256 * 1024 * 1024 },
-  { name: Streams.events, subjects: ['sl.*.events.*'], retention: 'limits', maxAgeMs: HOUR_MS, maxMsgsPerSubject: 500, maxBytes: 256 * 1024 * 1024 },
-  { name: Streams.deadLetter, subjects: ['sl.*.dlq.*'], retention: 'limits', maxAgeMs: 7 * 24 * HOUR_MS, maxBytes: 256 * 1024 * 1024 },
-  { name: Streams.spans, subjects: ['sl.*.spans.*'], retention: 'limits', maxAgeMs: HOUR_MS, maxBytes: 128 * 1024 * 1024 },
+  { name: Streams.config, subjects: ['sl.*.config.>'], retention: 'limits', maxAgeMs: 24 * HOUR_MS, maxBytes: 512 * MB, maxMsgs: 1_000_000, maxMsgSize: MB, discard: 'old' },
+  {
+    name: Streams.work,
+    subjects: ['sl.*.work.*.*'],
+    retention: 'workqueue',
+    maxAgeMs: 24 * HOUR_MS,
+    maxBytes: 64 * MB,
+    maxMsgs: 100_000,
+    maxMsgSize: MB,
+    discard: 'new',
+    duplicateWindowMs: 120_000,
+  },
+  { name: Streams.pleg, subjects: ['sl.*.pleg.*'], retention: 'limits', maxAgeMs: HOUR_MS, maxBytes: 256 * MB, maxMsgs: 1_000_000, maxMsgSize: MB, discard: 'old' },
+  { name: Streams.status, subjects: ['sl.*.status.*'], retention: 'limits', maxAgeMs: HOUR_MS, maxBytes: 256 * MB, maxMsgs: 1_000_000, maxMsgSize: MB, discard: 'old' },
+  {
+    name: Streams.events,
+    subjects: ['sl.*.events.*'],
+    retention: 'limits',
+    maxAgeMs: HOUR_MS,
+    maxMsgsPerSubject: 500,
+    maxBytes: 256 * MB,
+    maxMsgs: 1_000_000,
+    maxMsgSize: MB,
+    discard: 'old',
+  },
+  { name: Streams.deadLetter, subjects: ['sl.*.dlq.*'], retention: 'limits', maxAgeMs: 7 * 24 * HOUR_MS, maxBytes: 256 * MB, maxMsgs: 100_000, maxMsgSize: MB, discard: 'old' },
+  { name: Streams.spans, subjects: ['sl.*.spans.*'], retention: 'limits', maxAgeMs: HOUR_MS, maxBytes: 128 * MB, maxMsgs: 1_000_000, maxMsgSize: MB, discard: 'old' },
 ];
+
+/** A bucket keyed per pod (values carry a pod spec or status: up to 1 MiB, like an API object). */
+const perPod = (name: string): BucketSpec => ({ name, history: 1, maxBytes: 256 * MB, maxValueSize: MB });
+/** A bucket of small per-node or per-partition records. */
+const small = (name: string, ttlMs?: number): BucketSpec => ({ name, history: 1, maxBytes: 16 * MB, maxValueSize: MB, ...(ttlMs !== undefined ? { ttlMs } : {}) });
 
 /** The KV buckets splitlet uses. */
 export const BUCKETS: readonly BucketSpec[] = [
-  { name: Buckets.desired, history: 1 },
-  { name: Buckets.kill, history: 1 },
-  { name: Buckets.worker, history: 1 },
-  { name: Buckets.leases, history: 1, ttlMs: 10_000 },
-  { name: Buckets.members, history: 1, ttlMs: 10_000 },
-  { name: Buckets.runtime, history: 1 },
-  { name: Buckets.volumes, history: 1 },
-  { name: Buckets.status, history: 1 },
-  { name: Buckets.probe, history: 1 },
-  { name: Buckets.node, history: 1 },
-  { name: Buckets.syncLoopLeader, history: 1, ttlMs: 10_000 },
-  { name: Buckets.criBackoff, history: 1 },
-  { name: Buckets.nodeCapacity, history: 1 },
-  { name: Buckets.criFences, history: 1 },
-  { name: Buckets.apiPods, history: 1 },
+  perPod(Buckets.desired),
+  perPod(Buckets.kill),
+  perPod(Buckets.worker),
+  small(Buckets.leases, 10_000),
+  small(Buckets.members, 10_000),
+  perPod(Buckets.runtime),
+  perPod(Buckets.volumes),
+  perPod(Buckets.status),
+  perPod(Buckets.probe),
+  small(Buckets.node),
+  small(Buckets.syncLoopLeader, 10_000),
+  // The node's crash-loop and image-pull backoff tables: one value for every pod of the node.
+  { name: Buckets.criBackoff, history: 1, maxBytes: 64 * MB, maxValueSize: MB },
+  small(Buckets.nodeCapacity),
+  small(Buckets.nodeRuntime),
+  small(Buckets.criFences),
+  perPod(Buckets.apiPods),
 ];
 
 /**
@@ -84,8 +133,13 @@ export interface ConsumerSpec {
 
 /** The durable consumers splitlet uses, per node (and partition). */
 export const CONSUMERS = {
-  /** sync-loop's PodUpdates, in order. */
-  syncLoopConfig: (node: string): ConsumerSpec => ({ stream: Streams.config, durable: Consumers.syncLoopConfig(node), filterSubject: Subjects.configAll(node) }),
+  /**
+   * sync-loop's PodUpdates, in order: one in flight (max_ack_pending 1). With more, a sync-loop killed
+   * holding unacked updates had them redelivered (after the ack wait) behind newer ones its successor
+   * had already applied — an old ADD re-adding a removed pod, an old image undoing a newer one (found
+   * by the chaos suite).
+   */
+  syncLoopConfig: (node: string): ConsumerSpec => ({ stream: Streams.config, durable: Consumers.syncLoopConfig(node), filterSubject: Subjects.configAll(node), maxAckPending: 1 }),
   /** sync-loop's PLEG events: only new ones when first created. */
   syncLoopPleg: (node: string): ConsumerSpec => ({ stream: Streams.pleg, durable: Consumers.syncLoopPleg(node), filterSubject: Subjects.plegAll(node), deliverNew: true }),
   /** One pod-worker partition's pokes (the lease owner consumes it). */
@@ -100,20 +154,27 @@ export const CONSUMERS = {
   /** status-manager's status updates. */
   statusManager: (node: string): ConsumerSpec => ({ stream: Streams.status, durable: Consumers.statusManager(node), filterSubject: Subjects.statusAll(node) }),
   /** status-manager's events to post to the API server (cluster mode): only new ones when first created. */
-  statusManagerEvents: (node: string): ConsumerSpec => ({ stream: Streams.events, durable: Consumers.statusManagerEvents(node), filterSubject: Subjects.eventsAll(node), deliverNew: true }),
+  statusManagerEvents: (node: string): ConsumerSpec => ({
+    stream: Streams.events,
+    durable: Consumers.statusManagerEvents(node),
+    filterSubject: Subjects.eventsAll(node),
+    deliverNew: true,
+  }),
 } as const;
 
-function streamConfig(s: StreamSpec): Partial<StreamConfig> & { name: string } {
+function streamConfig(s: StreamSpec, replicas: number): Partial<StreamConfig> & { name: string } {
   const cfg: Partial<StreamConfig> & { name: string } = {
     name: s.name,
     subjects: s.subjects,
     retention: s.retention === 'workqueue' ? RetentionPolicy.Workqueue : RetentionPolicy.Limits,
     storage: StorageType.File,
-    discard: DiscardPolicy.Old,
+    discard: s.discard === 'new' ? DiscardPolicy.New : DiscardPolicy.Old,
     max_age: nanos(s.maxAgeMs),
-    num_replicas: 1,
+    max_bytes: s.maxBytes,
+    max_msgs: s.maxMsgs,
+    max_msg_size: s.maxMsgSize,
+    num_replicas: replicas,
   };
-  if (s.maxBytes !== undefined) cfg.max_bytes = s.maxBytes;
   if (s.maxMsgsPerSubject !== undefined) cfg.max_msgs_per_subject = s.maxMsgsPerSubject;
   if (s.duplicateWindowMs !== undefined) cfg.duplicate_window = nanos(s.duplicateWindowMs);
   return cfg;
@@ -126,20 +187,27 @@ function isNotFound(e: unknown): boolean {
 /** The HTTP-like status of a JetStream API error for a missing resource. */
 const HTTP_NOT_FOUND = 404;
 
-/** Creates or updates one stream. */
-export async function ensureStream(jsm: JetStreamManager, spec: StreamSpec): Promise<void> {
-  const cfg = streamConfig(spec);
+/**
+ * Creates or updates one stream. `replicas` applies at creation only: an update keeps the stream's
+ * replica count, so a process provisioning with the default never scales down a stream that
+ * `splitlet up --nats-cluster` created replicated.
+ */
+export async function ensureStream(jsm: JetStreamManager, spec: StreamSpec, replicas = 1): Promise<void> {
+  const cfg = streamConfig(spec, replicas);
   try {
     const info = await jsm.streams.info(spec.name);
     const cur = info.config;
     const same =
       JSON.stringify([...cur.subjects].sort()) === JSON.stringify([...spec.subjects].sort()) &&
       cur.max_age === cfg.max_age &&
+      cur.discard === cfg.discard &&
+      (cur.max_msgs ?? -1) === (cfg.max_msgs ?? -1) &&
+      (cur.max_msg_size ?? -1) === (cfg.max_msg_size ?? -1) &&
       (cur.max_bytes ?? -1) === (cfg.max_bytes ?? -1) &&
       (cur.max_msgs_per_subject ?? -1) === (cfg.max_msgs_per_subject ?? -1);
     if (!same) {
       const { retention: _r, storage: _s, ...updatable } = cfg;
-      await jsm.streams.update(spec.name, updatable);
+      await jsm.streams.update(spec.name, { ...updatable, num_replicas: cur.num_replicas });
     }
   } catch (e) {
     if (!isNotFound(e)) throw e;
@@ -152,16 +220,34 @@ export async function ensureStream(jsm: JetStreamManager, spec: StreamSpec): Pro
   }
 }
 
-/** Creates (or opens) every stream and bucket. Safe to call from every process at once. */
-export async function ensureTopology(nc: NatsConnection, jsm: JetStreamManager): Promise<void> {
-  for (const s of STREAMS) await ensureStream(jsm, s);
+function isPermissionViolation(e: unknown): boolean {
+  return e instanceof Error && (e.name === 'PermissionViolationError' || (e.cause instanceof Error && e.cause.name === 'PermissionViolationError'));
+}
+
+/** An existing bucket (created before these limits, or with others) gets the declared size bounds: `kvm.create` leaves an existing bucket as it is. */
+async function ensureBucketLimits(jsm: JetStreamManager, b: BucketSpec): Promise<void> {
+  const name = `KV_${b.name}`;
+  const { config } = await jsm.streams.info(name);
+  if (config.max_bytes === b.maxBytes && config.max_msg_size === b.maxValueSize) return;
+  await jsm.streams.update(name, { ...config, max_bytes: b.maxBytes, max_msg_size: b.maxValueSize });
+}
+
+/**
+ * Creates (or opens) every stream and bucket. Safe to call from every process at once. `replicas`:
+ * of what is created (3 on a 3-server cluster); what exists keeps its own. @default 1
+ */
+export async function ensureTopology(nc: NatsConnection, jsm: JetStreamManager, options: { replicas?: number } = {}): Promise<void> {
+  const replicas = options.replicas ?? 1;
+  for (const s of STREAMS) await ensureStream(jsm, s, replicas);
   const kvm = new Kvm(nc);
   for (const b of BUCKETS) {
-    const opts: Partial<KvOptions> = { history: b.history, storage: StorageType.File };
+    const opts: Partial<KvOptions> = { history: b.history, storage: StorageType.File, max_bytes: b.maxBytes, maxValueSize: b.maxValueSize, replicas };
     if (b.ttlMs !== undefined) opts.ttl = b.ttlMs;
     try {
       await kvm.create(b.name, opts);
+      await ensureBucketLimits(jsm, b);
     } catch (e) {
+      if (isPermissionViolation(e)) throw e;
       // Another process created the bucket between our lookup and our create: open it instead.
       await new Promise((r) => setTimeout(r, 100));
       try {

@@ -63,7 +63,11 @@ export function busContract(name: string, factory: HarnessFactory): void {
       return out;
     };
 
-    const consumeInto = async (bus: Bus, o: { node: string; uid: string; durable: string; signal: AbortSignal; maxDeliver?: number; ackWaitMs?: number; autoAck?: boolean }, handler: (d: Delivery<Ping>) => Promise<void>) =>
+    const consumeInto = async (
+      bus: Bus,
+      o: { node: string; uid: string; durable: string; signal: AbortSignal; maxDeliver?: number; ackWaitMs?: number; autoAck?: boolean },
+      handler: (d: Delivery<Ping>) => Promise<void>,
+    ) =>
       bus.consume(
         Ping,
         {
@@ -153,7 +157,8 @@ export function busContract(name: string, factory: HarnessFactory): void {
         seen.push([d.data.n, d.deliveryCount, Date.now()]);
         if (d.data.n === 1 && d.deliveryCount === 1) d.nak(300);
         else if (d.data.n === 2) d.term();
-        else if (d.data.n === 3 && d.deliveryCount === 1) return; // left unsettled: the ack wait redelivers it
+        else if (d.data.n === 3 && d.deliveryCount === 1)
+          return; // left unsettled: the ack wait redelivers it
         else d.ack();
       });
       await a.publish(Ping, Subjects.pleg(node, 'u4'), ping(1));
@@ -161,12 +166,22 @@ export function busContract(name: string, factory: HarnessFactory): void {
       await a.publish(Ping, Subjects.pleg(node, 'u4'), ping(3));
       await eventually(() => assert.equal(seen.filter(([n]) => n !== 2).length, 4));
       const first = seen.filter(([n]) => n === 1);
-      assert.deepEqual(first.map(([, count]) => count), [1, 2]);
+      assert.deepEqual(
+        first.map(([, count]) => count),
+        [1, 2],
+      );
       assert.ok(first[1]![2] - first[0]![2] >= 250, 'redelivered after the nak delay');
       const third = seen.filter(([n]) => n === 3);
-      assert.deepEqual(third.map(([, count]) => count), [1, 2]);
+      assert.deepEqual(
+        third.map(([, count]) => count),
+        [1, 2],
+      );
       assert.ok(third[1]![2] - third[0]![2] >= 500, 'redelivered after the ack wait');
-      assert.deepEqual(seen.filter(([n]) => n === 2).map(([, count]) => count), [1], 'terminated: delivered once');
+      assert.deepEqual(
+        seen.filter(([n]) => n === 2).map(([, count]) => count),
+        [1],
+        'terminated: delivered once',
+      );
       ac.abort();
       await c.done;
     });
@@ -203,7 +218,10 @@ export function busContract(name: string, factory: HarnessFactory): void {
       );
       await b.flush();
       assert.equal((await a.request(Ping, Ping, subject, ping(1), { timeoutMs: 5000 })).n, 2);
-      await assert.rejects(a.request(Ping, Ping, subject, ping(13), { timeoutMs: 5000 }), (e: unknown) => isBusError(e, 'Remote') && e.remoteCode === 'FailedMount' && e.retryable && e.message === 'unlucky');
+      await assert.rejects(
+        a.request(Ping, Ping, subject, ping(13), { timeoutMs: 5000 }),
+        (e: unknown) => isBusError(e, 'Remote') && e.remoteCode === 'FailedMount' && e.retryable && e.message === 'unlucky',
+      );
       await assert.rejects(a.request(Ping, Ping, Subjects.rpc.volume(node, 'cleanup'), ping(1), { timeoutMs: 5000 }), (e: unknown) => isBusError(e, 'NoResponders'));
       await assert.rejects(a.request(Ping, Ping, subject, ping(99), { timeoutMs: 100 }), (e: unknown) => isBusError(e, 'Timeout') && /within 100 ms/.test((e as Error).message));
       const Loose = z.object({ type: z.string() });
@@ -305,7 +323,10 @@ export function busContract(name: string, factory: HarnessFactory): void {
       assert.equal(await kv.get(key), null);
       assert.deepEqual((await kv.keys(`${node}.>`)).sort(), [`${node}.3.uid-1`, `${node}.4.uid-2`], 'a deleted key keeps its marker');
       assert.deepEqual((await kv.keys(`${node}.4.*`)).sort(), [`${node}.4.uid-2`]);
-      assert.deepEqual((await other.list(`${node}.>`)).map((e) => [e.key, e.value?.n]), [[`${node}.4.uid-2`, 5]]);
+      assert.deepEqual(
+        (await other.list(`${node}.>`)).map((e) => [e.key, e.value?.n]),
+        [[`${node}.4.uid-2`, 5]],
+      );
       assert.deepEqual(await kv.keys('nothing.>'), []);
       const r3 = await kv.create(key, ping(6));
       assert.ok(r3 > r2, 'create over a delete marker');
@@ -342,7 +363,12 @@ export function busContract(name: string, factory: HarnessFactory): void {
       await kv.raw.put(`${node}.1.bad`, new TextEncoder().encode('not json'));
       await kv.delete(`${node}.1.b`);
       await kv.put(`${node}.1.c`, ping(4));
-      await eventually(() => assert.deepEqual(seen.slice(2), [[`${node}.1.b`, null], [`${node}.1.c`, 4]]));
+      await eventually(() =>
+        assert.deepEqual(seen.slice(2), [
+          [`${node}.1.b`, null],
+          [`${node}.1.c`, 4],
+        ]),
+      );
       await eventually(async () => assert.equal((await deadLetters(a, node, b.process)).length, 1));
       ac.abort();
       await done;

@@ -7,7 +7,13 @@ import assert from 'node:assert/strict';
 import { freePort, startNatsServer } from '@splitlet/testkit';
 import { connectBus } from '../src/index.ts';
 
-function recordingLogger(): { lines: { msg: string; fields?: Record<string, unknown> }[]; debug(): void; info(): void; warn(msg: string, fields?: Record<string, unknown>): void; error(): void } {
+function recordingLogger(): {
+  lines: { msg: string; fields?: Record<string, unknown> }[];
+  debug(): void;
+  info(): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(): void;
+} {
   const lines: { msg: string; fields?: Record<string, unknown> }[] = [];
   return {
     lines,
@@ -39,10 +45,7 @@ describe('connectBus first connection', () => {
   test('an already aborted signal rejects without connecting', async () => {
     const controller = new AbortController();
     controller.abort(new Error('stopped before start'));
-    await assert.rejects(
-      connectBus({ servers: 'nats://127.0.0.1:1', process: 'test', node: 'n1', logger: recordingLogger(), signal: controller.signal }),
-      /stopped before start/,
-    );
+    await assert.rejects(connectBus({ servers: 'nats://127.0.0.1:1', process: 'test', node: 'n1', logger: recordingLogger(), signal: controller.signal }), /stopped before start/);
   });
 
   test('NATS coming up later is connected to and provisioned', async () => {
@@ -60,5 +63,37 @@ describe('connectBus first connection', () => {
     } finally {
       await server.stop();
     }
+  });
+
+  test('failFast with several servers: the first down, the next answers (a cluster with one server gone)', async () => {
+    const dead = await freePort();
+    const server = await startNatsServer();
+    try {
+      const bus = await connectBus({
+        servers: [`nats://127.0.0.1:${dead}`, server.url],
+        process: 'test',
+        node: 'n1',
+        logger: recordingLogger(),
+        provision: false,
+        failFast: true,
+        connectTimeoutMs: 3000,
+      });
+      assert.match(bus.serverVersion, /^\d+\.\d+\.\d+/);
+      await bus.close();
+    } finally {
+      await server.stop();
+    }
+    await assert.rejects(
+      connectBus({
+        servers: [`nats://127.0.0.1:${dead}`, `nats://u:secret@127.0.0.1:${dead}`],
+        process: 'test',
+        node: 'n1',
+        logger: recordingLogger(),
+        provision: false,
+        failFast: true,
+        connectTimeoutMs: 3000,
+      }),
+      (e: Error) => e.message.includes(`127.0.0.1:${dead}`) && !e.message.includes('secret'),
+    );
   });
 });

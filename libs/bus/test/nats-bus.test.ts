@@ -11,7 +11,7 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { startTestNats, eventually as poll } from '@splitlet/testkit';
 import type { NatsServer } from '@splitlet/testkit';
-import { DeadLetter, SpanBatch, SpanRecord, Streams, Subjects, KubeletError } from '@splitlet/api';
+import { DeadLetter, SpanBatch, type SpanRecord, Streams, Subjects, KubeletError } from '@splitlet/api';
 import { connectBus, isBusError, STREAMS } from '../src/index.ts';
 import type { BusMetrics, NatsBus } from '../src/index.ts';
 
@@ -59,7 +59,19 @@ describe('NatsBus', () => {
   });
 
   test('publishSpans keeps spans as one batch per trace on the trace subjects of the node', async () => {
-    const rec: SpanRecord = { type: 'kubelet.trace.Span.v1', traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), name: 'syncPod', kind: 0, service: 'test', startUnixNano: '1', endUnixNano: '2', statusCode: 0, attributes: {}, links: [] };
+    const rec: SpanRecord = {
+      type: 'kubelet.trace.Span.v1',
+      traceId: 'a'.repeat(32),
+      spanId: 'b'.repeat(16),
+      name: 'syncPod',
+      kind: 0,
+      service: 'test',
+      startUnixNano: '1',
+      endUnixNano: '2',
+      statusCode: 0,
+      attributes: {},
+      links: [],
+    };
     const rec2: SpanRecord = { ...rec, spanId: 'c'.repeat(16), parentSpanId: rec.spanId, name: 'generateAPIPodStatus' };
     const elsewhere: SpanRecord = { ...rec, traceId: 'd'.repeat(32) };
     await bus.publishSpans([rec, rec2, elsewhere]);
@@ -67,11 +79,17 @@ describe('NatsBus', () => {
     await other.readSpans(Subjects.spans(NODE, rec.traceId), (r) => got.push(r));
     assert.deepEqual(got, [rec, rec2]);
     const info = await bus.jsm.streams.info(Streams.spans, { subjects_filter: Subjects.spans(NODE, rec.traceId) });
-    assert.equal(Object.values(info.state.subjects ?? {}).reduce((a, b) => a + b, 0), 1, 'one message for the trace');
+    assert.equal(
+      Object.values(info.state.subjects ?? {}).reduce((a, b) => a + b, 0),
+      1,
+      'one message for the trace',
+    );
     const other2: SpanRecord[] = [];
     await other.readSpans(Subjects.spans(NODE, elsewhere.traceId), (r) => other2.push(r));
     assert.deepEqual(other2, [elsewhere]);
-    await assert.rejects(bus.publish(SpanBatch, Subjects.spans(NODE, rec.traceId), { type: 'kubelet.trace.SpanBatch.v1', spans: [rec, elsewhere] }), (e: unknown) => isBusError(e, 'SchemaInvalid'));
+    await assert.rejects(bus.publish(SpanBatch, Subjects.spans(NODE, rec.traceId), { type: 'kubelet.trace.SpanBatch.v1', spans: [rec, elsewhere] }), (e: unknown) =>
+      isBusError(e, 'SchemaInvalid'),
+    );
   });
 
   test('close() lets the publishes in flight finish (stored and acknowledged) before it drains', async () => {
@@ -86,7 +104,19 @@ describe('NatsBus', () => {
     process.kill(server.pid, 'SIGSTOP');
     try {
       for (let i = 0; i < 200; i++) {
-        const rec: SpanRecord = { type: 'kubelet.trace.Span.v1', traceId, spanId: i.toString(16).padStart(16, '0'), name: `step ${i}`, kind: 0, service: 'test', startUnixNano: '1', endUnixNano: '2', statusCode: 0, attributes: {}, links: [] };
+        const rec: SpanRecord = {
+          type: 'kubelet.trace.Span.v1',
+          traceId,
+          spanId: i.toString(16).padStart(16, '0'),
+          name: `step ${i}`,
+          kind: 0,
+          service: 'test',
+          startUnixNano: '1',
+          endUnixNano: '2',
+          statusCode: 0,
+          attributes: {},
+          links: [],
+        };
         sinks.push(closing.publishSpans([rec]).catch((e: unknown) => void failures.push(String(e))));
       }
       closed = closing.close();
@@ -113,13 +143,9 @@ describe('NatsBus', () => {
   test('a malformed message is dead-lettered with the reason and the consumer keeps going', async () => {
     const ac = new AbortController();
     const got: number[] = [];
-    const c = await other.consume(
-      Ping,
-      { stream: Streams.pleg, durable: 'test-pleg', filterSubject: Subjects.plegAll(NODE), signal: ac.signal },
-      async (d) => {
-        got.push(d.data.n);
-      },
-    );
+    const c = await other.consume(Ping, { stream: Streams.pleg, durable: 'test-pleg', filterSubject: Subjects.plegAll(NODE), signal: ac.signal }, async (d) => {
+      got.push(d.data.n);
+    });
     await bus.js.publish(Subjects.pleg(NODE, 'bad'), '{"type":"test.Ping.v1","n":"not a number"}');
     await bus.js.publish(Subjects.pleg(NODE, 'bad2'), 'not json at all');
     await bus.publish(Ping, Subjects.pleg(NODE, 'good'), { type: 'test.Ping.v1', n: 7 });
@@ -178,13 +204,9 @@ describe('NatsBus', () => {
     try {
       const subject = Subjects.pleg(NODE, 'metrics');
       let tries = 0;
-      const c = await measured.consume(
-        Ping,
-        { stream: Streams.pleg, durable: 'test-metrics', filterSubject: subject, signal: ac.signal, nakBackoffMs: [20] },
-        async () => {
-          if (++tries === 1) throw new KubeletError('Unavailable', 'once', { retryable: true });
-        },
-      );
+      const c = await measured.consume(Ping, { stream: Streams.pleg, durable: 'test-metrics', filterSubject: subject, signal: ac.signal, nakBackoffMs: [20] }, async () => {
+        if (++tries === 1) throw new KubeletError('Unavailable', 'once', { retryable: true });
+      });
       await bus.publish(Ping, subject, { type: 'test.Ping.v1', n: 1 });
       await bus.js.publish(subject, 'not json');
       await eventually(() => assert.equal(seen.delivered.length, 3));

@@ -44,7 +44,15 @@ test('the bus suites pass against a NATS container (testcontainers)', { timeout:
   // The runner passes each file's stderr on as TAP comments.
   const used = `${out}\n${err}`.match(/testkit: NATS container [^\n]*/g) ?? [];
   t.diagnostic(`against a container: ${count('pass')} passed, ${count('fail')} failed; ${used.join('; ')}`);
-  assert.equal(code, 0, `the suites fail against the container:\n${out.split('\n').filter((l) => /^\s*not ok|error|expected|actual/.test(l)).slice(0, 40).join('\n')}\n${err.slice(-2000)}`);
+  assert.equal(
+    code,
+    0,
+    `the suites fail against the container:\n${out
+      .split('\n')
+      .filter((l) => /^\s*not ok|error|expected|actual/.test(l))
+      .slice(0, 40)
+      .join('\n')}\n${err.slice(-2000)}`,
+  );
   assert.equal(count('fail'), 0);
   assert.ok(count('pass') >= 10, `the suites ran (${count('pass')} passed)`);
   assert.equal(used.length, SUITES.length, 'each suite used a container, not the local binary');

@@ -40,7 +40,11 @@ export function parseCriLogLine(line: Buffer | string): CriLogRecord | undefined
   if (stream !== 'stdout' && stream !== 'stderr') return undefined;
   const sp3 = buf.indexOf(SPACE, sp2 + 1);
   if (sp3 < 0) return undefined;
-  const partial = buf.subarray(sp2 + 1, sp3).toString('latin1').split(':')[0] === 'P';
+  const partial =
+    buf
+      .subarray(sp2 + 1, sp3)
+      .toString('latin1')
+      .split(':')[0] === 'P';
   let content = buf.subarray(sp3 + 1);
   if (partial && content.length > 0 && content[content.length - 1] === NEWLINE) content = content.subarray(0, -1);
   return { time, stream, partial, content };

@@ -89,6 +89,7 @@ function normalizeEndpoint(endpoint: string): { target: string; socketPath: stri
  * aborted one with `Canceled`. The W3C trace context of the active span is sent in the gRPC
  * metadata (when a propagator is installed), as the kubelet's otelgrpc interceptor does.
  */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- the interface below declares the RPC methods installed on the prototype
 export class GrpcRuntimeService {
   /** The endpoint this client dials, as given. */
   readonly endpoint: string;

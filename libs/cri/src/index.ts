@@ -3,15 +3,7 @@
  * to put any implementation behind gRPC (plus what an implementation needs: `AsyncQueue` for the
  * event stream, `CriLogWriter` for container log files).
  */
-export {
-  Protocol,
-  MountPropagation,
-  NamespaceMode,
-  ProfileType,
-  PodSandboxState,
-  ContainerState,
-  ContainerEventType,
-} from './types.js';
+export { Protocol, MountPropagation, NamespaceMode, ProfileType, PodSandboxState, ContainerState, ContainerEventType } from './types.js';
 export type {
   CriInput,
   Int64,
@@ -102,16 +94,7 @@ export type {
   FilesystemUsage,
 } from './types.js';
 export { CriMethods, CriStreamingMethods, CRI_PACKAGE, isCriMethod, criOperationType, criFullMethodName } from './services.js';
-export type {
-  RuntimeService,
-  ImageService,
-  CallOptions,
-  ContainerEventStream,
-  CriServiceName,
-  CriMethod,
-  RuntimeMethod,
-  ImageMethod,
-} from './services.js';
+export type { RuntimeService, ImageService, CallOptions, ContainerEventStream, CriServiceName, CriMethod, RuntimeMethod, ImageMethod } from './services.js';
 export { CriError, CriErrorCodes, GrpcStatusOf, isCriError, criErrorCodeFromGrpc, parseCriErrorCode } from './cri-error.js';
 export type { CriErrorCode, CriErrorOptions } from './cri-error.js';
 export { GrpcRuntimeService, DEFAULT_CRI_TIMEOUT_MS, criErrorFromGrpc } from './grpc-runtime-service.js';

@@ -4,6 +4,7 @@
  * Models the kubelet's otelgrpc client interceptors (cri-client) for spans and
  * pkg/kubelet/kuberuntime/instrumented_services.go for the runtime_operations_* hook.
  */
+import { errorMessage } from '@splitlet/api';
 import { SpanKind, SpanStatusCode, context, trace, type Span, type Tracer } from '@opentelemetry/api';
 import { GrpcStatusOf, isCriError } from './cri-error.js';
 import { CriMethods, criFullMethodName, isCriMethod, type CriMethod, type CriServiceName } from './services.js';
@@ -59,8 +60,8 @@ export function instrument<T extends object>(service: T, options: InstrumentOpti
     const status = error === undefined ? GRPC_OK : grpcStatusOf(error);
     span.setAttribute('rpc.grpc.status_code', status);
     if (error !== undefined) {
-      span.recordException(error instanceof Error ? error : new Error(String(error)));
-      span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+      span.recordException(error instanceof Error ? error : new Error(errorMessage(error)));
+      span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(error) });
     }
     span.end();
     if (onCall !== undefined) {

@@ -43,6 +43,6 @@ export function loadCriServices(): Record<CriServiceName, grpc.ServiceClientCons
   if (typeof runtime !== 'function' || typeof image !== 'function') {
     throw new Error(`${CRI_PROTO_PATH} does not define ${CRI_PACKAGE}.RuntimeService and ImageService`);
   }
-  cached = { RuntimeService: runtime as grpc.ServiceClientConstructor, ImageService: image as grpc.ServiceClientConstructor };
+  cached = { RuntimeService: runtime, ImageService: image };
   return cached;
 }

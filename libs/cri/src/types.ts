@@ -9,6 +9,8 @@
  *
  * Over ~450 lines on purpose: it mirrors `proto/api.proto` message for message, in the proto's order,
  * so the two are compared side by side; it holds types only.
+ *
+ * One file on purpose: the CRI's messages mirror api.proto one for one, in its order, so they are checked against the spec side by side.
  */
 
 // ---------------------------------------------------------------------------------------------

@@ -6,10 +6,19 @@ import { CriError, CriErrorCodes, GrpcStatusOf, criErrorCodeFromGrpc, isCriError
 describe('CriError', () => {
   it('maps every gRPC status code both ways', () => {
     for (const code of CriErrorCodes) assert.equal(criErrorCodeFromGrpc(GrpcStatusOf[code]), code);
-    assert.deepEqual(
-      [5, 6, 14, 4, 3, 9, 2, 13, 12, 1, 8].map(criErrorCodeFromGrpc),
-      ['NotFound', 'AlreadyExists', 'Unavailable', 'DeadlineExceeded', 'InvalidArgument', 'FailedPrecondition', 'Unknown', 'Internal', 'Unimplemented', 'Canceled', 'ResourceExhausted'],
-    );
+    assert.deepEqual([5, 6, 14, 4, 3, 9, 2, 13, 12, 1, 8].map(criErrorCodeFromGrpc), [
+      'NotFound',
+      'AlreadyExists',
+      'Unavailable',
+      'DeadlineExceeded',
+      'InvalidArgument',
+      'FailedPrecondition',
+      'Unknown',
+      'Internal',
+      'Unimplemented',
+      'Canceled',
+      'ResourceExhausted',
+    ]);
     assert.equal(criErrorCodeFromGrpc(99), 'Unknown');
   });
 
@@ -32,10 +41,11 @@ describe('CriError', () => {
 
   it('is recognised by code, also in its wire shape, never by instanceof', () => {
     const e = new CriError('Unavailable', 'down');
+    const wire = e.toWire();
     assert.ok(isCriError(e));
     assert.ok(isCriError(e, 'Unavailable'));
     assert.ok(!isCriError(e, 'NotFound'));
-    assert.ok(isCriError(JSON.parse(JSON.stringify(e.toWire())), 'Unavailable'));
+    assert.ok(isCriError(JSON.parse(JSON.stringify(wire)), 'Unavailable'));
     assert.ok(!isCriError(new Error('x')));
     assert.ok(!isCriError({ code: 'Timeout' }));
     assert.ok(!isCriError(null));

@@ -33,15 +33,19 @@ describe('ExecSync deadline', () => {
     simCri = await startFakeCri({ programs });
     // A client whose default timeout (100 ms) is far below the commands' run time.
     short = await GrpcRuntimeService.connect({ endpoint: simCri.endpoint, timeoutMs: 100 });
+    // The pod and container are set up through a client with a generous timeout: only ExecSync is
+    // under test, and a loaded machine must not fail the setup.
+    const setup = await GrpcRuntimeService.connect({ endpoint: simCri.endpoint, timeoutMs: 60_000 });
     const config = { metadata: { name: 'p', namespace: 'default', uid: 'u1', attempt: 0 }, logDirectory: dir };
-    const { podSandboxId } = await short.RunPodSandbox({ config });
+    const { podSandboxId } = await setup.RunPodSandbox({ config });
     mkdirSync(path.join(dir, 'main'));
-    ({ containerId } = await short.CreateContainer({
+    ({ containerId } = await setup.CreateContainer({
       podSandboxId,
       sandboxConfig: config,
       config: { metadata: { name: 'main', attempt: 0 }, image: { image: 'busybox:1.36' }, command: ['sleep', '3600'], logPath: 'main/0.log' },
     }));
-    await short.StartContainer({ containerId });
+    await setup.StartContainer({ containerId });
+    setup.close();
   });
   after(async () => {
     short.close();

@@ -26,8 +26,8 @@ describe('GrpcRuntimeService', () => {
     try {
       await assert.rejects(client.ListPodSandbox({}, { deadlineMs: 50 }), (e: unknown) => {
         assert.ok(isCriError(e, 'DeadlineExceeded'), String(e));
-        assert.equal((e as CriError).retryable, true);
-        assert.equal((e as CriError).method, 'ListPodSandbox');
+        assert.equal(e.retryable, true);
+        assert.equal(e.method, 'ListPodSandbox');
         assert.match((e as Error).message, /^rpc error: code = DeadlineExceeded desc = /);
         return true;
       });
@@ -64,8 +64,8 @@ describe('GrpcRuntimeService', () => {
     cri.fake.injectFailure('RunPodSandbox', { code: 'FailedPrecondition', message: 'no CNI config', times: 1 });
     await assert.rejects(client.RunPodSandbox({ config: { metadata: { name: 'a', namespace: 'b', uid: 'c' } } }), (e: unknown) => {
       assert.ok(isCriError(e, 'FailedPrecondition'));
-      assert.equal((e as CriError).details, 'no CNI config');
-      assert.equal((e as CriError).retryable, false);
+      assert.equal(e.details, 'no CNI config');
+      assert.equal(e.retryable, false);
       return true;
     });
   });
@@ -144,7 +144,7 @@ describe('serveCri', () => {
     const server = await serveCri(broken, socketPath);
     const c = await GrpcRuntimeService.connect({ endpoint: server.endpoint });
     try {
-      await assert.rejects(c.Version({}), (e) => isCriError(e, 'Unknown') && (e as CriError).details === 'boom');
+      await assert.rejects(c.Version({}), (e) => isCriError(e, 'Unknown') && e.details === 'boom');
       await assert.rejects(c.Status({}), (e) => isCriError(e, 'Unimplemented'));
       assert.equal((await c.ListImages({})).images.length, 0);
     } finally {
@@ -168,14 +168,18 @@ describe('proto subset', () => {
     };
     // Spot checks against kubernetes/cri-api pkg/apis/runtime/v1/api.proto.
     assert.deepEqual(fields('PodSandboxConfig'), {
-      metadata: 1, hostname: 2, log_directory: 3, dns_config: 4, port_mappings: 5, labels: 6, annotations: 7, linux: 8,
+      metadata: 1,
+      hostname: 2,
+      log_directory: 3,
+      dns_config: 4,
+      port_mappings: 5,
+      labels: 6,
+      annotations: 7,
+      linux: 8,
     });
     assert.equal(fields('ContainerConfig')['linux'], 15);
     assert.equal(fields('ContainerConfig')['log_path'], 11);
-    assert.deepEqual(
-      [fields('ContainerStatus')['log_path'], fields('ContainerStatus')['image_id'], fields('ContainerStatus')['reason']],
-      [15, 17, 10],
-    );
+    assert.deepEqual([fields('ContainerStatus')['log_path'], fields('ContainerStatus')['image_id'], fields('ContainerStatus')['reason']], [15, 17, 10]);
     assert.equal(fields('ImageSpec')['user_specified_image'], 18);
     assert.equal(fields('LinuxSandboxSecurityContext')['run_as_group'], 8);
     assert.equal(fields('LinuxContainerSecurityContext')['run_as_group'], 12);

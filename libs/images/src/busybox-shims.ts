@@ -11,7 +11,7 @@ if [ $# -eq 0 ]; then exec env; fi
 status=0
 for name in "$@"; do
   case "$name" in *[!A-Za-z0-9_]*|'') status=1; continue ;; esac
-  if eval "[ \\"\\\${$name+set}\\" = set ]"; then eval "printf '%s\\\\n' \\"\\\$$name\\""; else status=1; fi
+  if eval "[ \\"\\\${$name+set}\\" = set ]"; then eval "printf '%s\\\\n' \\"\\$$name\\""; else status=1; fi
 done
 exit $status
 `,

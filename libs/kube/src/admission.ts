@@ -172,10 +172,7 @@ export function matchesNodeSelectorAndAffinity(spec: PodSpec, node: Pick<Admissi
     const exprs = term.matchExpressions ?? [];
     const fields = term.matchFields ?? [];
     if (exprs.length === 0 && fields.length === 0) return false;
-    return (
-      exprs.every((r) => matchRequirement(r, labels[r.key])) &&
-      fields.every((r) => r.key === 'metadata.name' && matchRequirement(r, node.name))
-    );
+    return exprs.every((r) => matchRequirement(r, labels[r.key])) && fields.every((r) => r.key === 'metadata.name' && matchRequirement(r, node.name));
   });
 }
 
@@ -219,9 +216,7 @@ function hostPortsConflict(existingPods: readonly Pod[], pod: Pod): boolean {
   const wanted = hostPorts(pod);
   if (wanted.length === 0) return false;
   const used = existingPods.flatMap(hostPorts);
-  return wanted.some((w) =>
-    used.some((u) => u.port === w.port && u.protocol === w.protocol && (u.ip === w.ip || u.ip === '0.0.0.0' || w.ip === '0.0.0.0')),
-  );
+  return wanted.some((w) => used.some((u) => u.port === w.port && u.protocol === w.protocol && (u.ip === w.ip || u.ip === '0.0.0.0' || w.ip === '0.0.0.0')));
 }
 
 interface TolerationLike {

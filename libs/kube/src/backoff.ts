@@ -223,9 +223,6 @@ export class Backoff {
  *
  * Models kuberuntime.GetStableKey.
  */
-export function crashLoopBackOffKey(
-  pod: { metadata: { name?: string | undefined; namespace?: string | undefined; uid?: string | undefined } },
-  container: Container,
-): string {
+export function crashLoopBackOffKey(pod: { metadata: { name?: string | undefined; namespace?: string | undefined; uid?: string | undefined } }, container: Container): string {
   return `${pod.metadata.name ?? ''}_${pod.metadata.namespace ?? ''}_${pod.metadata.uid ?? ''}_${container.name}_${hashContainer(container)}`;
 }

@@ -113,10 +113,7 @@ export function isInitContainerFailed(status: RuntimeContainerStatus): boolean {
  *
  * Models kuberuntime.findNextInitContainerToRun.
  */
-export function findNextInitContainerToRun(
-  pod: Pod,
-  runtimeStatus: Pick<RuntimePodStatus, 'containers'>,
-): { failed?: RuntimeContainerStatus; next?: number; done: boolean } {
+export function findNextInitContainerToRun(pod: Pod, runtimeStatus: Pick<RuntimePodStatus, 'containers'>): { failed?: RuntimeContainerStatus; next?: number; done: boolean } {
   const inits = pod.spec.initContainers ?? [];
   if (inits.length === 0) return { done: true };
   for (const c of pod.spec.containers) {

@@ -90,7 +90,8 @@ export function resourceFieldContainer(ref: ResourceFieldRef, pod: BoundPod, fal
   if (ref.containerName !== undefined && ref.containerName !== '') {
     const found = [...pod.spec.containers, ...(pod.spec.initContainers ?? [])].find((c) => c.name === ref.containerName);
     if (found !== undefined) return found;
-    if (fallback === undefined) throw new KubeError('UnsupportedFieldPath', `container ${JSON.stringify(ref.containerName)} not found in pod ${pod.metadata.namespace}/${pod.metadata.name}`);
+    if (fallback === undefined)
+      throw new KubeError('UnsupportedFieldPath', `container ${JSON.stringify(ref.containerName)} not found in pod ${pod.metadata.namespace}/${pod.metadata.name}`);
     return fallback;
   }
   if (fallback === undefined) throw new KubeError('UnsupportedFieldPath', `resourceFieldRef ${JSON.stringify(ref.resource)}: containerName is required in a volume`);

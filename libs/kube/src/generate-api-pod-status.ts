@@ -6,18 +6,7 @@
  * convertToAPIContainerStatuses, sortPodIPs), pkg/kubelet/prober/prober_manager.go (UpdatePodStatus,
  * isContainerStarted) and pkg/kubelet/status/status_manager.go (startTime and lastTransitionTime).
  */
-import type {
-  Container,
-  ContainerReason,
-  ContainerState,
-  ContainerStatus,
-  Pod,
-  PodCondition,
-  PodPhase,
-  PodStatus,
-  RuntimeContainerStatus,
-  RuntimePodStatus,
-} from '@splitlet/api';
+import type { Container, ContainerReason, ContainerState, ContainerStatus, Pod, PodCondition, PodPhase, PodStatus, RuntimeContainerStatus, RuntimePodStatus } from '@splitlet/api';
 import { shouldContainerBeRestarted } from './compute-pod-actions.js';
 import { getPhase } from './get-phase.js';
 import {
@@ -181,12 +170,7 @@ interface ConvertContext {
  *
  * Models Kubelet.convertToAPIContainerStatuses.
  */
-function convertToAPIContainerStatuses(
-  ctx: ConvertContext,
-  previous: readonly ContainerStatus[],
-  containers: readonly Container[],
-  isInit: boolean,
-): ContainerStatus[] {
+function convertToAPIContainerStatuses(ctx: ConvertContext, previous: readonly ContainerStatus[], containers: readonly Container[], isInit: boolean): ContainerStatus[] {
   const { pod, runtimeStatus, runtimeName } = ctx;
   const oldStatuses = new Map(previous.map((s) => [s.name, s]));
   const defaultReason = ctx.hasInit ? WaitingReasons.PodInitializing : WaitingReasons.ContainerCreating;

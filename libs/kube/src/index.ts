@@ -47,12 +47,7 @@ export { containerStatusFor, findRuntimeContainer, containersNewestFirst, podIPs
 export { podSandboxChanged } from './pod-sandbox-changed.js';
 export type { SandboxChange } from './pod-sandbox-changed.js';
 export type { ProbeResult, ProbeResults } from './probe-results.js';
-export {
-  computePodActions,
-  shouldContainerBeRestarted,
-  isInitContainerFailed,
-  findNextInitContainerToRun,
-} from './compute-pod-actions.js';
+export { computePodActions, shouldContainerBeRestarted, isInitContainerFailed, findNextInitContainerToRun } from './compute-pod-actions.js';
 export type { PodActions, ContainerToKill, ContainerKillReason } from './compute-pod-actions.js';
 export { getPhase, hasAnyRegularContainerStarted } from './get-phase.js';
 export {

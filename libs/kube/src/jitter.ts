@@ -29,15 +29,15 @@ export interface SyncOutcome {
 }
 
 /**
- * The delay before a pod is synced again: 0 after a phase transition; jitter(1m, 0.5) after success;
+ * The delay before a pod is synced again: 0 after a phase transition; jitter(syncFrequency (1m), 0.5) after success;
  * jitter(1s, 0.5) after an error containing "network is not ready"; jitter(10s, 0.5) after any other
  * error.
  *
  * Models podWorkers.completeWork.
  */
-export function requeueDelay(outcome: SyncOutcome, random: () => number): number {
+export function requeueDelay(outcome: SyncOutcome, random: () => number, resyncMs: number = KubeletPeriods.resyncIntervalMs): number {
   if (outcome.phaseTransition === true) return 0;
-  if (outcome.error === undefined) return jitter(KubeletPeriods.resyncIntervalMs, WorkerJitter.resync, random);
+  if (outcome.error === undefined) return jitter(resyncMs, WorkerJitter.resync, random);
   if (outcome.error.includes(NETWORK_NOT_READY_ERROR_MSG)) {
     return jitter(KubeletPeriods.networkNotReadyBackOffMs, WorkerJitter.backOff, random);
   }

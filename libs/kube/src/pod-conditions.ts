@@ -75,12 +75,7 @@ export function generateContainersReadyCondition(pod: SpecPod, statuses: readonl
  *
  * Models status.GeneratePodReadyCondition.
  */
-export function generatePodReadyCondition(
-  pod: SpecPod,
-  conditions: readonly PodCondition[],
-  statuses: readonly ContainerStatus[] | undefined,
-  phase: PodPhase,
-): PodCondition {
+export function generatePodReadyCondition(pod: SpecPod, conditions: readonly PodCondition[], statuses: readonly ContainerStatus[] | undefined, phase: PodPhase): PodCondition {
   const containersReady = generateContainersReadyCondition(pod, statuses, phase);
   if (containersReady.status !== 'True') {
     return cond('Ready', containersReady.status, containersReady.reason, containersReady.message);
@@ -134,10 +129,7 @@ export function generatePodInitializedCondition(pod: SpecPod, statuses: readonly
  *
  * Models status.GeneratePodReadyToStartContainersCondition.
  */
-export function generatePodReadyToStartContainersCondition(
-  pod: { spec: { hostNetwork?: boolean | undefined } },
-  runtimeStatus: Pick<RuntimePodStatus, 'sandboxes'>,
-): PodCondition {
+export function generatePodReadyToStartContainersCondition(pod: { spec: { hostNetwork?: boolean | undefined } }, runtimeStatus: Pick<RuntimePodStatus, 'sandboxes'>): PodCondition {
   return cond('PodReadyToStartContainers', podSandboxChanged(pod, runtimeStatus).changed ? 'False' : 'True');
 }
 

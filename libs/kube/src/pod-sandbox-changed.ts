@@ -29,10 +29,7 @@ export interface SandboxChange {
  *
  * Models runtimeutil.PodSandboxChanged.
  */
-export function podSandboxChanged(
-  pod: { spec: { hostNetwork?: boolean | undefined } },
-  runtimeStatus: Pick<RuntimePodStatus, 'sandboxes'>,
-): SandboxChange {
+export function podSandboxChanged(pod: { spec: { hostNetwork?: boolean | undefined } }, runtimeStatus: Pick<RuntimePodStatus, 'sandboxes'>): SandboxChange {
   const sandboxes = sandboxesNewestFirst(runtimeStatus);
   const latest = sandboxes[0];
   if (latest === undefined) return { changed: true, attempt: 0, sandboxId: '' };

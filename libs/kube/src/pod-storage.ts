@@ -74,6 +74,12 @@ const LOCAL_ANNOTATIONS: readonly string[] = [ConfigAnnotations.source, ConfigAn
 export class PodStorage {
   readonly #pods = new Map<string, Map<string, BoundPod>>();
   readonly #sourcesSeen = new Set<string>();
+  /**
+   * source → uid → the very object last merged for the pod. Sources hand over immutable pods and
+   * keep an unchanged pod's object across listings, so the same object again is the same pod: its
+   * merge is skipped (no copy, no comparison). A SET of N pods of which one changed costs one merge.
+   */
+  readonly #merged = new Map<string, Map<string, BoundPod>>();
 
   /**
    * A source's full list (SET): marks the source seen, emits REMOVE for pods it no longer lists, ADD
@@ -91,8 +97,9 @@ export class PodStorage {
   /**
    * Applies one source update. ADD, UPDATE and DELETE are merged the same way (a new UID is an ADD,
    * a known one goes through checkAndUpdatePod); REMOVE deletes the listed UIDs; SET is
-   * {@link setSource}. Input pods are copied, never mutated. `now` (ms since the epoch) stamps
-   * `kubernetes.io/config.seen` (RFC3339Nano) on new pods.
+   * {@link setSource}. Input pods are copied, never mutated — and must not be mutated by the caller
+   * afterwards either: a pod object passed again (the same object) is taken as unchanged. `now`
+   * (ms since the epoch) stamps `kubernetes.io/config.seen` (RFC3339Nano) on new pods.
    *
    * Models podStorage.Merge / merge.
    */
@@ -106,6 +113,8 @@ export class PodStorage {
     const rejections: FailedValidation[] = [];
 
     let pods = this.#pods.get(source) ?? new Map<string, BoundPod>();
+    const merged = this.#merged.get(source) ?? new Map<string, BoundPod>();
+    this.#merged.set(source, merged);
 
     const updatePods = (newPods: readonly BoundPod[], oldPods: Map<string, BoundPod>, into: Map<string, BoundPod>): void => {
       const names = new Set<string>();
@@ -121,6 +130,13 @@ export class PodStorage {
           continue;
         }
         names.add(fullName);
+        const stored = oldPods.get(raw.metadata.uid);
+        if (stored !== undefined && merged.get(raw.metadata.uid) === raw) {
+          // The object merged last time: nothing changed.
+          into.set(raw.metadata.uid, stored);
+          continue;
+        }
+        merged.set(raw.metadata.uid, raw);
         const ref = structuredClone(raw);
         ref.metadata.annotations = { ...(ref.metadata.annotations ?? {}), [ConfigAnnotations.source]: source };
         const existing = oldPods.get(ref.metadata.uid);
@@ -149,6 +165,7 @@ export class PodStorage {
           const existing = pods.get(p.metadata.uid);
           if (existing !== undefined) {
             pods.delete(p.metadata.uid);
+            merged.delete(p.metadata.uid);
             removes.push(existing);
           }
         }
@@ -158,7 +175,11 @@ export class PodStorage {
         const oldPods = pods;
         pods = new Map<string, BoundPod>();
         updatePods(incoming, oldPods, pods);
-        for (const [uid, existing] of oldPods) if (!pods.has(uid)) removes.push(existing);
+        for (const [uid, existing] of oldPods) {
+          if (pods.has(uid)) continue;
+          merged.delete(uid);
+          removes.push(existing);
+        }
         break;
       }
     }
@@ -221,10 +242,7 @@ export class PodStorage {
  *
  * Models config.checkAndUpdatePod.
  */
-export function checkAndUpdatePod(
-  existing: BoundPod,
-  ref: BoundPod,
-): { needUpdate: boolean; needReconcile: boolean; needGracefulDelete: boolean } {
+export function checkAndUpdatePod(existing: BoundPod, ref: BoundPod): { needUpdate: boolean; needReconcile: boolean; needGracefulDelete: boolean } {
   const result = { needUpdate: false, needReconcile: false, needGracefulDelete: false };
   if (!podsDifferSemantically(existing, ref)) {
     if (!jsonEqual(existing.status ?? {}, ref.status ?? {})) {

@@ -13,9 +13,7 @@ import { formatInvalidPod, POD_NAME_REQUIRED_MESSAGE, validatePod, type FieldErr
  *
  * Models pkg/kubelet/config/common.go (tryDecodeSinglePod results).
  */
-export type PreparedStaticPod =
-  | { readonly ok: true; readonly pod: BoundPod }
-  | { readonly ok: false; readonly message: string; readonly errors: readonly FieldError[] };
+export type PreparedStaticPod = { readonly ok: true; readonly pod: BoundPod } | { readonly ok: false; readonly message: string; readonly errors: readonly FieldError[] };
 
 /**
  * Runs, in the kubelet's order: the missing-name check ("invalid pod: name is needed for the pod"),

@@ -98,8 +98,5 @@ function ceilDiv(n: bigint, d: bigint): bigint {
 }
 
 function invalid(s: string): KubeError {
-  return new KubeError(
-    'InvalidQuantity',
-    `quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': ${JSON.stringify(s)}`,
-  );
+  return new KubeError('InvalidQuantity', `quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': ${JSON.stringify(s)}`);
 }

@@ -12,9 +12,7 @@ import { parseTime } from './time-format.js';
  *
  * Models sliceutils.PodsByCreationTime (sort.Sort in Kubelet.HandlePodAdditions).
  */
-export function sortPodsByCreationTime<P extends { metadata: { creationTimestamp?: string | null | undefined } }>(
-  pods: readonly P[],
-): P[] {
+export function sortPodsByCreationTime<P extends { metadata: { creationTimestamp?: string | null | undefined } }>(pods: readonly P[]): P[] {
   return pods
     .map((pod, i) => ({ pod, i, t: parseTime(pod.metadata.creationTimestamp) ?? Number.NEGATIVE_INFINITY }))
     .sort((a, b) => (a.t === b.t ? a.i - b.i : a.t < b.t ? -1 : 1))

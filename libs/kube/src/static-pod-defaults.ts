@@ -50,9 +50,7 @@ export function applyStaticPodDefaults(pod: Pod, nodeName: string, origin: Stati
   };
   if (origin.kind === 'file') {
     const tolerations = out.spec.tolerations ?? [];
-    const exists = tolerations.some(
-      (t) => (t.key ?? '') === '' && t.operator === 'Exists' && (t.value ?? '') === '' && t.effect === 'NoExecute',
-    );
+    const exists = tolerations.some((t) => (t.key ?? '') === '' && t.operator === 'Exists' && (t.value ?? '') === '' && t.effect === 'NoExecute');
     out.spec.tolerations = exists ? tolerations : [...tolerations, { operator: 'Exists', effect: 'NoExecute' }];
   }
   out.status = { ...(out.status ?? {}), phase: 'Pending' };

@@ -11,12 +11,7 @@ import type { Container, Pod } from '@splitlet/api';
  *
  * Models k8s.io/apimachinery/pkg/util/validation/field/errors.go (ErrorType).
  */
-export type FieldErrorType =
-  | 'FieldValueRequired'
-  | 'FieldValueInvalid'
-  | 'FieldValueDuplicate'
-  | 'FieldValueNotFound'
-  | 'FieldValueNotSupported';
+export type FieldErrorType = 'FieldValueRequired' | 'FieldValueInvalid' | 'FieldValueDuplicate' | 'FieldValueNotFound' | 'FieldValueNotSupported';
 
 /**
  * One validation failure: the field path (`spec.containers[0].name`), the bad value and the detail.
@@ -59,7 +54,8 @@ export function formatFieldError(e: FieldError): string {
   let body = TYPE_TEXT[e.type];
   if (e.type !== 'FieldValueRequired') {
     const v = e.badValue;
-    body += `: ${typeof v === 'string' ? JSON.stringify(v) : v === undefined || v === null ? 'null' : String(v)}`;
+    // Numbers and booleans bare, strings quoted, objects as JSON, nothing as null.
+    body += `: ${typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint' ? String(v) : (JSON.stringify(v) ?? 'null')}`;
   }
   if (e.detail !== '') body += `: ${e.detail}`;
   return `${e.field}: ${body}`;

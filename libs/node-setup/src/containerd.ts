@@ -23,6 +23,8 @@
  *        ▲    │                                                      state kept unless removeState]
  *        └────┘ a containerd of this state dir is alive (pid file, else found in /proc) and
  *               answers CRI: reuse it, never a second daemon
+ *
+ * One file on purpose: the lifecycle of one containerd (config, start, readiness, stop, its network) keeps its state-dir layout in one place; images and CNI are modules of their own.
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -257,7 +259,7 @@ async function lockStart(p: ContainerdPaths, timeoutMs: number): Promise<() => v
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     }
-    let holder = NaN;
+    let holder: number;
     try {
       holder = Number(readFileSync(lock, 'utf8').trim());
     } catch {
@@ -267,7 +269,8 @@ async function lockStart(p: ContainerdPaths, timeoutMs: number): Promise<() => v
       rmSync(lock, { force: true }); // its holder died while starting
       continue;
     }
-    if (Date.now() >= deadline) throw new RuntimeError('StartFailed', `another process (pid ${holder}) is starting the containerd of ${p.dir} and did not finish within ${timeoutMs} ms`);
+    if (Date.now() >= deadline)
+      throw new RuntimeError('StartFailed', `another process (pid ${holder}) is starting the containerd of ${p.dir} and did not finish within ${timeoutMs} ms`);
     await sleep(50);
   }
 }
@@ -287,7 +290,11 @@ function isOurContainerd(pid: number, p: ContainerdPaths): boolean {
 function logTail(path: string, lines = 25): string {
   try {
     const text = readFileSync(path, 'utf8');
-    return text.split('\n').slice(-lines - 1).join('\n').trim();
+    return text
+      .split('\n')
+      .slice(-lines - 1)
+      .join('\n')
+      .trim();
   } catch {
     return '(no log)';
   }
@@ -385,8 +392,7 @@ async function startLocked(stateDir: string, p: ContainerdPaths, options: StartC
   for (const f of [p.socket, `${p.socket}.ttrpc`, p.pidFile]) rmSync(f, { force: true });
   const network = choosePodNetwork(p.dir, { stateDir, subnet: options.subnet, name: options.name });
   writePodNetworkConfig(p.cniConfDir, p.ipamDataDir, network);
-  const snapshotter: Snapshotter =
-    options.snapshotter === undefined || options.snapshotter === 'auto' ? (overlaySupported(p.root) ? 'overlayfs' : 'native') : options.snapshotter;
+  const snapshotter: Snapshotter = options.snapshotter === undefined || options.snapshotter === 'auto' ? (overlaySupported(p.root) ? 'overlayfs' : 'native') : options.snapshotter;
   writeFileSync(p.config, containerdConfigToml(p, { sandboxImage: IMAGES.pause, snapshotter }));
 
   const registryAccess = options.registryAccess ?? 'none';
@@ -560,7 +566,15 @@ function forceDeleteRuncContainers(p: ContainerdPaths, net: PodNetwork | undefin
     for (const id of list.stdout?.split('\n').filter((l) => l.trim() !== '') ?? []) {
       const del = hostCommand('runc', ['--root', root, 'delete', '--force', id]);
       if (del.status !== 0) failures.push(`runc delete --force ${id}: ${(del.stderr || del.error?.message || '').trim()}`);
-      rmSync(join(SHIM_SOCKET_DIR, createHash('sha256').update(join(p.socket, ns, id)).digest('hex')), { force: true });
+      rmSync(
+        join(
+          SHIM_SOCKET_DIR,
+          createHash('sha256')
+            .update(join(p.socket, ns, id))
+            .digest('hex'),
+        ),
+        { force: true },
+      );
       rmSync(join(CNI_RESULT_CACHE, `cni-loopback-${id}-lo`), { force: true });
       if (net !== undefined) rmSync(join(CNI_RESULT_CACHE, `${net.name}-${id}-eth0`), { force: true });
     }

@@ -3,16 +3,23 @@
  * person on a host (the `splitlet runtime` subcommands are the same code).
  *
  *   splitlet-node up|down|status [--state-dir DIR] [--subnet CIDR] [--network-name NAME] [--purge] [-o json]
- *   splitlet-node run [--state-dir DIR] [--subnet CIDR] [--network-name NAME] [--health-port PORT] [--image-cache DIR]
+ *   splitlet-node run [--state-dir DIR] [--subnet CIDR] [--network-name NAME] [--health-port PORT] [--image-cache DIR] [--pod-resolv-conf FILE]
  *   splitlet-node images --out DIR
  *
  * `run` is the node container's main process: it starts containerd (as `up`), imports the images,
  * serves `/healthz` (containerd alive) and `/readyz` (CRI runtime and network ready) on
  * 127.0.0.1:`--health-port`, and on SIGTERM/SIGINT drains the pods and stops containerd (as `down`). When
- * containerd dies under it, it exits 1 so the container's restart policy takes over. Log lines
- * are JSON on stdout.
+ * containerd's process is gone (or has not answered CRI for {@link HUNG_AFTER_MS}; a slow answer on a
+ * loaded machine is not a death), it exits 1 so the container's restart policy takes over. When
+ * ready it writes its network namespace to `<state-dir>/node-netns`: processes sharing the node's
+ * network (compose's `network_mode: service:node`) compare it with their own and restart into the
+ * new one after the node container restarted (docker/splitlet-entrypoint.sh). With
+ * `--pod-resolv-conf` it serves DNS to pods (src/pod-dns.ts) and writes their resolv.conf there.
+ * Log lines are JSON on stdout.
  */
+import { readlinkSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { join } from 'node:path';
 import type { Server } from 'node:http';
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
@@ -20,25 +27,34 @@ import { containerdStatus, startContainerd, stopContainerd } from './containerd.
 import { IMAGE_RECIPES, buildBusyboxImage, ensureImages } from './oci-image.js';
 import { runtimeCommand } from './runtime-command.js';
 import { RuntimeError } from './runtime-error.js';
+import { startPodDns } from './pod-dns.js';
+import type { PodDns } from './pod-dns.js';
 
 export const NODE_USAGE = `splitlet-node: a containerd node with its own CNI network and locally built images
 
   splitlet-node up|down|status [--state-dir DIR] [--subnet CIDR] [--network-name NAME] [--purge] [-o json]
-  splitlet-node run [--state-dir DIR] [--subnet CIDR] [--network-name NAME] [--health-port PORT] [--image-cache DIR]
+  splitlet-node run [--state-dir DIR] [--subnet CIDR] [--network-name NAME] [--health-port PORT] [--image-cache DIR] [--pod-resolv-conf FILE]
   splitlet-node images --out DIR
 
 --state-dir defaults to SPLITLET_STATE_DIR or /var/lib/splitlet; containerd's socket is
-<state-dir>/containerd/containerd.sock.
+<state-dir>/containerd/containerd.sock. --pod-resolv-conf FILE: serve DNS to pods on port 53 (relayed
+to this node's resolver, e.g. Docker's 127.0.0.11 that pods cannot reach) and write the resolv.conf
+for pods (give FILE to cri-adapter as RESOLV_CONF).
 `;
 
 /** How often `run` checks that containerd is still alive. */
 const WATCH_INTERVAL_MS = 5000;
+/** How long containerd's process may be alive without answering CRI before `run` gives up on it. */
+const HUNG_AFTER_MS = 120_000;
+/** How long `run` waits for a starting containerd to get ready (a loaded machine is slow). */
+const START_TIMEOUT_MS = 120_000;
 
 /**
  * Runs `splitlet-node` with `argv` (without the node and script paths); resolves with the exit code.
  * `run` resolves only after a signal (or containerd's death). Failures are {@link RuntimeError}s.
+ * `env` is the environment (`SPLITLET_STATE_DIR`), handed over by the `splitlet-node` launcher.
  */
-export async function nodeCommand(argv: readonly string[], out: Writable, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function nodeCommand(argv: readonly string[], out: Writable, env: NodeJS.ProcessEnv): Promise<number> {
   const { values, positionals } = parseArgs({
     args: [...argv],
     allowPositionals: true,
@@ -50,6 +66,7 @@ export async function nodeCommand(argv: readonly string[], out: Writable, env: N
       output: { type: 'string', short: 'o' },
       'health-port': { type: 'string' },
       'image-cache': { type: 'string' },
+      'pod-resolv-conf': { type: 'string' },
       out: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -74,13 +91,13 @@ export async function nodeCommand(argv: readonly string[], out: Writable, env: N
       if (!Number.isInteger(healthPort) || healthPort < 1 || healthPort > 65535) {
         throw new RuntimeError('InvalidOption', `--health-port must be a port number, got ${values['health-port'] ?? ''}`);
       }
-      return runNode({ stateDir, subnet: values.subnet, networkName: values['network-name'], healthPort, imageCache: values['image-cache'] }, out);
-    }
-    default:
-      return runtimeCommand(
-        { sub, stateDir, subnet: values.subnet, networkName: values['network-name'], purge: values.purge ?? false, json: values.output === 'json' },
+      return runNode(
+        { stateDir, subnet: values.subnet, networkName: values['network-name'], healthPort, imageCache: values['image-cache'], podResolvConf: values['pod-resolv-conf'] },
         out,
       );
+    }
+    default:
+      return runtimeCommand({ sub, stateDir, subnet: values.subnet, networkName: values['network-name'], purge: values.purge ?? false, json: values.output === 'json' }, out);
   }
 }
 
@@ -90,6 +107,7 @@ interface RunNodeOptions {
   networkName: string | undefined;
   healthPort: number;
   imageCache: string | undefined;
+  podResolvConf: string | undefined;
 }
 
 /** `splitlet-node run`: containerd in the foreground of this process's lifetime. */
@@ -116,8 +134,10 @@ async function runNode(o: RunNodeOptions, out: Writable): Promise<number> {
   process.on('SIGINT', onSignal);
   let server: Server | undefined;
   let watch: NodeJS.Timeout | undefined;
+  let dns: PodDns | undefined;
   try {
     const rt = await startContainerd({
+      timeoutMs: START_TIMEOUT_MS,
       stateDir: o.stateDir,
       ...(o.subnet === undefined ? {} : { subnet: o.subnet }),
       ...(o.networkName === undefined ? {} : { name: o.networkName }),
@@ -126,6 +146,14 @@ async function runNode(o: RunNodeOptions, out: Writable): Promise<number> {
     log('info', 'containerd ready', { version: rt.version.runtimeVersion, pid: rt.pid, socket: rt.socket, network: rt.network, snapshotter: rt.snapshotter, startMs: rt.startMs });
     const images = await ensureImages(o.imageCache === undefined ? rt : { ...rt, paths: { images: o.imageCache } });
     log('info', 'images ready', { images: images.map((i) => ({ names: i.names, imported: i.imported })) });
+    if (o.podResolvConf !== undefined) {
+      try {
+        dns = await startPodDns({ gateway: rt.network.gateway, podResolvConf: o.podResolvConf });
+      } catch (e) {
+        throw new RuntimeError('StartFailed', `--pod-resolv-conf ${o.podResolvConf}: cannot serve DNS to pods: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+      }
+      log('info', 'pod DNS ready', { nameserver: rt.network.gateway, upstream: dns.upstream, resolvConf: dns.podResolvConf });
+    }
     server = createServer((req, res) => {
       void containerdStatus(o.stateDir).then((st) => {
         const live = st.running;
@@ -139,13 +167,21 @@ async function runNode(o: RunNodeOptions, out: Writable): Promise<number> {
       });
     });
     await new Promise<void>((resolve, reject) => server?.once('error', reject).listen(o.healthPort, '127.0.0.1', resolve));
-    log('info', 'node ready', { health: `http://127.0.0.1:${o.healthPort}/readyz` });
+    const netns = writeNetnsMarker(o.stateDir);
+    log('info', 'node ready', { health: `http://127.0.0.1:${o.healthPort}/readyz`, netns });
+    let answeredAt = Date.now();
     watch = setInterval(() => {
       if (stopping !== undefined) return;
       void containerdStatus(o.stateDir).then((st) => {
+        if (st.running) answeredAt = Date.now();
         if (st.running || stopping !== undefined) return;
-        log('error', 'containerd is gone; exiting so the node restarts', { reason: st.reason });
-        stopping = stopContainerd(o.stateDir).then(() => 1, () => 1);
+        // Alive but slow (a loaded machine): not a death until it has not answered for HUNG_AFTER_MS.
+        if (st.pid !== undefined && Date.now() - answeredAt < HUNG_AFTER_MS) return;
+        log('error', 'containerd is gone; exiting so the node restarts', { reason: st.reason, pid: st.pid });
+        stopping = stopContainerd(o.stateDir).then(
+          () => 1,
+          () => 1,
+        );
         void stopping.then(wake);
       });
     }, WATCH_INTERVAL_MS);
@@ -162,7 +198,21 @@ async function runNode(o: RunNodeOptions, out: Writable): Promise<number> {
   } finally {
     if (watch !== undefined) clearInterval(watch);
     server?.close();
+    await dns?.close();
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
   }
+}
+
+/**
+ * Writes this process's network namespace (`net:[inode]`) to `<state-dir>/node-netns`, atomically;
+ * returns it. A restarted node container has a new one; processes that joined the old one see the
+ * difference and restart into the new one.
+ */
+function writeNetnsMarker(stateDir: string): string {
+  const netns = readlinkSync('/proc/self/ns/net');
+  const file = join(stateDir, 'node-netns');
+  writeFileSync(`${file}.tmp`, `${netns}\n`);
+  renameSync(`${file}.tmp`, file);
+  return netns;
 }

@@ -161,7 +161,11 @@ export function busyboxLayer(busyboxPath: string): Buffer {
 }
 
 /** The blobs and index of one image, from a layer. Pure. */
-export function ociImage(recipe: ImageRecipe, layerTar: Buffer, layerGz: Buffer): { blobs: Map<string, Buffer>; index: Buffer; manifestDigest: string; configDigest: string; diffId: string } {
+export function ociImage(
+  recipe: ImageRecipe,
+  layerTar: Buffer,
+  layerGz: Buffer,
+): { blobs: Map<string, Buffer>; index: Buffer; manifestDigest: string; configDigest: string; diffId: string } {
   const diffId = `sha256:${sha256(layerTar)}`;
   const layerDigest = `sha256:${sha256(layerGz)}`;
   const config: Record<string, unknown> = {
@@ -278,18 +282,7 @@ export interface ImportImageOptions {
  */
 export function importImage(socketOrAddress: string, tarPath: string, options: ImportImageOptions = {}): Promise<void> {
   const address = socketOrAddress.replace(/^unix:\/\//, '');
-  const args = [
-    '--address',
-    address,
-    '-n',
-    options.namespace ?? 'k8s.io',
-    'images',
-    'import',
-    '--all-platforms',
-    '--snapshotter',
-    options.snapshotter ?? 'overlayfs',
-    tarPath,
-  ];
+  const args = ['--address', address, '-n', options.namespace ?? 'k8s.io', 'images', 'import', '--all-platforms', '--snapshotter', options.snapshotter ?? 'overlayfs', tarPath];
   return new Promise((resolve, reject) => {
     execFile('ctr', args, { env: { PATH: RUNTIME_PATH }, timeout: options.timeoutMs ?? 60_000, encoding: 'utf8' }, (error, stdout, stderr) => {
       if (error === null) resolve();

@@ -86,7 +86,8 @@ export async function runtimeCommand(args: RuntimeCommandArgs, out: Writable): P
             `  CRI endpoint: ${st.socket}`,
           ]
         : [`containerd not running: ${st.reason ?? 'unknown'}`];
-      if (st.network !== undefined) lines.push(`  pod network:  ${st.network.name} ${st.network.subnet} on bridge ${st.network.bridge} (${st.bridgeUp === true ? 'up' : 'not created yet'})`);
+      if (st.network !== undefined)
+        lines.push(`  pod network:  ${st.network.name} ${st.network.subnet} on bridge ${st.network.bridge} (${st.bridgeUp === true ? 'up' : 'not created yet'})`);
       lines.push(`  log:          ${st.logFile}`);
       print(lines.join('\n'), st);
       return st.running && st.reason === undefined ? 0 : 1;

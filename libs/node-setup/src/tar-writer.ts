@@ -69,17 +69,7 @@ function paxRecord(key: string, value: string): string {
   return `${len}${body}`;
 }
 
-function header(fields: {
-  name: string;
-  prefix: string;
-  mode: number;
-  uid: number;
-  gid: number;
-  size: number;
-  mtime: number;
-  typeflag: string;
-  linkname: string;
-}): Buffer {
+function header(fields: { name: string; prefix: string; mode: number; uid: number; gid: number; size: number; mtime: number; typeflag: string; linkname: string }): Buffer {
   const h = Buffer.alloc(BLOCK);
   putString(h, 0, 100, fields.name);
   putString(h, 100, 8, octal(fields.mode & 0o7777, 8));

@@ -34,10 +34,13 @@ export function sleep(ms: number, signal?: AbortSignal, clock: Clock = realClock
       clock.clearTimeout(timer);
       resolve(false);
     };
-    const timer = clock.setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, Math.max(0, ms));
+    const timer = clock.setTimeout(
+      () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(true);
+      },
+      Math.max(0, ms),
+    );
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -3,7 +3,8 @@
  * (abandoned when shutdown begins first), register the closers in the order shutdown needs, and
  * mirror finished spans to `SL_SPANS` when `PUBLISH_SPANS` is on.
  */
-import { connectBus, type Bus } from '@splitlet/bus';
+import { connectBus, IDENTITIES, writtenBuckets, type Bus, type Identity, type NatsBus } from '@splitlet/bus';
+import { errorMessage } from '@splitlet/api';
 import { createBusMetrics, createSpanRecordProcessor, type Logger, type Telemetry } from '@splitlet/telemetry';
 import type { Registry } from 'prom-client';
 import { natsServers, type NodeProcessSettings } from './node-process-env.js';
@@ -13,7 +14,7 @@ import type { Closer } from './run-service.js';
 export interface ConnectNodeBusOptions {
   /** The process name (NATS connection name, dead-letter origin, span `service`). */
   readonly service: string;
-  readonly settings: Pick<NodeProcessSettings, 'NATS_URL' | 'NODE_NAME' | 'PUBLISH_SPANS'>;
+  readonly settings: Pick<NodeProcessSettings, 'NATS_URL' | 'NODE_NAME' | 'PUBLISH_SPANS'> & Partial<Pick<NodeProcessSettings, 'NATS_USER' | 'NATS_PASSWORD'>>;
   readonly logger: Logger;
   /** Where the bus metrics (consumer pending, redeliveries, dead letters, request latency) go. */
   readonly registry: Registry;
@@ -39,17 +40,49 @@ export async function connectNodeBus(o: ConnectNodeBusOptions): Promise<Bus> {
     logger,
     metrics: createBusMetrics(o.registry),
     signal: o.signal,
+    ...(settings.NATS_USER !== undefined ? { user: settings.NATS_USER, pass: settings.NATS_PASSWORD ?? '' } : {}),
   });
+  const compaction = startDeleteMarkerCompaction(bus, service, logger);
   const spanSink = settings.PUBLISH_SPANS
     ? createSpanRecordProcessor({ service, sink: (records) => bus.publishSpans(records), onError: (e) => logger.debug('could not publish span records', { err: e }) })
     : undefined;
   o.onClose({
     name: 'bus',
     close: async () => {
+      clearInterval(compaction);
       await spanSink?.forceFlush();
       await bus.close();
     },
   });
   if (spanSink !== undefined) telemetry.addSpanProcessor(spanSink);
   return bus;
+}
+
+/** How often a process removes old delete markers from the buckets it writes, and how old they must be. */
+export const DELETE_MARKER_COMPACTION = { everyMs: 10 * 60_000, olderThanMs: 30 * 60_000 } as const;
+
+/**
+ * Every 10 min, removes the delete markers older than 30 min from the buckets this process writes
+ * (`writtenBuckets` of its identity), so pod churn does not grow the buckets without bound
+ * (docs/architecture.md, "Limits of the bus"). Failures are logged and retried at the next round.
+ */
+function startDeleteMarkerCompaction(bus: NatsBus, service: string, logger: Logger): NodeJS.Timeout | undefined {
+  if (!(IDENTITIES as readonly string[]).includes(service)) return undefined;
+  const buckets = writtenBuckets(service as Identity);
+  if (buckets.length === 0) return undefined;
+  const t = setInterval(() => {
+    void (async () => {
+      for (const b of buckets) {
+        if (bus.isClosed()) return;
+        try {
+          const n = await bus.compactDeleteMarkers(b, DELETE_MARKER_COMPACTION.olderThanMs);
+          if (n > 0) logger.info('removed old delete markers', { bucket: b, removed: n });
+        } catch (e) {
+          logger.warn('could not remove old delete markers', { bucket: b, err: errorMessage(e) });
+        }
+      }
+    })();
+  }, DELETE_MARKER_COMPACTION.everyMs);
+  t.unref();
+  return t;
 }

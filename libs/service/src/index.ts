@@ -6,24 +6,12 @@
  */
 export { loadConfig } from './load-config.js';
 export type { Env } from './load-config.js';
-export {
-  ConfigError,
-  ServiceError,
-  ServiceErrorCodes,
-  isConfigError,
-  isServiceError,
-} from './service-error.js';
+export { ConfigError, ServiceError, ServiceErrorCodes, isConfigError, isServiceError } from './service-error.js';
 export type { ConfigIssue, ServiceErrorCode } from './service-error.js';
 export { runService, SUPERVISOR_CHECK_MS } from './run-service.js';
 export type { Closer, RunServiceOptions, RunningService, ServiceContext } from './run-service.js';
 export { HealthRegistry } from './health-registry.js';
-export type {
-  HealthCheck,
-  HealthCheckOptions,
-  HealthFailure,
-  HealthReport,
-  HealthStatus,
-} from './health-registry.js';
+export type { HealthCheck, HealthCheckOptions, HealthFailure, HealthReport, HealthStatus } from './health-registry.js';
 export { ProgressMonitor } from './progress-monitor.js';
 export type { ProgressMonitorOptions } from './progress-monitor.js';
 export { KeyedMutex } from './keyed-mutex.js';
@@ -35,3 +23,16 @@ export { CONFIG_ERROR_EXIT_CODE, runNodeProcess, runProcess, supervisorPidFromEn
 export type { NodeProcessContext, ProcessContext, ProcessOptions } from './run-node-process.js';
 export { connectNodeBus } from './connect-node-bus.js';
 export type { ConnectNodeBusOptions } from './connect-node-bus.js';
+export {
+  DEFAULT_EVICTION_HARD,
+  EVICTION_SIGNALS,
+  KUBELET_CONFIG_API_VERSION,
+  KUBELET_CONFIG_FLAGS,
+  applyKubeletFlags,
+  formatEvictionThresholds,
+  kubeletConfigEnv,
+  parseEvictionThresholds,
+  parseGoDuration,
+  parseKubeletConfig,
+} from './kubelet-config.js';
+export type { KubeletConfig, KubeletConfigProcess, ParsedKubeletConfig } from './kubelet-config.js';

@@ -32,11 +32,15 @@ export type ProcessSettings = z.output<z.ZodObject<typeof ProcessEnv>>;
 
 /**
  * The variables of every node process on the bus: {@link ProcessEnv} plus `NATS_URL` (one or more
- * URLs, comma-separated), `NODE_NAME` and `PUBLISH_SPANS` (true: finished spans also go to
+ * URLs, comma-separated), `NATS_USER` / `NATS_PASSWORD` (the process's NATS identity), `NODE_NAME` and `PUBLISH_SPANS` (true: finished spans also go to
  * `SL_SPANS` so `splitlet trace` works without a collector). Spread it into a service's schema.
  */
 export const NodeProcessEnv = {
   NATS_URL: z.string().min(1),
+  /** The process's NATS identity (docs/architecture.md, "Identities and permissions"); unset: no authentication. */
+  NATS_USER: z.string().min(1).optional(),
+  /** Its password; required with NATS_USER. Never logged. */
+  NATS_PASSWORD: z.string().min(1).optional(),
   NODE_NAME: NodeNameSchema,
   ...ProcessEnv,
   PUBLISH_SPANS: z.stringbool().default(true),

@@ -14,14 +14,7 @@
  * The environment contract (`NodeProcessEnv`, `ProcessEnv`) is documented in docs/architecture.md.
  */
 import type { Bus } from '@splitlet/bus';
-import {
-  createLogger,
-  createMetricsRegistry,
-  isTelemetryError,
-  startTelemetry,
-  TelemetryErrorCodes,
-  type Telemetry,
-} from '@splitlet/telemetry';
+import { createLogger, createMetricsRegistry, isTelemetryError, startTelemetry, TelemetryErrorCodes, type Telemetry } from '@splitlet/telemetry';
 import type { Registry } from 'prom-client';
 import type { ZodType, output } from 'zod';
 import { connectNodeBus } from './connect-node-bus.js';
@@ -87,34 +80,38 @@ export interface ProcessOptions<S extends ZodType<ProcessSettings>, Ctx> {
  * Resolves like `runService` once `start` settled; resolves `undefined` when the configuration was
  * invalid (after `exit(2)`; with the default `exit` the process is gone by then).
  */
-export function runNodeProcess<S extends ZodType<NodeProcessSettings>>(
-  options: ProcessOptions<S, NodeProcessContext<output<S>>>,
-): Promise<RunningService | undefined> {
-  return launch(options, (c) => c.NODE_NAME, async (ctx) => {
-    const bus = await connectNodeBus({
-      service: options.service,
-      settings: ctx.config,
-      logger: ctx.logger,
-      registry: ctx.registry,
-      telemetry: ctx.telemetry,
-      signal: ctx.signal,
-      onClose: ctx.onClose,
-    });
-    return options.start({ ...ctx, bus });
-  });
+export function runNodeProcess<S extends ZodType<NodeProcessSettings>>(options: ProcessOptions<S, NodeProcessContext<output<S>>>): Promise<RunningService | undefined> {
+  return launch(
+    options,
+    (c) => c.NODE_NAME,
+    async (ctx) => {
+      const bus = await connectNodeBus({
+        service: options.service,
+        settings: ctx.config,
+        logger: ctx.logger,
+        registry: ctx.registry,
+        telemetry: ctx.telemetry,
+        signal: ctx.signal,
+        onClose: ctx.onClose,
+      });
+      return options.start({ ...ctx, bus });
+    },
+  );
 }
 
 /**
  * Runs a process without a bus (sim-runtime): the same config-error path, telemetry, logger,
  * registry and `runService` as {@link runNodeProcess}; telemetry is flushed last at shutdown.
  */
-export function runProcess<S extends ZodType<ProcessSettings>>(
-  options: ProcessOptions<S, ProcessContext<output<S>>>,
-): Promise<RunningService | undefined> {
-  return launch(options, () => undefined, (ctx) => {
-    ctx.onClose({ name: 'telemetry', close: () => ctx.telemetry.shutdown() });
-    return options.start(ctx);
-  });
+export function runProcess<S extends ZodType<ProcessSettings>>(options: ProcessOptions<S, ProcessContext<output<S>>>): Promise<RunningService | undefined> {
+  return launch(
+    options,
+    () => undefined,
+    (ctx) => {
+      ctx.onClose({ name: 'telemetry', close: () => ctx.telemetry.shutdown() });
+      return options.start(ctx);
+    },
+  );
 }
 
 async function launch<S extends ZodType<ProcessSettings>, Ctx>(

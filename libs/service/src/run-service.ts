@@ -20,8 +20,8 @@ export interface ServiceContext {
   readonly health: HealthRegistry;
   /** The service's logger. */
   readonly logger: Logger;
-  /** Registers a closer now (so what was created before a failing step is still closed). */
-  onClose(closer: Closer): void;
+  /** Registers a closer now (so what was created before a failing step is still closed). A plain function: destructure it freely. */
+  readonly onClose: (closer: Closer) => void;
 }
 
 /** Options of {@link runService}. */
@@ -159,12 +159,7 @@ export async function runService(options: RunServiceOptions): Promise<RunningSer
       }
       case '/readyz': {
         const report = health.readiness();
-        const lifecycle =
-          shuttingDown !== undefined
-            ? [{ name: 'lifecycle', reason: 'shutting down' }]
-            : started
-              ? []
-              : [{ name: 'lifecycle', reason: 'starting' }];
+        const lifecycle = shuttingDown !== undefined ? [{ name: 'lifecycle', reason: 'shutting down' }] : started ? [] : [{ name: 'lifecycle', reason: 'starting' }];
         const failures = [...lifecycle, ...report.failures];
         send(failures.length === 0 ? 200 : 503, reportText({ ok: failures.length === 0, failures }));
         return;
@@ -217,8 +212,7 @@ export async function runService(options: RunServiceOptions): Promise<RunningSer
       const deadline = new Promise<'deadline'>((resolve) => {
         timer = setTimeout(() => resolve('deadline'), timeoutMs);
       });
-      const beforeDeadline = async (p: Promise<unknown>): Promise<boolean> =>
-        (await Promise.race([p.then(() => 'done' as const), deadline])) === 'done';
+      const beforeDeadline = async (p: Promise<unknown>): Promise<boolean> => (await Promise.race([p.then(() => 'done' as const), deadline])) === 'done';
       try {
         if (!(await beforeDeadline(startSettled))) {
           exitCode = 1;
@@ -255,9 +249,7 @@ export async function runService(options: RunServiceOptions): Promise<RunningSer
         server.closeAllConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         if (options.portFile !== undefined) {
-          await rm(options.portFile, { force: true }).catch((e: unknown) =>
-            logger.warn('cannot remove the port file', { portFile: options.portFile, err: e }),
-          );
+          await rm(options.portFile, { force: true }).catch((e: unknown) => logger.warn('cannot remove the port file', { portFile: options.portFile, err: e }));
         }
         if (handleProcessEvents) removeProcessHandlers();
       }

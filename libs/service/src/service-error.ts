@@ -45,10 +45,7 @@ export class ConfigError extends ServiceError {
   readonly issues: readonly ConfigIssue[];
 
   constructor(issues: readonly ConfigIssue[]) {
-    super(
-      ServiceErrorCodes.InvalidConfig,
-      `invalid configuration: ${issues.map((i) => `${i.variable}: ${i.message}`).join('; ')}`,
-    );
+    super(ServiceErrorCodes.InvalidConfig, `invalid configuration: ${issues.map((i) => `${i.variable}: ${i.message}`).join('; ')}`);
     this.issues = issues;
   }
 }

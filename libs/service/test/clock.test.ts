@@ -103,9 +103,13 @@ describe('HealthRegistry', () => {
     h.register('pleg', () => ({ ok: true }));
     h.register('nats', () => (natsOk ? { ok: true } : { ok: false, reason: 'disconnected' }));
     const unregister = h.register('partitions', () => ({ ok: false, reason: 'no partition leases yet' }), { readiness: true });
-    h.register('broken', () => {
-      throw new Error('kaput');
-    }, { readiness: true });
+    h.register(
+      'broken',
+      () => {
+        throw new Error('kaput');
+      },
+      { readiness: true },
+    );
     assert.deepEqual(h.liveness(), { ok: true, failures: [] });
     natsOk = false;
     assert.deepEqual(h.liveness(), { ok: false, failures: [{ name: 'nats', reason: 'disconnected' }] });
@@ -116,6 +120,9 @@ describe('HealthRegistry', () => {
     ]);
     unregister();
     assert.equal(h.readiness().failures.length, 2);
-    assert.throws(() => h.register('pleg', () => ({ ok: true })), (e) => isServiceError(e, 'DuplicateHealthCheck'));
+    assert.throws(
+      () => h.register('pleg', () => ({ ok: true })),
+      (e) => isServiceError(e, 'DuplicateHealthCheck'),
+    );
   });
 });

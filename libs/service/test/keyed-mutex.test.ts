@@ -31,7 +31,10 @@ describe('KeyedMutex', () => {
 
   it('a failure does not block the next operation', async () => {
     const m = new KeyedMutex();
-    await assert.rejects(m.run('k', async () => Promise.reject(new Error('boom'))), /boom/);
+    await assert.rejects(
+      m.run('k', async () => Promise.reject(new Error('boom'))),
+      /boom/,
+    );
     assert.equal(await m.run('k', async () => 42), 42);
     assert.equal(m.activeKeys, 0);
   });

@@ -48,9 +48,7 @@ describe('loadConfig', () => {
   });
 
   it('reports object-level refinements as (config)', () => {
-    const S = z
-      .object({ A: z.string().optional(), B: z.string().optional() })
-      .refine((c) => c.A !== undefined || c.B !== undefined, { message: 'set A or B' });
+    const S = z.object({ A: z.string().optional(), B: z.string().optional() }).refine((c) => c.A !== undefined || c.B !== undefined, { message: 'set A or B' });
     assert.throws(() => loadConfig(S, {}), /invalid configuration: \(config\): set A or B/);
   });
 });

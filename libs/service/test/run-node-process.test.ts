@@ -65,10 +65,7 @@ describe('runNodeProcess: configuration errors', () => {
     const Throwing = z.object({ ...ProcessEnv }).transform(() => {
       throw new Error('schema bug');
     });
-    await assert.rejects(
-      runProcess({ service: 'x', schema: Throwing, env: {}, exit: s.exit, stderr: s.stderr, handleProcessEvents: false, start: () => undefined }),
-      /schema bug/,
-    );
+    await assert.rejects(runProcess({ service: 'x', schema: Throwing, env: {}, exit: s.exit, stderr: s.stderr, handleProcessEvents: false, start: () => undefined }), /schema bug/);
     assert.deepEqual(s.exits, []);
   });
 });

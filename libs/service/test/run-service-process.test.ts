@@ -32,9 +32,7 @@ function startFixture(mode: string): Child {
       for (const w of waiters.filter((x) => x.msg === r['msg'])) w.resolve(r);
     }
   });
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    proc.on('exit', (code, signal) => resolve({ code, signal })),
-  );
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
   return {
     proc,
     records,

@@ -196,7 +196,10 @@ describe('runService', () => {
     assert.deepEqual(order, ['bus']);
     assert.deepEqual(exits, [0]);
     assert.equal(records().find((r) => r['msg'] === 'shutting down')?.['reason'], 'SIGTERM');
-    assert.equal(records().some((r) => r['msg'] === 'started'), false);
+    assert.equal(
+      records().some((r) => r['msg'] === 'started'),
+      false,
+    );
     assert.equal(process.listenerCount('SIGTERM'), listenersBefore, 'process handlers removed');
   });
 

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import { createLogger } from '@splitlet/telemetry';
 import { runService, SUPERVISOR_CHECK_MS } from '../src/run-service.js';
 
-const quiet = createLogger({ service: 'test', level: 'error', stream: { write: () => true } as unknown as NodeJS.WritableStream });
+const quiet = createLogger({ service: 'test', level: 'error', stream: { write: () => true } });
 
 describe('runService supervisorPid', () => {
   it('drains once the parent pid is no longer the supervisor, and not before', async () => {

@@ -69,13 +69,7 @@ export function createLogger(options: LoggerOptions): Logger {
   return makeLogger(options.service, options.level ?? 'info', options.fields ?? {}, stream, now);
 }
 
-function makeLogger(
-  service: string,
-  level: LogLevel,
-  bound: LogFields,
-  stream: LogStream,
-  now: () => Date,
-): Logger {
+function makeLogger(service: string, level: LogLevel, bound: LogFields, stream: LogStream, now: () => Date): Logger {
   const threshold = LogLevels[level];
   const write = (lvl: LogLevel, msg: string, fields: LogFields | undefined): void => {
     if (LogLevels[lvl] < threshold) return;

@@ -59,9 +59,7 @@ export function createMetricsRegistry(options: MetricsRegistryOptions): Registry
 }
 
 /** `splitlet_bus_request_duration_seconds`: 0.5 ms (a loopback request) to 60 s (a runtime sync with a pull). */
-export const busRequestBuckets: readonly number[] = Object.freeze([
-  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
-]);
+export const busRequestBuckets: readonly number[] = Object.freeze([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]);
 
 /**
  * The bus's measurements (structurally the `BusMetrics` port of `@splitlet/bus`, which does not

@@ -4,14 +4,7 @@ import { TelemetryError, TelemetryErrorCodes } from './telemetry-error.js';
 export type Env = Readonly<Record<string, string | undefined>>;
 
 /** The samplers `OTEL_TRACES_SAMPLER` may name (the spec's built-in set). */
-export const SamplerNames = [
-  'always_on',
-  'always_off',
-  'traceidratio',
-  'parentbased_always_on',
-  'parentbased_always_off',
-  'parentbased_traceidratio',
-] as const;
+export const SamplerNames = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
 
 /** One of {@link SamplerNames}. */
 export type SamplerName = (typeof SamplerNames)[number];
@@ -50,11 +43,7 @@ function read(env: Env, name: string): string | undefined {
 }
 
 /** Parses a W3C-baggage-like `k=v,k2=v2` list (percent-decoded), reporting bad entries without their values. */
-function parseKeyValueList(
-  raw: string,
-  variable: string,
-  problems: string[],
-): Record<string, string> {
+function parseKeyValueList(raw: string, variable: string, problems: string[]): Record<string, string> {
   const out: Record<string, string> = {};
   raw.split(',').forEach((entry, index) => {
     if (entry.trim() === '') return;
@@ -150,15 +139,10 @@ export function readOtelEnv(env: Env): OtelSettings {
 
   let otlp: OtlpExportSettings | undefined;
   if (wantOtlp) {
-    const protocolVar =
-      read(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') !== undefined
-        ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
-        : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+    const protocolVar = read(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
     const protocol = read(env, protocolVar);
     if (protocol !== undefined && protocol !== SUPPORTED_PROTOCOL) {
-      problems.push(
-        `${protocolVar}: '${protocol}' is not supported; splitlet exports OTLP over '${SUPPORTED_PROTOCOL}' (port 4318 on a collector)`,
-      );
+      problems.push(`${protocolVar}: '${protocol}' is not supported; splitlet exports OTLP over '${SUPPORTED_PROTOCOL}' (port 4318 on a collector)`);
     }
     const headers: Record<string, string> = {};
     for (const name of ['OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS']) {
@@ -166,10 +150,7 @@ export function readOtelEnv(env: Env): OtelSettings {
       if (raw !== undefined) Object.assign(headers, parseKeyValueList(raw, name, problems));
     }
     let timeoutMillis: number | undefined;
-    const timeoutVar =
-      read(env, 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT') !== undefined
-        ? 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT'
-        : 'OTEL_EXPORTER_OTLP_TIMEOUT';
+    const timeoutVar = read(env, 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT') !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT' : 'OTEL_EXPORTER_OTLP_TIMEOUT';
     const timeoutRaw = read(env, timeoutVar);
     if (timeoutRaw !== undefined) {
       const n = Number(timeoutRaw);
@@ -200,14 +181,10 @@ export function readOtelEnv(env: Env): OtelSettings {
   }
 
   const resourceRaw = read(env, 'OTEL_RESOURCE_ATTRIBUTES');
-  const resourceAttributes =
-    resourceRaw === undefined ? {} : parseKeyValueList(resourceRaw, 'OTEL_RESOURCE_ATTRIBUTES', problems);
+  const resourceAttributes = resourceRaw === undefined ? {} : parseKeyValueList(resourceRaw, 'OTEL_RESOURCE_ATTRIBUTES', problems);
 
   if (problems.length > 0) {
-    throw new TelemetryError(
-      TelemetryErrorCodes.InvalidConfig,
-      `invalid OpenTelemetry configuration: ${problems.join('; ')}`,
-    );
+    throw new TelemetryError(TelemetryErrorCodes.InvalidConfig, `invalid OpenTelemetry configuration: ${problems.join('; ')}`);
   }
   return { disabled, otlp, sampler, samplerRatio, resourceAttributes };
 }

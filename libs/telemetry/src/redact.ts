@@ -62,7 +62,7 @@ function walk(value: unknown, depth: number, ancestors: object[]): unknown {
   const toJSON = (value as { toJSON?: unknown }).toJSON;
   if (typeof toJSON === 'function') return walk((toJSON as () => unknown).call(value), depth + 1, next);
   if (Array.isArray(value)) return value.map((v) => walk(v, depth + 1, next));
-  if (value instanceof Map) return walkObject(Object.fromEntries(value), depth, next);
+  if (value instanceof Map) return walkObject(Object.fromEntries(value as Map<PropertyKey, unknown>), depth, next);
   if (value instanceof Set) return [...value].map((v) => walk(v, depth + 1, next));
   return walkObject(value as Record<string, unknown>, depth, next);
 }

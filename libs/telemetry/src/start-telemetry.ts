@@ -1,12 +1,6 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import {
-  context,
-  propagation,
-  trace,
-  type Tracer,
-  type TracerProvider,
-} from '@opentelemetry/api';
+import { context, propagation, trace, type Tracer, type TracerProvider } from '@opentelemetry/api';
 import { globalErrorHandler, loggingErrorHandler, setGlobalErrorHandler } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
@@ -20,11 +14,7 @@ import {
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-import {
-  ATTR_K8S_NODE_NAME,
-  ATTR_SERVICE_INSTANCE_ID,
-  ATTR_SERVICE_NAME,
-} from '@opentelemetry/semantic-conventions';
+import { ATTR_K8S_NODE_NAME, ATTR_SERVICE_INSTANCE_ID, ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { isGlobalTracerProviderInstalled } from './global-provider.js';
 import { readOtelEnv, type Env, type OtelSettings, type SamplerName } from './otel-env.js';
 import { LateSpanProcessor } from './span-processors.js';
@@ -181,10 +171,7 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
         const outcome = await Promise.race([provider.shutdown().then(() => 'done' as const), timedOut]);
         if (outcome === 'timeout') {
           globalErrorHandler(
-            new TelemetryError(
-              TelemetryErrorCodes.ShutdownTimeout,
-              `telemetry shutdown did not finish within ${shutdownTimeoutMs} ms; unexported spans were dropped`,
-            ),
+            new TelemetryError(TelemetryErrorCodes.ShutdownTimeout, `telemetry shutdown did not finish within ${shutdownTimeoutMs} ms; unexported spans were dropped`),
           );
         }
       } catch (e) {

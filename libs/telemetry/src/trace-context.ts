@@ -1,15 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import {
-  ROOT_CONTEXT,
-  TraceFlags,
-  context as otelContext,
-  isSpanContextValid,
-  trace,
-  type Context,
-  type Link,
-  type TextMapGetter,
-  type TextMapSetter,
-} from '@opentelemetry/api';
+import { ROOT_CONTEXT, TraceFlags, context as otelContext, isSpanContextValid, trace, type Context, type Link, type TextMapGetter, type TextMapSetter } from '@opentelemetry/api';
 import type { TraceCarrier } from '@splitlet/api';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 
@@ -21,7 +11,6 @@ import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } 
 const W3C = new CompositePropagator({
   propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()],
 });
-
 
 const setter: TextMapSetter<TraceCarrier> = {
   set: (carrier, key, value) => {

@@ -1,13 +1,4 @@
-import {
-  SpanStatusCode,
-  context as otelContext,
-  type Attributes,
-  type Context,
-  type Link,
-  type Span,
-  type SpanKind,
-  type Tracer,
-} from '@opentelemetry/api';
+import { SpanStatusCode, context as otelContext, type Attributes, type Context, type Link, type Span, type SpanKind, type Tracer } from '@opentelemetry/api';
 
 /** Options of {@link withSpan}. */
 export interface WithSpanOptions {
@@ -39,12 +30,7 @@ function errorType(e: unknown): string {
  * rejects, the span records the exception, gets status ERROR with the error's message and attribute
  * `error.type`, ends, and the error is rethrown unchanged. The span always ends exactly once.
  */
-export async function withSpan<T>(
-  tracer: Tracer,
-  name: string,
-  options: WithSpanOptions,
-  fn: (span: Span) => Promise<T> | T,
-): Promise<T> {
+export async function withSpan<T>(tracer: Tracer, name: string, options: WithSpanOptions, fn: (span: Span) => Promise<T> | T): Promise<T> {
   const parent = options.parent ?? otelContext.active();
   return tracer.startActiveSpan(
     name,

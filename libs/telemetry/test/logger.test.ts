@@ -44,7 +44,10 @@ describe('createLogger', () => {
     logger.info('i');
     logger.warn('w');
     logger.error('e');
-    assert.deepEqual(records().map((r) => r['level']), ['warn', 'error']);
+    assert.deepEqual(
+      records().map((r) => r['level']),
+      ['warn', 'error'],
+    );
     assert.equal(logger.isEnabled('info'), false);
     assert.equal(logger.isEnabled('error'), true);
   });
@@ -54,9 +57,7 @@ describe('createLogger', () => {
     const child = logger.child({ b: 2, c: 2 }).child({ c: 3 });
     child.debug('hidden');
     child.info('x', { d: 4 });
-    assert.deepEqual(records(), [
-      { time: '2026-01-02T03:04:05.678Z', level: 'info', service: 'pod-worker', msg: 'x', a: 1, b: 2, c: 3, d: 4 },
-    ]);
+    assert.deepEqual(records(), [{ time: '2026-01-02T03:04:05.678Z', level: 'info', service: 'pod-worker', msg: 'x', a: 1, b: 2, c: 3, d: 4 }]);
   });
 
   it('stamps trace and span ids of the active span, and none outside it', async () => {
@@ -125,7 +126,13 @@ describe('createLogger', () => {
 
   it('never throws on a field whose toJSON throws', () => {
     const { logger, records } = capture();
-    logger.info('odd', { bad: { toJSON: () => { throw new Error('boom'); } } });
+    logger.info('odd', {
+      bad: {
+        toJSON: () => {
+          throw new Error('boom');
+        },
+      },
+    });
     assert.match(String(records()[0]?.['log_error']), /boom/);
     assert.equal(records()[0]?.['msg'], 'odd');
   });
@@ -133,11 +140,27 @@ describe('createLogger', () => {
 
 describe('isSecretKey / redact', () => {
   const table: [string, boolean][] = [
-    ['password', true], ['PASSWORD', true], ['db_password', true], ['dbPass', true], ['token', true],
-    ['accessToken', true], ['client_secret', true], ['Authorization', true], ['auth', true],
-    ['basicAuth', true], ['credentials', true], ['.dockerconfigjson', true], ['X-Api-Key', true],
-    ['cookie', true], ['author', false], ['authority', false], ['key', false], ['podName', false],
-    ['uid', false], ['image', false], ['passthrough', false],
+    ['password', true],
+    ['PASSWORD', true],
+    ['db_password', true],
+    ['dbPass', true],
+    ['token', true],
+    ['accessToken', true],
+    ['client_secret', true],
+    ['Authorization', true],
+    ['auth', true],
+    ['basicAuth', true],
+    ['credentials', true],
+    ['.dockerconfigjson', true],
+    ['X-Api-Key', true],
+    ['cookie', true],
+    ['author', false],
+    ['authority', false],
+    ['key', false],
+    ['podName', false],
+    ['uid', false],
+    ['image', false],
+    ['passthrough', false],
   ];
   for (const [key, secret] of table) {
     it(`${key} → ${secret ? 'secret' : 'not secret'}`, () => assert.equal(isSecretKey(key), secret));

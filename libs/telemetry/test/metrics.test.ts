@@ -15,9 +15,7 @@ import {
 describe('buckets', () => {
   it('match the kubelet (KUBELET.md §9)', () => {
     assert.deepEqual(DefBuckets, [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]);
-    assert.deepEqual(podStartupDurationBuckets, [
-      0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600,
-    ]);
+    assert.deepEqual(podStartupDurationBuckets, [0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600]);
     assert.deepEqual(podStatusSyncBuckets, [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 20, 30, 45, 60]);
     assert.deepEqual(containersPerPodBuckets, [1, 2, 4, 8, 16]);
     assert.equal(runtimeOperationsBuckets.length, 14);
@@ -69,9 +67,8 @@ describe('createBusMetrics', () => {
     m.requestFinished('sl.{node}.rpc.runtime.syncPod', 'Timeout', 30);
     const value = async (name: string, labels: Record<string, string>): Promise<number | undefined> => {
       const got = await registry.getSingleMetric(name.replace(/_(count|bucket)$/, ''))?.get();
-      return got?.values.find(
-        (v) => ((v as { metricName?: string }).metricName ?? got.name) === name && Object.entries(labels).every(([k, x]) => String(v.labels[k]) === x),
-      )?.value;
+      return got?.values.find((v) => ((v as { metricName?: string }).metricName ?? got.name) === name && Object.entries(labels).every(([k, x]) => String(v.labels[k]) === x))
+        ?.value;
     };
     const work = { stream: 'SL_WORK', consumer: 'pw-00' };
     assert.equal(await value('splitlet_bus_consumer_delivered_total', work), 2);

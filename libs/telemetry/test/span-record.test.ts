@@ -76,8 +76,24 @@ describe('createSpanRecordProcessor', () => {
       assert.equal(flushed, false, 'forceFlush waits for the pending sink');
       release();
       await flushing;
-      assert.deepEqual(batches.map((b) => b.map((r) => [r.name, r.service])), [[['ListContainers', 'pleg'], ['relist', 'pleg']]], 'one batch of both spans');
-      assert.deepEqual(t.spans().map((s) => s.name).sort(), ['ListContainers', 'relist'], 'the sink span was suppressed');
+      assert.deepEqual(
+        batches.map((b) => b.map((r) => [r.name, r.service])),
+        [
+          [
+            ['ListContainers', 'pleg'],
+            ['relist', 'pleg'],
+          ],
+        ],
+        'one batch of both spans',
+      );
+      assert.deepEqual(
+        t
+          .spans()
+          .map((s) => s.name)
+          .sort(),
+        ['ListContainers', 'relist'],
+        'the sink span was suppressed',
+      );
     } finally {
       await t.shutdown();
     }

@@ -50,7 +50,10 @@ describe('startTelemetry', () => {
 
   it('refuses a second start, and starts again after shutdown', async () => {
     telemetry = startTelemetry({ serviceName: 'a', env: {} });
-    assert.throws(() => startTelemetry({ serviceName: 'b', env: {} }), (e) => isTelemetryError(e, 'AlreadyStarted'));
+    assert.throws(
+      () => startTelemetry({ serviceName: 'b', env: {} }),
+      (e) => isTelemetryError(e, 'AlreadyStarted'),
+    );
     await telemetry.shutdown();
     await telemetry.shutdown(); // idempotent
     telemetry = startTelemetry({ serviceName: 'c', env: {} });
@@ -77,7 +80,10 @@ describe('startTelemetry', () => {
     const exporter = new InMemorySpanExporter();
     telemetry.addSpanProcessor(new SimpleSpanProcessor(exporter));
     telemetry.tracer.startSpan('after').end();
-    assert.deepEqual(exporter.getFinishedSpans().map((s) => s.name), ['after']);
+    assert.deepEqual(
+      exporter.getFinishedSpans().map((s) => s.name),
+      ['after'],
+    );
   });
 
   it('exports over OTLP http/protobuf and flushes on shutdown', async () => {
@@ -117,9 +123,7 @@ describe('startTelemetry', () => {
       env: {},
       shutdownTimeoutMs: 50,
       onError: (e) => errors.push(e),
-      spanProcessors: [
-        { onStart() {}, onEnd() {}, forceFlush: () => Promise.resolve(), shutdown: () => new Promise<void>(() => {}) },
-      ],
+      spanProcessors: [{ onStart() {}, onEnd() {}, forceFlush: () => Promise.resolve(), shutdown: () => new Promise<void>(() => {}) }],
     });
     await telemetry.shutdown();
     assert.equal(errors.length, 1);

@@ -46,6 +46,7 @@ describe('withSpan', () => {
   it('handles a synchronous throw and non-Error values', async () => {
     await assert.rejects(
       withSpan(t.tracer, 'x', {}, () => {
+        // eslint-disable-next-line @typescript-eslint/only-throw-error -- the case under test: a thrown non-Error value
         throw 'plain string';
       }),
       (e) => e === 'plain string',

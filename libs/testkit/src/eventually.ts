@@ -51,11 +51,9 @@ export async function eventually<T>(fn: () => T | Promise<T>, options: Eventuall
       clearTimeout(timer);
     }
     if (Date.now() >= deadline) {
-      throw new TestkitError(
-        TestkitErrorCodes.Timeout,
-        `${options.message ?? 'condition'} not met within ${timeoutMs} ms (${attempts} attempts); last: ${describe(last)}`,
-        { cause: last },
-      );
+      throw new TestkitError(TestkitErrorCodes.Timeout, `${options.message ?? 'condition'} not met within ${timeoutMs} ms (${attempts} attempts); last: ${describe(last)}`, {
+        cause: last,
+      });
     }
     await new Promise((resolve) => setTimeout(resolve, Math.min(intervalMs, Math.max(0, deadline - Date.now()))));
   }

@@ -72,7 +72,11 @@ export async function startNatsContainer(options: { image?: string; startTimeout
   } catch (e) {
     // Without Ryuk nothing else removes a container that was created but did not get ready.
     const left = await client.container.dockerode.listContainers({ all: true, filters: { label: [`io.splitlet.testkit.run=${run}`] } }).catch(() => []);
-    for (const c of left) await client.container.dockerode.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined);
+    for (const c of left)
+      await client.container.dockerode
+        .getContainer(c.Id)
+        .remove({ force: true, v: true })
+        .catch(() => undefined);
     throw new TestkitError('ProcessExited', `the NATS container (${image}) did not start: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
   const pidOf = async (): Promise<number> => (await client.container.inspect(client.container.getById(container.getId()))).State.Pid;

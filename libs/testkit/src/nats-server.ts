@@ -66,20 +66,14 @@ export function findNatsServer(env: Readonly<Record<string, string | undefined>>
   const explicit = env['NATS_SERVER_BIN'];
   if (explicit !== undefined && explicit !== '') {
     if (isExecutable(explicit)) return explicit;
-    throw new TestkitError(
-      TestkitErrorCodes.NatsServerNotFound,
-      `NATS_SERVER_BIN=${explicit} is not an executable file. ${INSTALL_HINT}`,
-    );
+    throw new TestkitError(TestkitErrorCodes.NatsServerNotFound, `NATS_SERVER_BIN=${explicit} is not an executable file. ${INSTALL_HINT}`);
   }
   const dirs = [...(env['PATH'] ?? '').split(delimiter).filter((d) => d !== ''), ...EXTRA_BIN_DIRS];
   for (const dir of dirs) {
     const candidate = join(dir, 'nats-server');
     if (isExecutable(candidate)) return candidate;
   }
-  throw new TestkitError(
-    TestkitErrorCodes.NatsServerNotFound,
-    `nats-server binary not found (looked in NATS_SERVER_BIN, PATH and ${EXTRA_BIN_DIRS.join(', ')}). ${INSTALL_HINT}`,
-  );
+  throw new TestkitError(TestkitErrorCodes.NatsServerNotFound, `nats-server binary not found (looked in NATS_SERVER_BIN, PATH and ${EXTRA_BIN_DIRS.join(', ')}). ${INSTALL_HINT}`);
 }
 
 /** Resolves when a TCP connection to 127.0.0.1:port succeeds, rejects when it is refused. */
@@ -145,13 +139,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   await mkdir(portsDir);
 
   async function launch(port: number | undefined): Promise<{ proc: SpawnedProcess; port: number }> {
-    const args = [
-      '-a', '127.0.0.1',
-      '-p', String(port ?? -1),
-      '--ports_file_dir', portsDir,
-      ...(jetstream ? ['-js', '-sd', storeDir] : []),
-      ...(options.args ?? []),
-    ];
+    const args = ['-a', '127.0.0.1', '-p', String(port ?? -1), '--ports_file_dir', portsDir, ...(jetstream ? ['-js', '-sd', storeDir] : []), ...(options.args ?? [])];
     const proc = await spawnProcess({ cmd: bin, args, name: 'nats-server', ...(options.echo === undefined ? {} : { echo: options.echo }) });
     try {
       const deadline = Date.now() + startTimeoutMs;
@@ -163,11 +151,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
       await proc.kill();
       const output = proc.tail(40);
       if (isTestkitError(e, 'ProcessExited')) {
-        throw new TestkitError(
-          TestkitErrorCodes.ProcessExited,
-          `nats-server (${bin} ${args.join(' ')}) exited during startup; its output:\n${output}`,
-          { cause: e },
-        );
+        throw new TestkitError(TestkitErrorCodes.ProcessExited, `nats-server (${bin} ${args.join(' ')}) exited during startup; its output:\n${output}`, { cause: e });
       }
       throw new TestkitError(
         TestkitErrorCodes.Timeout,

@@ -84,9 +84,7 @@ export async function spawnProcess(options: SpawnProcessOptions): Promise<Spawne
   });
   await new Promise<void>((resolve, reject) => {
     child.once('spawn', resolve);
-    child.once('error', (e) =>
-      reject(new TestkitError(TestkitErrorCodes.ProcessExited, `${name}: cannot start '${options.cmd}': ${e.message}`, { cause: e })),
-    );
+    child.once('error', (e) => reject(new TestkitError(TestkitErrorCodes.ProcessExited, `${name}: cannot start '${options.cmd}': ${e.message}`, { cause: e })));
   });
   reapOnExit(child);
   const pid = child.pid ?? -1;
@@ -137,7 +135,6 @@ export async function spawnProcess(options: SpawnProcessOptions): Promise<Spawne
     const re = typeof pattern === 'string' ? new RegExp(escapeRegExp(pattern)) : pattern;
     let next = fromLine;
     return new Promise((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
       const done = (): void => {
         listeners.delete(check);
         clearTimeout(timer);
@@ -154,23 +151,13 @@ export async function spawnProcess(options: SpawnProcessOptions): Promise<Spawne
         }
         if (status !== undefined) {
           done();
-          reject(
-            new TestkitError(
-              TestkitErrorCodes.ProcessExited,
-              `${name} exited (code ${status.exitCode}) before printing a line matching ${re}; last output:\n${tail()}`,
-            ),
-          );
+          reject(new TestkitError(TestkitErrorCodes.ProcessExited, `${name} exited (code ${status.exitCode}) before printing a line matching ${re}; last output:\n${tail()}`));
         }
       }
       listeners.add(check);
-      timer = setTimeout(() => {
+      const timer = setTimeout(() => {
         done();
-        reject(
-          new TestkitError(
-            TestkitErrorCodes.Timeout,
-            `${name} printed no line matching ${re} within ${timeoutMs} ms; last output:\n${tail()}`,
-          ),
-        );
+        reject(new TestkitError(TestkitErrorCodes.Timeout, `${name} printed no line matching ${re} within ${timeoutMs} ms; last output:\n${tail()}`));
       }, timeoutMs);
       check();
     });

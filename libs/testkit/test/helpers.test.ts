@@ -40,8 +40,14 @@ describe('eventually', () => {
   });
 
   it('reports a last falsy value, and abandons an attempt that hangs past the deadline', async () => {
-    await assert.rejects(eventually(() => false, { timeoutMs: 30, intervalMs: 5 }), /last: returned false/);
-    await assert.rejects(eventually(() => new Promise(() => {}), { timeoutMs: 50 }), /still running at the deadline/);
+    await assert.rejects(
+      eventually(() => false, { timeoutMs: 30, intervalMs: 5 }),
+      /last: returned false/,
+    );
+    await assert.rejects(
+      eventually(() => new Promise(() => {}), { timeoutMs: 50 }),
+      /still running at the deadline/,
+    );
   });
 });
 

@@ -101,9 +101,7 @@ describe('findNatsServer', () => {
     assert.throws(
       () => findNatsServer({ NATS_SERVER_BIN: '/nope/nats-server' }),
       (e) =>
-        isTestkitError(e, 'NatsServerNotFound') &&
-        /NATS_SERVER_BIN=\/nope\/nats-server/.test((e as Error).message) &&
-        /apt-get install nats-server/.test((e as Error).message),
+        isTestkitError(e, 'NatsServerNotFound') && /NATS_SERVER_BIN=\/nope\/nats-server/.test((e as Error).message) && /apt-get install nats-server/.test((e as Error).message),
     );
   });
 

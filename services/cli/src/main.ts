@@ -11,13 +11,15 @@
  * one node on that NATS), else through the state dir of a local `splitlet up`: --state-dir,
  * SPLITLET_STATE_DIR, or `.splitlet/` in the current directory (see target.ts).
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CliError, resolveStateDir, ensureStateDir } from './state-dir.js';
 import { defaultNodeName, up } from './commands/up.js';
 import { apply, applyRemote, deletePod, describe, getPods } from './commands/pods.js';
 import { getPartitions } from './commands/partitions.js';
-import { openTarget, targetFlags } from './target.js';
+import { openTarget, provisionTopology, targetFlags } from './target.js';
+import { renderHelmAuthValues, writeNatsConfigDir } from './up/nats-config.js';
 import type { CliTarget } from './target.js';
 import { trace } from './commands/trace.js';
 import { events } from './commands/events.js';
@@ -25,11 +27,15 @@ import { logs } from './commands/logs.js';
 import { exec } from './commands/exec.js';
 import { withProgress } from './up/progress.js';
 import { ensureLocalRuntime, isRuntimeError, missingPrerequisites, runtimeCommand } from '@splitlet/node-setup';
+import { KUBELET_CONFIG_FLAGS } from '@splitlet/service';
+import { loadKubeletConfigFile } from './up/kubelet-config-file.js';
 
 const USAGE = `splitlet: the kubelet's pod lifecycle as separate processes over NATS JetStream
 
 Usage:
-  splitlet up [--node-name NAME] [--pod-workers N] [--manifest-url URL] [--runtime sim|containerd] [--cri-endpoint unix:///path] [--no-restart] [--no-apiserver] [--log-format console|json]
+  splitlet up [--config FILE] [--node-name NAME] [--pod-workers N] [--manifest-url URL] [--runtime sim|containerd] [--cri-endpoint unix:///path] [--no-restart] [--no-apiserver] [--log-format console|json] [--nats-cluster N]
+              [--kubeconfig FILE: register with that cluster instead of the embedded API server]
+              [--max-pods N] [--pod-manifest-path DIR] [--cluster-dns IP,…] [--cluster-domain D] [--sync-frequency 1m] … (the kubelet's flags; README "Configuration")
   splitlet apply -f FILE|-
   splitlet delete pod NAME [-n NAMESPACE] [--wait=false]
   splitlet get pods [NAME] [-n NAMESPACE | -A] [-o wide|json|yaml|name]
@@ -38,8 +44,19 @@ Usage:
   splitlet logs POD [-c CONTAINER] [-p|--previous] [-f] [--tail N] [--timestamps]
   splitlet exec POD [-c CONTAINER] [-n NAMESPACE] -- COMMAND [args...]
   splitlet runtime up|down|status [--purge] [-o json]
+  splitlet provision --nats-url URL   create/update the streams and buckets (as the NATS admin user; compose/k8s)
+  splitlet nats-config --out DIR [--node-name N] [--listen 0.0.0.0:4222] [--store /data] [--monitor-port 8222]
+                       [--server-name NAME] [--owner-uid UID] [--rotate]
+                       a nats-server config with one user per process (DIR/nats.conf) and their passwords
+                       (DIR/users/<identity>), all 0600; kept if present unless --rotate (compose)
+  splitlet nats-config --helm-values FILE [--node-name N]
+                       the same users as NATS Helm chart values (passwords from the Secret splitlet-nats-users)
   splitlet trace [pod] NAME [-o json] [--jaeger URL] [--trace-id ID] [--episodes | --latest]
   splitlet events [-w] [-o json]
+
+\`up\` flags:
+  --nats-cluster N  run N (at least 3) clustered nats-servers instead of one: streams and buckets replicated
+                    N times, every process given all N URLs; the node keeps working when any one server dies.
 
 Global flags:
   --nats-url URL    the NATS of a running stack (compose, a cluster, another host): $SPLITLET_NATS_URL.
@@ -49,6 +66,9 @@ Global flags:
   --request-timeout DURATION
                     how long to wait for NATS and for a command's answer (0, 5, 5s, 500ms, 1m; default 0 =
                     no limit on the answer, 5 s to connect). An unreachable NATS fails at once, naming the URL.
+
+NATS identity: a local \`splitlet up\` gives the CLI its own user (read-mostly, plus apply/delete/logs/exec),
+found in the state dir; with --nats-url, $SPLITLET_NATS_USER and $SPLITLET_NATS_PASSWORD (or nats://user:pass@host).
 `;
 
 function resourceArg(positionals: string[], verb: string): { kind: string; name: string | undefined } {
@@ -58,7 +78,8 @@ function resourceArg(positionals: string[], verb: string): { kind: string; name:
   let n = name;
   if (kind.includes('/')) [kind, n] = kind.split('/', 2) as [string, string];
   if (['partition', 'partitions'].includes(kind) && verb === 'get') return { kind: 'partitions', name: n };
-  if (!['pod', 'pods', 'po'].includes(kind)) throw new CliError(`error: the server doesn't have a resource type "${kind}" (splitlet serves pods${verb === 'get' ? ' and partitions' : ''})`);
+  if (!['pod', 'pods', 'po'].includes(kind))
+    throw new CliError(`error: the server doesn't have a resource type "${kind}" (splitlet serves pods${verb === 'get' ? ' and partitions' : ''})`);
   return { kind: 'pods', name: n };
 }
 
@@ -86,6 +107,23 @@ async function main(rawArgv: string[]): Promise<number> {
       partitions: { type: 'string' },
       'no-restart': { type: 'boolean' },
       'no-apiserver': { type: 'boolean' },
+      out: { type: 'string' },
+      listen: { type: 'string' },
+      store: { type: 'string' },
+      'monitor-port': { type: 'string' },
+      'server-name': { type: 'string' },
+      'owner-uid': { type: 'string' },
+      rotate: { type: 'boolean' },
+      'helm-values': { type: 'string' },
+      config: { type: 'string' },
+      kubeconfig: { type: 'string' },
+      'hostname-override': { type: 'string' },
+      ...Object.fromEntries(
+        Object.keys(KUBELET_CONFIG_FLAGS)
+          .filter((f) => f !== 'manifest-url')
+          .map((f) => [f, { type: 'string' as const }]),
+      ),
+      'nats-cluster': { type: 'string' },
       filename: { type: 'string', short: 'f' },
       output: { type: 'string', short: 'o' },
       namespace: { type: 'string', short: 'n' },
@@ -123,7 +161,10 @@ async function main(rawArgv: string[]): Promise<number> {
       limit === 0
         ? new Promise<never>(() => undefined)
         : new Promise<never>((_, reject) => {
-            timer = setTimeout(() => reject(new CliError(`the request to NATS at ${t.natsUrl.replace(/\/\/[^/@]*@/g, '//')} timed out after ${limit} ms (--request-timeout)`)), limit);
+            timer = setTimeout(
+              () => reject(new CliError(`the request to NATS at ${t.natsUrl.replace(/\/\/[^/@]*@/g, '//')} timed out after ${limit} ms (--request-timeout)`)),
+              limit,
+            );
           });
     try {
       await Promise.race([fn(t), deadline]);
@@ -135,20 +176,33 @@ async function main(rawArgv: string[]): Promise<number> {
   };
   switch (cmd) {
     case 'up': {
+      // The kubelet's configuration file, with the kubelet's flags over it (a flag wins), checked before anything starts.
+      const configFile = values.config ?? (process.env['SPLITLET_CONFIG'] || undefined);
+      const kubeletFlags: Record<string, string | undefined> = {};
+      for (const flag of Object.keys(KUBELET_CONFIG_FLAGS)) kubeletFlags[flag] = (values as Record<string, unknown>)[flag] as string | undefined;
+      kubeletFlags['container-runtime-endpoint'] ??= values['cri-endpoint'];
+      const kubelet = loadKubeletConfigFile(configFile, kubeletFlags);
+      if (values.kubeconfig !== undefined && !existsSync(values.kubeconfig)) throw new CliError(`--kubeconfig ${values.kubeconfig}: no such file`);
+      for (const w of kubelet.warnings) process.stderr.write(`warning: ${configFile ?? 'flags'}: ${w}\n`);
       const workers = Number(values['pod-workers'] ?? '1');
       if (!Number.isInteger(workers) || workers < 1) throw new CliError(`--pod-workers must be a positive integer, got ${values['pod-workers']}`);
       const partitions = values.partitions === undefined ? undefined : Number(values.partitions);
       if (partitions !== undefined && (!Number.isInteger(partitions) || partitions < 1)) throw new CliError(`--partitions must be a positive integer`);
       // The default: real containers when containerd and its tools are here (and we are root), else the simulator.
       const canRunContainerd = process.getuid?.() === 0 && missingPrerequisites().length === 0;
-      const runtime = values.runtime ?? (values['cri-endpoint'] || canRunContainerd ? 'containerd' : 'sim');
-      if (values.runtime === undefined && !values['cri-endpoint']) {
-        process.stdout.write(canRunContainerd ? 'runtime: containerd (found on this machine; --runtime sim for the simulator)\n' : 'runtime: sim-runtime (containerd not available here)\n');
+      const runtime = values.runtime ?? (kubelet.config.containerRuntimeEndpoint || canRunContainerd ? 'containerd' : 'sim');
+      if (values.runtime === undefined && !kubelet.config.containerRuntimeEndpoint) {
+        process.stdout.write(
+          canRunContainerd ? 'runtime: containerd (found on this machine; --runtime sim for the simulator)\n' : 'runtime: sim-runtime (containerd not available here)\n',
+        );
       }
       if (runtime !== 'sim' && runtime !== 'containerd') throw new CliError(`--runtime must be sim or containerd, got ${runtime}`);
+      const natsCluster = values['nats-cluster'] === undefined ? undefined : Number(values['nats-cluster']);
+      if (natsCluster !== undefined && (!Number.isInteger(natsCluster) || natsCluster < 3))
+        throw new CliError(`--nats-cluster must be an integer of at least 3 (a JetStream quorum that survives one server), got ${values['nats-cluster']}`);
       const logFormat = values['log-format'] ?? 'console';
       if (logFormat !== 'console' && logFormat !== 'json') throw new CliError(`--log-format must be console or json, got ${logFormat}`);
-      let criEndpoint = values['cri-endpoint'];
+      let criEndpoint = kubelet.config.containerRuntimeEndpoint;
       if (runtime === 'containerd' && !criEndpoint) {
         // The project's own containerd under the state dir, with its images imported (built from the
         // host's busybox on the first run: the long step).
@@ -161,16 +215,20 @@ async function main(rawArgv: string[]): Promise<number> {
       return up(
         stateDir,
         {
-          nodeName: values['node-name'] ?? process.env['NODE_NAME'] ?? defaultNodeName(),
+          // --hostname-override is the kubelet's name for it; --node-name wins when both are given.
+          nodeName: values['node-name'] ?? values['hostname-override'] ?? process.env['NODE_NAME'] ?? defaultNodeName(),
           podWorkers: workers,
           runtime,
           criEndpoint,
-          manifestUrl: values['manifest-url'],
+          manifestUrl: kubelet.config.staticPodURL,
+          kubeletConfig: kubelet.config,
           restart: !values['no-restart'],
           apiserver: !values['no-apiserver'],
+          kubeconfig: values.kubeconfig === undefined ? undefined : resolve(values.kubeconfig),
           partitions,
           extraEnv: {},
           logFormat,
+          ...(natsCluster !== undefined ? { natsCluster } : {}),
         },
         // --nats-url: run the node's processes against that NATS instead of spawning one.
         values['nats-url'] !== undefined ? { ...process.env, NATS_URL: values['nats-url'] } : process.env,
@@ -210,7 +268,14 @@ async function main(rawArgv: string[]): Promise<number> {
       const name = first.startsWith('pod/') ? first.slice(4) : first;
       const tail = values.tail === undefined ? undefined : Number(values.tail);
       if (tail !== undefined && (!Number.isInteger(tail) || tail < -1)) throw new CliError(`--tail must be an integer (-1 for all), got ${values.tail}`);
-      const opts = { namespace: values.namespace ?? 'default', container: values.container, previous: values.previous ?? false, follow: values.follow ?? false, timestamps: values.timestamps ?? false, tail };
+      const opts = {
+        namespace: values.namespace ?? 'default',
+        container: values.container,
+        previous: values.previous ?? false,
+        follow: values.follow ?? false,
+        timestamps: values.timestamps ?? false,
+        tail,
+      };
       return withTarget((t) => logs(t, name, opts, process.stdout, process.stderr));
     }
     case 'exec': {
@@ -227,6 +292,38 @@ async function main(rawArgv: string[]): Promise<number> {
         await t.close();
       }
     }
+    case 'nats-config': {
+      if (values['helm-values'] !== undefined) {
+        writeFileSync(values['helm-values'], renderHelmAuthValues(values['node-name']));
+        process.stdout.write(`wrote ${values['helm-values']} (NATS Helm chart values: the users; passwords from the Secret splitlet-nats-users)\n`);
+        if (values.out === undefined) return 0;
+      }
+      if (values.out === undefined) throw new CliError('splitlet nats-config: --out DIR (or --helm-values FILE) is required');
+      const int = (flag: string, v: string | undefined): number | undefined => {
+        if (v === undefined) return undefined;
+        if (!/^\d+$/.test(v)) throw new CliError(`--${flag} must be a non-negative integer, got ${JSON.stringify(v)}`);
+        return Number(v);
+      };
+      const done = writeNatsConfigDir({
+        dir: values.out,
+        node: values['node-name'],
+        listen: values.listen ?? '0.0.0.0:4222',
+        storeDir: values.store ?? '/data',
+        monitorPort: int('monitor-port', values['monitor-port']),
+        serverName: values['server-name'],
+        ownerUid: int('owner-uid', values['owner-uid']),
+        rotate: values.rotate === true,
+      });
+      process.stdout.write(`${done === 'kept' ? 'kept the existing' : 'wrote'} ${values.out}/nats.conf and ${values.out}/users/<identity>\n`);
+      return 0;
+    }
+    case 'provision': {
+      if (flags.natsUrl === undefined)
+        throw new CliError('splitlet provision: --nats-url (or SPLITLET_NATS_URL) is required, with the admin identity in SPLITLET_NATS_USER / SPLITLET_NATS_PASSWORD');
+      await provisionTopology(flags.natsUrl, flags.credential, flags.requestTimeoutMs > 0 ? flags.requestTimeoutMs : 30_000);
+      process.stdout.write(`streams and buckets provisioned on ${flags.natsUrl.replace(/\/\/[^/@]*@/g, '//')}\n`);
+      return 0;
+    }
     case 'runtime': {
       return runtimeCommand({ sub: rest[0], stateDir: stateDir.root, purge: values.purge ?? false, json: values.output === 'json' }, process.stdout);
     }
@@ -235,7 +332,8 @@ async function main(rawArgv: string[]): Promise<number> {
       const name = args[0];
       if (!name && !values['trace-id']) throw new CliError('error: a pod name is required: splitlet trace POD');
       if (values.episodes && values.latest) throw new CliError('error: --episodes and --latest cannot be used together');
-      if ((values.episodes || values.latest) && values['trace-id']) throw new CliError(`error: --${values.episodes ? 'episodes' : 'latest'} picks from a pod's traces: give the pod, not --trace-id`);
+      if ((values.episodes || values.latest) && values['trace-id'])
+        throw new CliError(`error: --${values.episodes ? 'episodes' : 'latest'} picks from a pod's traces: give the pod, not --trace-id`);
       const opts = {
         output: values.output,
         jaeger: values.jaeger ?? process.env['JAEGER_QUERY_URL'],

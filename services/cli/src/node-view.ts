@@ -17,16 +17,8 @@ export interface PodView {
 
 /** Every pod of the node: those with a status, plus desired pods not yet reported (Pending). */
 export async function listPods(bus: Bus, node: string): Promise<PodView[]> {
-  const [statusKv, desiredKv, killKv] = await Promise.all([
-    bus.kv(Buckets.status, PodStatusRecord),
-    bus.kv(Buckets.desired, DesiredPod),
-    bus.kv(Buckets.kill, KillRequest),
-  ]);
-  const [statuses, desired, kills] = await Promise.all([
-    statusKv.list(Keys.nodePrefix(node)),
-    desiredKv.list(Keys.nodePrefix(node)),
-    killKv.list(Keys.nodePrefix(node)),
-  ]);
+  const [statusKv, desiredKv, killKv] = await Promise.all([bus.kv(Buckets.status, PodStatusRecord), bus.kv(Buckets.desired, DesiredPod), bus.kv(Buckets.kill, KillRequest)]);
+  const [statuses, desired, kills] = await Promise.all([statusKv.list(Keys.nodePrefix(node)), desiredKv.list(Keys.nodePrefix(node)), killKv.list(Keys.nodePrefix(node))]);
   const killed = new Set(kills.map((k) => k.value?.uid).filter((u): u is string => u !== undefined));
   const byUid = new Map<string, PodView>();
   for (const e of statuses) {

@@ -12,7 +12,8 @@
 import { z } from 'zod';
 import { Buckets, nodeFromToken, nodeToken } from '@splitlet/api';
 import { connectBus } from '@splitlet/bus';
-import type { Bus } from '@splitlet/bus';
+import type { Bus, NatsCredential } from '@splitlet/bus';
+import { readCredential } from './up/nats-config.js';
 import { createLogger } from '@splitlet/telemetry';
 import type { InstanceInfo, StateDir } from './state-dir.js';
 import { CliError, readInstance } from './state-dir.js';
@@ -33,6 +34,8 @@ export interface TargetFlags {
   nodeName: string | undefined;
   /** `--request-timeout` in ms: the connect timeout and each command's deadline; 0 = no deadline (connect still bounded). */
   requestTimeoutMs: number;
+  /** `SPLITLET_NATS_USER` / `SPLITLET_NATS_PASSWORD`: the NATS identity for `--nats-url` (a local instance's `cli` one is found in its state dir). */
+  credential?: NatsCredential | undefined;
 }
 
 /** Connect timeout when `--request-timeout` is 0 or not given. */
@@ -59,6 +62,7 @@ export function targetFlags(
     natsUrl: values['nats-url'] ?? (env['SPLITLET_NATS_URL'] || undefined),
     nodeName: values['node-name'] ?? (env['SPLITLET_NODE_NAME'] || undefined),
     requestTimeoutMs: parseRequestTimeout(values['request-timeout']),
+    credential: env['SPLITLET_NATS_USER'] ? { user: env['SPLITLET_NATS_USER'], password: env['SPLITLET_NATS_PASSWORD'] ?? '' } : undefined,
   };
 }
 
@@ -71,13 +75,13 @@ function safeUrl(natsUrl: string): string {
  * Connects as a short-lived CLI client: one attempt, no retry. A refused connection fails at once,
  * a silent server after `timeoutMs`; the error names the URL and the cause.
  */
-export async function connectCliBus(natsUrl: string, node: string, timeoutMs = DEFAULT_CONNECT_TIMEOUT_MS): Promise<Bus> {
+export async function connectCliBus(natsUrl: string, node: string, timeoutMs = DEFAULT_CONNECT_TIMEOUT_MS, credential?: NatsCredential): Promise<Bus> {
   // A ref'd timer: a CLI with nothing else pending would otherwise exit 0 in silence.
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
   try {
     return await connectBus({
-      servers: natsUrl,
+      servers: natsUrl.split(',').map((u) => u.trim()),
       process: 'cli',
       node,
       logger: createLogger({ service: 'cli', level: 'error', stream: process.stderr }),
@@ -85,6 +89,7 @@ export async function connectCliBus(natsUrl: string, node: string, timeoutMs = D
       signal: ac.signal,
       failFast: true,
       connectTimeoutMs: timeoutMs,
+      ...(credential !== undefined ? { user: credential.user, pass: credential.password } : {}),
     });
   } catch (e) {
     const cause = e instanceof Error ? [e.message, (e.cause as Error | undefined)?.message].filter(Boolean).join(': ') : String(e);
@@ -97,7 +102,10 @@ export async function connectCliBus(natsUrl: string, node: string, timeoutMs = D
 /** The nodes the bus knows: one `sl_node` key per node whose sync-loop ran. */
 export async function knownNodes(bus: Bus): Promise<string[]> {
   const kv = await bus.kv(Buckets.node, z.unknown());
-  return (await kv.list('*')).filter((e) => e.value !== null).map((e) => nodeFromToken(e.key)).sort();
+  return (await kv.list('*'))
+    .filter((e) => e.value !== null)
+    .map((e) => nodeFromToken(e.key))
+    .sort();
 }
 
 /**
@@ -116,7 +124,8 @@ export async function openTarget(flags: TargetFlags, stateDir: StateDir): Promis
     if (flags.nodeName !== undefined && flags.nodeName !== inst.nodeName) {
       throw new CliError(`--node-name ${flags.nodeName} does not match the local instance's node ${inst.nodeName}; give --nats-url to reach another node`);
     }
-    const bus = await connectCliBus(inst.natsUrl, inst.nodeName, connectTimeout(flags));
+    // The local instance's NATS takes the CLI's identity from the state dir (written by `splitlet up`).
+    const bus = await connectCliBus(inst.natsUrl, inst.nodeName, connectTimeout(flags), flags.credential ?? readCredential(stateDir.root, 'cli'));
     return { bus, natsUrl: inst.natsUrl, nodeName: inst.nodeName, local: { stateDir, inst }, close: () => bus.close() };
   }
   if (flags.nodeName !== undefined) {
@@ -126,7 +135,7 @@ export async function openTarget(flags: TargetFlags, stateDir: StateDir): Promis
       throw new CliError(`--node-name: ${(e as Error).message}`);
     }
   }
-  const bus = await connectCliBus(flags.natsUrl, flags.nodeName ?? 'cli', connectTimeout(flags));
+  const bus = await connectCliBus(flags.natsUrl, flags.nodeName ?? 'cli', connectTimeout(flags), flags.credential);
   try {
     let nodeName = flags.nodeName;
     if (nodeName === undefined) {
@@ -145,4 +154,31 @@ export async function openTarget(flags: TargetFlags, stateDir: StateDir): Promis
 
 function connectTimeout(flags: TargetFlags): number {
   return flags.requestTimeoutMs > 0 ? flags.requestTimeoutMs : DEFAULT_CONNECT_TIMEOUT_MS;
+}
+
+/**
+ * `splitlet provision`: creates or updates every stream and bucket of the topology, as an identity
+ * allowed to (`admin`). Compose and k8s run it once before the processes, which may only check it.
+ */
+export async function provisionTopology(natsUrl: string, credential: NatsCredential | undefined, timeoutMs: number): Promise<void> {
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(new Error(`not done within ${timeoutMs / 1000} s`)), timeoutMs);
+  try {
+    const bus = await connectBus({
+      servers: natsUrl,
+      process: 'provision',
+      node: 'cli',
+      logger: createLogger({ service: 'provision', level: 'warn', stream: process.stderr }),
+      signal: ac.signal,
+      failFast: true,
+      connectTimeoutMs: Math.min(timeoutMs, DEFAULT_CONNECT_TIMEOUT_MS),
+      ...(credential !== undefined ? { user: credential.user, pass: credential.password } : {}),
+    });
+    await bus.close();
+  } catch (e) {
+    const cause = e instanceof Error ? [e.message, (e.cause as Error | undefined)?.message].filter(Boolean).join(': ') : String(e);
+    throw new CliError(`cannot provision the streams and buckets on NATS at ${safeUrl(natsUrl)}: ${cause}`);
+  } finally {
+    clearTimeout(timer);
+  }
 }

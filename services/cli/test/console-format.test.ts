@@ -12,22 +12,45 @@ const hhmmss = `${String(local.getHours()).padStart(2, '0')}:${String(local.getM
 
 describe('formatLogLine', () => {
   it('shows time, process, level, message and the fields that matter (node and span ids dropped)', () => {
-    const line = JSON.stringify({ time, level: 'info', service: 'pod-worker', msg: 'pod synced', node: 'n1', trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16), pod: 'default/web-n1', took: 12, ok: true, empty: '', none: {} });
+    const line = JSON.stringify({
+      time,
+      level: 'info',
+      service: 'pod-worker',
+      msg: 'pod synced',
+      node: 'n1',
+      trace_id: 'a'.repeat(32),
+      span_id: 'b'.repeat(16),
+      pod: 'default/web-n1',
+      took: 12,
+      ok: true,
+      empty: '',
+      none: {},
+    });
     assert.equal(formatLogLine('pod-worker-1', line, plain), `${hhmmss} pod-worker-1   INFO  pod synced  pod=default/web-n1 took=12 ok=true`);
   });
 
   it('puts the error last and the short trace id on warnings and errors', () => {
-    const line = JSON.stringify({ time, level: 'error', service: 'cri-adapter', msg: 'syncPod failed', err: 'rpc error: code = Unavailable', pod: 'x', trace_id: '0123456789abcdef0123456789abcdef' });
+    const line = JSON.stringify({
+      time,
+      level: 'error',
+      service: 'cri-adapter',
+      msg: 'syncPod failed',
+      err: 'rpc error: code = Unavailable',
+      pod: 'x',
+      trace_id: '0123456789abcdef0123456789abcdef',
+    });
     assert.equal(formatLogLine('cri-adapter', line, plain), `${hhmmss} cri-adapter    ERROR syncPod failed  pod=x err="rpc error: code = Unavailable" trace=01234567`);
   });
 
   it('colours on a TTY: the process, warnings yellow, errors bold red, debug dim', () => {
     const rec = (level: string): string => JSON.stringify({ time, level, service: 's', msg: 'm' });
     const color = { color: true, processWidth: 4, processColor: 35 };
-    assert.match(formatLogLine('p', rec('warn'), color)!, /\u001b\[35mp   \u001b\[0m \u001b\[33mWARN \u001b\[0m m$/);
+    /* eslint-disable no-control-regex -- the ANSI escapes (ESC, \u001b) are the output under test */
+    assert.match(formatLogLine('p', rec('warn'), color)!, /\u001b\[35mp {3}\u001b\[0m \u001b\[33mWARN \u001b\[0m m$/);
     assert.match(formatLogLine('p', rec('error'), color)!, /\u001b\[1;31mERROR\u001b\[0m \u001b\[1mm\u001b\[0m$/);
     assert.match(formatLogLine('p', rec('debug'), color)!, /\u001b\[2mDEBUG\u001b\[0m \u001b\[2mm\u001b\[0m$/);
     assert.doesNotMatch(formatLogLine('p', rec('info'), plain)!, /\u001b/);
+    /* eslint-enable no-control-regex */
   });
 
   it('passes through lines that are not log records (stack traces, crashes, non-object JSON)', () => {
@@ -60,8 +83,13 @@ describe('partitions table', () => {
 
   it('one row per instance, members without partitions too, gone holders marked', () => {
     const now = Date.parse('2026-01-01T00:01:00Z');
-    const rows = [0, 1, 2].map((p) => ({ partition: p, holder: 'pw-a', acquiredAt: '2026-01-01T00:00:00Z', revision: 10 + p })).concat([{ partition: 3, holder: 'pw-gone', acquiredAt: '2026-01-01T00:00:00Z', revision: 5 }]);
-    const members = [{ instance: 'pw-a', at: '2026-01-01T00:00:58Z' }, { instance: 'pw-b', at: '2026-01-01T00:00:59Z' }];
+    const rows = [0, 1, 2]
+      .map((p) => ({ partition: p, holder: 'pw-a', acquiredAt: '2026-01-01T00:00:00Z', revision: 10 + p }))
+      .concat([{ partition: 3, holder: 'pw-gone', acquiredAt: '2026-01-01T00:00:00Z', revision: 5 }]);
+    const members = [
+      { instance: 'pw-a', at: '2026-01-01T00:00:58Z' },
+      { instance: 'pw-b', at: '2026-01-01T00:00:59Z' },
+    ];
     const table = partitionsTable(rows, members, now, false).split('\n');
     assert.match(table[0]!, /^INSTANCE\s+PARTITIONS\s+COUNT\s+HEARTBEAT/);
     assert.match(table[1]!, /^pw-a\s+0-2\s+3\s+2s ago/);
@@ -73,7 +101,16 @@ describe('partitions table', () => {
 
 describe('ready summary', () => {
   it('says where NATS, health, metrics and traces are', () => {
-    const text = readySummary({ nodeName: 'n1', natsUrl: 'nats://127.0.0.1:4222', processes: [{ name: 'pleg', healthPort: 4001 }, { name: 'sync-loop', healthPort: 4002 }], startedMs: 3210, otlpEndpoint: 'http://127.0.0.1:4318' });
+    const text = readySummary({
+      nodeName: 'n1',
+      natsUrl: 'nats://127.0.0.1:4222',
+      processes: [
+        { name: 'pleg', healthPort: 4001 },
+        { name: 'sync-loop', healthPort: 4002 },
+      ],
+      startedMs: 3210,
+      otlpEndpoint: 'http://127.0.0.1:4318',
+    });
     assert.match(text, /^node n1 ready: 2 processes in 3\.2s · NATS nats:\/\/127\.0\.0\.1:4222 · traces: OTLP to http:\/\/127\.0\.0\.1:4318/);
     assert.match(text, /pleg:4001 sync-loop:4002/);
     assert.match(readySummary({ nodeName: 'n1', natsUrl: 'u', processes: [], startedMs: 0, otlpEndpoint: undefined }), /set OTEL_EXPORTER_OTLP_ENDPOINT/);

@@ -14,7 +14,12 @@ describe('logAttempt', () => {
   const cases: Array<{ name: string; st: ContainerStatus | undefined; current: number; previous: number }> = [
     { name: 'no status yet: nothing to read for --previous', st: undefined, current: 0, previous: -1 },
     { name: 'first run, running: no previous run', st: status({ state: { running: {} } }), current: 0, previous: -1 },
-    { name: 'running after 3 restarts: the previous run is the one before', st: status({ restartCount: 3, state: { running: {} }, lastState: { terminated } }), current: 3, previous: 2 },
+    {
+      name: 'running after 3 restarts: the previous run is the one before',
+      st: status({ restartCount: 3, state: { running: {} }, lastState: { terminated } }),
+      current: 3,
+      previous: 2,
+    },
     {
       name: 'terminated after a restart (OnFailure succeeded the second time): the first run',
       st: status({ restartCount: 1, state: { terminated: { exitCode: 0, reason: 'Completed' } }, lastState: { terminated } }),

@@ -69,27 +69,21 @@ describe('humanDuration (apimachinery duration.HumanDuration)', () => {
 });
 
 function pod(status: Pod['status'], spec: Partial<Pod['spec']> = {}, metadata: Partial<Pod['metadata']> = {}): Pod {
-  return aPod({ metadata: { name: 'test1', creationTimestamp: new Date(NOW - 5 * MINUTE).toISOString(), ...metadata }, spec, ...(status === undefined ? {} : { status }) }) as Pod;
+  return aPod({ metadata: { name: 'test1', creationTimestamp: new Date(NOW - 5 * MINUTE).toISOString(), ...metadata }, spec, ...(status === undefined ? {} : { status }) });
 }
 
 describe('podRow (kubectl printPod)', () => {
   const two = { containers: [aContainer({ name: 'a' }), aContainer({ name: 'b' })] };
 
   it('counts ready containers and sums restarts; the phase is the status without a container reason', () => {
-    const row = podRow(
-      pod({ phase: 'Running', containerStatuses: [aRunningStatus('a', { ready: true, restartCount: 3 }), aRunningStatus('b', { restartCount: 3 })] }, two),
-      NOW,
-    );
+    const row = podRow(pod({ phase: 'Running', containerStatuses: [aRunningStatus('a', { ready: true, restartCount: 3 }), aRunningStatus('b', { restartCount: 3 })] }, two), NOW);
     assert.deepEqual([row.name, row.ready, row.status, row.restarts, row.age], ['test1', '1/2', 'Running', '6', '5m']);
   });
 
   it('a waiting reason wins over the phase, a terminated reason too', () => {
     const waiting = podRow(pod({ phase: 'Running', containerStatuses: [aRunningStatus('a', { ready: true }), aWaitingStatus('b', 'CrashLoopBackOff')] }, two), NOW);
     assert.equal(waiting.status, 'CrashLoopBackOff');
-    const terminated = podRow(
-      pod({ phase: 'Failed', containerStatuses: [aTerminatedStatus('a', 1, { state: { terminated: { exitCode: 1, reason: 'Error' } } })] }),
-      NOW,
-    );
+    const terminated = podRow(pod({ phase: 'Failed', containerStatuses: [aTerminatedStatus('a', 1, { state: { terminated: { exitCode: 1, reason: 'Error' } } })] }), NOW);
     assert.equal(terminated.status, 'Error');
   });
 
@@ -128,7 +122,10 @@ describe('podRow (kubectl printPod)', () => {
     const finished = new Date(NOW - 30 * SECOND).toISOString();
     const side = aRunningStatus('side', { ready: true, started: true, restartCount: 2, lastState: { terminated: { exitCode: 1, finishedAt: finished } } });
     const row = podRow(
-      pod({ phase: 'Running', conditions: [{ type: 'Initialized', status: 'True' }], initContainerStatuses: [side], containerStatuses: [aRunningStatus('main', { ready: true })] }, spec),
+      pod(
+        { phase: 'Running', conditions: [{ type: 'Initialized', status: 'True' }], initContainerStatuses: [side], containerStatuses: [aRunningStatus('main', { ready: true })] },
+        spec,
+      ),
       NOW,
     );
     assert.equal(row.ready, '2/2');
@@ -145,7 +142,10 @@ describe('podRow (kubectl printPod)', () => {
 
   it('wide columns: IP, node and readiness gates', () => {
     const row = podRow(
-      pod({ phase: 'Running', podIP: '10.88.0.4', conditions: [{ type: 'g1', status: 'True' }] }, { nodeName: 'node-a', readinessGates: [{ conditionType: 'g1' }, { conditionType: 'g2' }] }),
+      pod(
+        { phase: 'Running', podIP: '10.88.0.4', conditions: [{ type: 'g1', status: 'True' }] },
+        { nodeName: 'node-a', readinessGates: [{ conditionType: 'g1' }, { conditionType: 'g2' }] },
+      ),
       NOW,
     );
     assert.deepEqual([row.ip, row.node, row.nominatedNode, row.readinessGates], ['10.88.0.4', 'node-a', '<none>', '1/2']);
@@ -155,7 +155,16 @@ describe('podRow (kubectl printPod)', () => {
 
 describe('tables', () => {
   it('pads columns to the widest cell plus three spaces and trims the line end', () => {
-    assert.equal(formatTable(['A', 'LONGER'], [['xyz', '1'], ['q', '']]), 'A     LONGER\nxyz   1\nq\n');
+    assert.equal(
+      formatTable(
+        ['A', 'LONGER'],
+        [
+          ['xyz', '1'],
+          ['q', ''],
+        ],
+      ),
+      'A     LONGER\nxyz   1\nq\n',
+    );
   });
 
   it('get pods prints the kubectl headers, wide adds four', () => {
@@ -199,7 +208,11 @@ describe('describePod', () => {
       },
       { nodeName: 'node-a', volumes: [{ name: 'scratch', emptyDir: {} }] },
     );
-    const events = [event('BackOff', 'Back-off restarting failed container foo1', NOW - 40 * SECOND, 'Warning'), event('BackOff', 'Back-off restarting failed container foo1', NOW - 10 * SECOND, 'Warning'), event('Pulled', 'Container image "busybox" already present on machine', NOW - 4 * MINUTE)];
+    const events = [
+      event('BackOff', 'Back-off restarting failed container foo1', NOW - 40 * SECOND, 'Warning'),
+      event('BackOff', 'Back-off restarting failed container foo1', NOW - 10 * SECOND, 'Warning'),
+      event('Pulled', 'Container image "busybox" already present on machine', NOW - 4 * MINUTE),
+    ];
     const text = describePod(p, events, NOW, false);
     assert.match(text, /^Name: {13}test1$/m);
     assert.match(text, /^Start Time: {7}Sun, 29 Nov 2026 11:55:00 \+0000$/m);
@@ -235,7 +248,13 @@ describe('waterfall', () => {
     aSpan('a'.repeat(32), spanId, parentSpanId, name, startMs, endMs, { service: 'pod-worker', ...extra });
 
   it('orders depth-first with children by start time; a span whose parent is missing is a root', () => {
-    const spans = [span('c2', 'r', 'second', 20, 30), span('r', undefined, 'root', 0, 100), span('c1', 'r', 'first', 10, 40), span('g', 'c1', 'grandchild', 11, 12), span('o', 'gone', 'orphan', 50, 60)];
+    const spans = [
+      span('c2', 'r', 'second', 20, 30),
+      span('r', undefined, 'root', 0, 100),
+      span('c1', 'r', 'first', 10, 40),
+      span('g', 'c1', 'grandchild', 11, 12),
+      span('o', 'gone', 'orphan', 50, 60),
+    ];
     assert.deepEqual(
       orderSpans(spans).map((r) => `${r.depth}:${r.span.name}`),
       ['0:root', '1:first', '2:grandchild', '1:second', '0:orphan'],
@@ -284,7 +303,9 @@ describe('episodes', () => {
   });
 
   it('prints one row per episode, marking the creation and the traces linked to it', () => {
-    const lines = episodesTable(podEpisodes(spans, 'u1', CREATION), CREATION, NOW).trimEnd().split('\n');
+    const lines = episodesTable(podEpisodes(spans, 'u1', CREATION), CREATION, NOW)
+      .trimEnd()
+      .split('\n');
     assert.match(lines[0]!, /^TRACE ID {27}EPISODE {17}PROCESS {9}AGE {3}DURATION {3}SPANS {3}ERRORS {3}LINKED$/);
     assert.match(lines[1]!, new RegExp(`^${CREATION} {3}config\\.add \\(creation\\) {3}config-source {3}10m {3}400ms {6}2 {7}0 {8}-$`));
     assert.match(lines[2]!, new RegExp(`^${RESTART} {3}ContainerDied {11}pleg {12}5m {4}1\\.50s {6}2 {7}1 {8}creation$`));

@@ -13,7 +13,7 @@ import type { SourceListing } from '../src/sources/listing.js';
 import { memoryLogger } from './helpers.js';
 
 let now = Date.parse('2026-01-01T00:00:00Z');
-const clock: Clock = { now: () => now, setTimeout: () => ({}) as never, clearTimeout: () => undefined };
+const clock: Clock = { now: () => now, setTimeout: () => ({}), clearTimeout: () => undefined };
 
 function memoryStore(): ApiPodStore & { records: Map<string, ApiPodRecord> } {
   const records = new Map<string, ApiPodRecord>();
@@ -26,13 +26,20 @@ function memoryStore(): ApiPodStore & { records: Map<string, ApiPodRecord> } {
 }
 
 function pod(name: string, image = 'busybox:1.36', extra: Partial<Pod['spec']> = {}): Pod {
-  return { apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { containers: [{ name: 'app', image, command: ['sleep', '3600'] }], ...extra } } as Pod;
+  return { apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { containers: [{ name: 'app', image, command: ['sleep', '3600'] }], ...extra } };
 }
 
 function setup(store = memoryStore()): { source: ApiSource; store: ReturnType<typeof memoryStore>; listings: SourceListing[] } {
   const listings: SourceListing[] = [];
   let n = 0;
-  const source = new ApiSource({ nodeName: 'node-a', store, clock, logger: memoryLogger().logger, onListing: async (l) => void listings.push(structuredClone(l)), newUid: () => `uid-${++n}` });
+  const source = new ApiSource({
+    nodeName: 'node-a',
+    store,
+    clock,
+    logger: memoryLogger().logger,
+    onListing: async (l) => void listings.push(structuredClone(l)),
+    newUid: () => `uid-${++n}`,
+  });
   return { source, store, listings };
 }
 
@@ -56,10 +63,16 @@ describe('ApiSource', () => {
     assert.equal((stored.pod.metadata as Record<string, unknown>)['creationTimestamp'], '2026-01-01T00:00:00.000Z');
     assert.equal(stored.pod.spec.restartPolicy, 'Always', 'API defaults applied');
     assert.equal(listings.length, 2);
-    assert.deepEqual(listings[1]!.pods!.map((p) => [p.pod.metadata.name, p.origin]), [['web', 'api:default/web']]);
+    assert.deepEqual(
+      listings[1]!.pods!.map((p) => [p.pod.metadata.name, p.origin]),
+      [['web', 'api:default/web']],
+    );
 
     now += 1000;
-    assert.deepEqual((await apply(source, pod('web'))).results.map((x) => x.outcome), ['unchanged']);
+    assert.deepEqual(
+      (await apply(source, pod('web'))).results.map((x) => x.outcome),
+      ['unchanged'],
+    );
     assert.equal(listings.length, 2, 'no SET for an unchanged apply');
   });
 
@@ -71,7 +84,10 @@ describe('ApiSource', () => {
     assert.deepEqual(updated.results, [{ namespace: 'default', name: 'web', uid: 'uid-1', outcome: 'configured' }]);
     assert.equal(store.records.get('default/web')!.pod.spec.containers[0]!.image, 'busybox:1.37');
     const before = listings.length;
-    await assert.rejects(apply(source, pod('web', 'busybox:1.37', { restartPolicy: 'Never' })), (e: { code?: string; message: string }) => e.code === 'Forbidden' && /pod updates may not change fields/.test(e.message));
+    await assert.rejects(
+      apply(source, pod('web', 'busybox:1.37', { restartPolicy: 'Never' })),
+      (e: { code?: string; message: string }) => e.code === 'Forbidden' && /pod updates may not change fields/.test(e.message),
+    );
     assert.equal(listings.length, before);
     assert.equal(store.records.get('default/web')!.pod.spec.restartPolicy, 'Always');
   });
@@ -81,7 +97,10 @@ describe('ApiSource', () => {
     await source.start();
     const bad = pod('bad');
     bad.spec.containers[0]!.name = 'Not_A_Name';
-    await assert.rejects(apply(source, pod('good'), bad), (e: { code?: string; message: string }) => e.code === 'Invalid' && /The Pod "bad" is invalid: .*spec\.containers\[0\]\.name/.test(e.message));
+    await assert.rejects(
+      apply(source, pod('good'), bad),
+      (e: { code?: string; message: string }) => e.code === 'Invalid' && /The Pod "bad" is invalid: .*spec\.containers\[0\]\.name/.test(e.message),
+    );
     await assert.rejects(apply(source, pod('twice'), pod('twice')), /given twice/);
     assert.equal(store.records.size, 0);
     assert.equal(listings.length, 1);
@@ -93,8 +112,34 @@ describe('ApiSource', () => {
     await apply(source, pod('web'), pod('db'));
     assert.deepEqual(await source.delete({ type: 'kubelet.config.DeletePod.v1', namespace: 'default', name: 'web' }), { type: 'kubelet.config.DeletePodResult.v1', uid: 'uid-1' });
     assert.deepEqual([...store.records.keys()], ['default/db']);
-    assert.deepEqual(listings.at(-1)!.pods!.map((p) => p.pod.metadata.name), ['db']);
+    assert.deepEqual(
+      listings.at(-1)!.pods!.map((p) => p.pod.metadata.name),
+      ['db'],
+    );
     await assert.rejects(source.delete({ type: 'kubelet.config.DeletePod.v1', namespace: 'default', name: 'web' }), (e: { code?: string }) => e.code === 'NotFound');
+  });
+
+  it('delete publishes the removal before it deletes the record; a failed record delete keeps the pod for a retry', async () => {
+    const store = memoryStore();
+    const { source, listings } = setup(store);
+    await source.start();
+    await apply(source, pod('web'));
+    const order: string[] = [];
+    const inner = store.delete.bind(store);
+    let fail = true;
+    store.delete = async (ns, name) => {
+      order.push(`delete record (listing had web: ${listings.at(-1)!.pods!.some((p) => p.pod.metadata.name === 'web')})`);
+      if (fail) throw new Error('NATS went away');
+      await inner(ns, name);
+    };
+    // A crash after the listing went out leaves the record: the restarted source lists the pod
+    // again and the client, who got no reply, retries.
+    await assert.rejects(source.delete({ type: 'kubelet.config.DeletePod.v1', namespace: 'default', name: 'web' }), /NATS went away/);
+    assert.deepEqual(order, ['delete record (listing had web: false)']);
+    assert.ok(store.records.has('default/web'));
+    fail = false;
+    assert.equal((await source.delete({ type: 'kubelet.config.DeletePod.v1', namespace: 'default', name: 'web' })).uid, 'uid-1');
+    assert.equal(store.records.size, 0);
   });
 
   it('a restarted source starts from its store: same pods, same UIDs', async () => {
@@ -103,7 +148,13 @@ describe('ApiSource', () => {
     await apply(first.source, pod('web'));
     const second = setup(first.store);
     await second.source.start();
-    assert.deepEqual(second.listings[0]!.pods!.map((p) => p.pod.metadata.uid), ['uid-1']);
-    assert.deepEqual((await apply(second.source, pod('web'))).results.map((x) => x.outcome), ['unchanged']);
+    assert.deepEqual(
+      second.listings[0]!.pods!.map((p) => p.pod.metadata.uid),
+      ['uid-1'],
+    );
+    assert.deepEqual(
+      (await apply(second.source, pod('web'))).results.map((x) => x.outcome),
+      ['unchanged'],
+    );
   });
 });

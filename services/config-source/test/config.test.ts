@@ -9,12 +9,15 @@ const base = { NATS_URL: 'nats://127.0.0.1:4222', NODE_NAME: 'node-a' };
 
 describe('config-source config', () => {
   it('needs at least one source', () => {
-    assert.throws(() => readConfig({ ...base, API_SOURCE: 'false' }), (e: unknown) => {
-      const err = e as { code: string; message: string };
-      assert.equal(err.code, 'InvalidConfig');
-      assert.match(err.message, /no pod source configured: set MANIFEST_DIR, MANIFEST_URL or KUBECONFIG, or leave API_SOURCE on/);
-      return true;
-    });
+    assert.throws(
+      () => readConfig({ ...base, API_SOURCE: 'false' }),
+      (e: unknown) => {
+        const err = e as { code: string; message: string };
+        assert.equal(err.code, 'InvalidConfig');
+        assert.match(err.message, /no pod source configured: set MANIFEST_DIR, MANIFEST_URL or KUBECONFIG, or leave API_SOURCE on/);
+        return true;
+      },
+    );
   });
 
   it('runs the api source by default (pods over the bus), and only it when no manifest source is set', () => {
@@ -32,12 +35,15 @@ describe('config-source config', () => {
   });
 
   it('rejects a bad header, URL or node name without echoing values', () => {
-    assert.throws(() => readConfig({ ...base, MANIFEST_URL: 'http://x/', MANIFEST_URL_HEADER: 'no colon secret' }), (e: unknown) => {
-      const msg = (e as Error).message;
-      assert.match(msg, /MANIFEST_URL_HEADER/);
-      assert.ok(!msg.includes('secret'));
-      return true;
-    });
+    assert.throws(
+      () => readConfig({ ...base, MANIFEST_URL: 'http://x/', MANIFEST_URL_HEADER: 'no colon secret' }),
+      (e: unknown) => {
+        const msg = (e as Error).message;
+        assert.match(msg, /MANIFEST_URL_HEADER/);
+        assert.ok(!msg.includes('secret'));
+        return true;
+      },
+    );
     assert.throws(() => readConfig({ ...base, MANIFEST_URL: 'ftp://x/' }), /MANIFEST_URL/);
     assert.throws(() => readConfig({ ...base, NODE_NAME: 'Node_A', MANIFEST_DIR: '/m' }), /NODE_NAME/);
   });

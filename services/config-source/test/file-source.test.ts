@@ -28,19 +28,41 @@ describe('listManifests', () => {
     await writeFile(join(tmp.path, 'sub', 'c.yaml'), manifest('c'));
     const l = await listManifests(tmp.path, NODE);
     assert.equal(l.missing, false);
-    assert.deepEqual(l.pods.map((p) => [p.pod.metadata.name, p.origin]), [
-      ['a-node-a', join(tmp.path, 'a.json')],
-      ['b-node-a', join(tmp.path, 'b.yaml')],
-    ]);
+    assert.deepEqual(
+      l.pods.map((p) => [p.pod.metadata.name, p.origin]),
+      [
+        ['a-node-a', join(tmp.path, 'a.json')],
+        ['b-node-a', join(tmp.path, 'b.yaml')],
+      ],
+    );
     assert.deepEqual(l.errors, []);
     assert.deepEqual(l.skipped, [{ path: join(tmp.path, 'sub'), reason: 'not recursing into manifest path' }]);
+  });
+
+  it('with a cache, an unchanged file gives the same pod objects; a rewrite of the same size is seen', async () => {
+    const file = join(tmp.path, 'a.yaml');
+    await writeFile(file, manifest('a', 'busybox:1.36'));
+    const cache = new Map() as Parameters<typeof listManifests>[2] & object;
+    const first = await listManifests(tmp.path, NODE, cache);
+    const again = await listManifests(tmp.path, NODE, cache);
+    assert.equal(again.pods[0]!.pod, first.pods[0]!.pod, 'the same object: not decoded again');
+    // Rewritten at once with content of the same length: the file times may not move, the text does.
+    await writeFile(file, manifest('a', 'busybox:1.37'));
+    const changed = await listManifests(tmp.path, NODE, cache);
+    assert.equal(changed.pods[0]!.pod.spec.containers[0]!.image, 'busybox:1.37');
+    await rm(file);
+    assert.deepEqual((await listManifests(tmp.path, NODE, cache)).pods, []);
+    assert.equal(cache.size, 0, 'entries of removed files are dropped');
   });
 
   it('multi-document files and PodLists contribute several pods', async () => {
     await writeFile(join(tmp.path, 'multi.yaml'), `${manifest('x')}---\n${manifest('y')}`);
     await writeFile(join(tmp.path, 'list.yaml'), `apiVersion: v1\nkind: PodList\nitems:\n- metadata: {name: z}\n  spec: {containers: [{name: c, image: i}]}\n`);
     const l = await listManifests(tmp.path, NODE);
-    assert.deepEqual(l.pods.map((p) => p.pod.metadata.name), ['z-node-a', 'x-node-a', 'y-node-a']);
+    assert.deepEqual(
+      l.pods.map((p) => p.pod.metadata.name),
+      ['z-node-a', 'x-node-a', 'y-node-a'],
+    );
   });
 
   it('a bad file is an error naming it; the other files still count', async () => {
@@ -49,8 +71,14 @@ describe('listManifests', () => {
     await writeFile(join(tmp.path, 'kind.yaml'), 'apiVersion: apps/v1\nkind: Deployment\n');
     await writeFile(join(tmp.path, 'broken.yaml'), 'a: [\n');
     const l = await listManifests(tmp.path, NODE);
-    assert.deepEqual(l.pods.map((p) => p.pod.metadata.name), ['good-node-a']);
-    assert.deepEqual(l.errors.map((e) => e.location), ['broken.yaml', 'kind.yaml', 'noname.yaml'].map((f) => join(tmp.path, f)));
+    assert.deepEqual(
+      l.pods.map((p) => p.pod.metadata.name),
+      ['good-node-a'],
+    );
+    assert.deepEqual(
+      l.errors.map((e) => e.location),
+      ['broken.yaml', 'kind.yaml', 'noname.yaml'].map((f) => join(tmp.path, f)),
+    );
     assert.match(l.errors[0]!.message, /^error converting YAML to JSON/);
     assert.match(l.errors[1]!.message, /unsupported kind "Deployment"/);
     assert.equal(l.errors[2]!.message, 'invalid pod: name is needed for the pod');
@@ -63,7 +91,10 @@ describe('listManifests', () => {
     await fh.close();
     await writeFile(join(tmp.path, 'ok.yaml'), manifest('ok'));
     const l = await listManifests(tmp.path, NODE);
-    assert.deepEqual(l.pods.map((p) => p.pod.metadata.name), ['ok-node-a']);
+    assert.deepEqual(
+      l.pods.map((p) => p.pod.metadata.name),
+      ['ok-node-a'],
+    );
     assert.equal(l.errors.length, 1);
     assert.equal(l.errors[0]!.location, big);
     assert.equal(l.errors[0]!.message, `manifest file ${JSON.stringify(big)} is 10485761 bytes, larger than the limit of 10485760 bytes (maxConfigLength)`);
@@ -85,7 +116,10 @@ describe('listManifests', () => {
   it('the path may be a single manifest file', async () => {
     const p = join(tmp.path, 'one.yaml');
     await writeFile(p, manifest('one'));
-    assert.deepEqual((await listManifests(p, NODE)).pods.map((x) => x.pod.metadata.name), ['one-node-a']);
+    assert.deepEqual(
+      (await listManifests(p, NODE)).pods.map((x) => x.pod.metadata.name),
+      ['one-node-a'],
+    );
   });
 
   it('a dangling symlink is skipped, a symlink to a file is read', async () => {
@@ -95,7 +129,10 @@ describe('listManifests', () => {
     await symlink(join(tmp.path, '.store', 'target.yaml'), join(tmp.path, 'link.yaml'));
     await symlink(join(tmp.path, 'gone'), join(tmp.path, 'dangling.yaml'));
     const l = await listManifests(tmp.path, NODE);
-    assert.deepEqual(l.pods.map((p) => p.pod.metadata.name), ['linked-node-a', 'real-node-a']);
+    assert.deepEqual(
+      l.pods.map((p) => p.pod.metadata.name),
+      ['linked-node-a', 'real-node-a'],
+    );
     assert.equal(l.skipped.length, 1);
   });
 });
@@ -111,7 +148,16 @@ describe('FileSource loop', () => {
     const clock = new FakeClock(0);
     const listings: SourceListing[] = [];
     let progress = 0;
-    const src = new FileSource({ path: join(tmp.path, 'manifests'), nodeName: NODE, periodMs: 20_000, watch: false, clock, logger: memoryLogger().logger, onListing: async (l) => void listings.push(l), onProgress: () => progress++ });
+    const src = new FileSource({
+      path: join(tmp.path, 'manifests'),
+      nodeName: NODE,
+      periodMs: 20_000,
+      watch: false,
+      clock,
+      logger: memoryLogger().logger,
+      onListing: async (l) => void listings.push(l),
+      onProgress: () => progress++,
+    });
     const ac = new AbortController();
     const done = src.run(ac.signal);
     await eventually(() => listings.length === 1);
@@ -122,7 +168,10 @@ describe('FileSource loop', () => {
     assert.equal(listings.length, 1);
     clock.advance(1);
     await eventually(() => listings.length === 2);
-    assert.deepEqual(listings[1]?.pods?.map((p) => p.pod.metadata.name), ['a-node-a']);
+    assert.deepEqual(
+      listings[1]?.pods?.map((p) => p.pod.metadata.name),
+      ['a-node-a'],
+    );
     assert.equal(progress, 2);
     ac.abort();
     await done;
@@ -132,7 +181,14 @@ describe('FileSource loop', () => {
   it('relists on inotify events (add, modify, delete) well before the period', async () => {
     const listings: SourceListing[] = [];
     // The period (10 min) never elapses within the test: only watch events cause relists.
-    const src = new FileSource({ path: tmp.path, nodeName: NODE, periodMs: 600_000, clock: realClock, logger: memoryLogger().logger, onListing: async (l) => void listings.push(l) });
+    const src = new FileSource({
+      path: tmp.path,
+      nodeName: NODE,
+      periodMs: 600_000,
+      clock: realClock,
+      logger: memoryLogger().logger,
+      onListing: async (l) => void listings.push(l),
+    });
     const ac = new AbortController();
     const done = src.run(ac.signal);
     await eventually(() => listings.length === 1);
@@ -149,7 +205,15 @@ describe('FileSource loop', () => {
 
   it('a directory that keeps changing cannot hold relists off, and a burst of writes costs few relists', async () => {
     const listings: SourceListing[] = [];
-    const src = new FileSource({ path: tmp.path, nodeName: NODE, periodMs: 600_000, debounceMs: 20, clock: realClock, logger: memoryLogger().logger, onListing: async (l) => void listings.push(l) });
+    const src = new FileSource({
+      path: tmp.path,
+      nodeName: NODE,
+      periodMs: 600_000,
+      debounceMs: 20,
+      clock: realClock,
+      logger: memoryLogger().logger,
+      onListing: async (l) => void listings.push(l),
+    });
     const ac = new AbortController();
     const done = src.run(ac.signal);
     let writing = true;

@@ -74,9 +74,19 @@ describe('HttpSource against a local http server', () => {
   it('accepts a PodList', async () => {
     const listings: SourceListing[] = [];
     const { src } = make(listings);
-    body = JSON.stringify({ apiVersion: 'v1', kind: 'PodList', items: [{ metadata: { name: 'a' }, spec: { containers: [{ name: 'c', image: 'i' }] } }, { metadata: { name: 'b' }, spec: { containers: [{ name: 'c', image: 'i' }] } }] });
+    body = JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'PodList',
+      items: [
+        { metadata: { name: 'a' }, spec: { containers: [{ name: 'c', image: 'i' }] } },
+        { metadata: { name: 'b' }, spec: { containers: [{ name: 'c', image: 'i' }] } },
+      ],
+    });
     assert.equal(await src.poll(), 'applied');
-    assert.deepEqual(listings[0]!.pods!.map((p) => p.pod.metadata.name), ['a-node-a', 'b-node-a']);
+    assert.deepEqual(
+      listings[0]!.pods!.map((p) => p.pod.metadata.name),
+      ['a-node-a', 'b-node-a'],
+    );
   });
 
   it('a non-200 status is an error with the status and changes nothing', async () => {

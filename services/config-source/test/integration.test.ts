@@ -127,7 +127,10 @@ describe('config-source process (real nats-server)', () => {
     // A good file written after it still gets through; web is never removed.
     await writeFile(join(dir(), 'zz.yaml'), manifest('zz'));
     await eventually(() => summary().at(-1) === 'ADD:zz-node-b.example', { timeoutMs: 10_000 });
-    assert.ok(updates.msgs.slice(n).every((u) => u.op !== 'REMOVE'), summary().join(' '));
+    assert.ok(
+      updates.msgs.slice(n).every((u) => u.op !== 'REMOVE'),
+      summary().join(' '),
+    );
     assert.equal(nodeEvents.msgs.filter((e) => e.message.includes('bad.yaml')).length, 1, 'the same error is not re-announced');
   });
 

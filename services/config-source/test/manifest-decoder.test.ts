@@ -61,7 +61,10 @@ describe('decodeManifest', () => {
   it('decodes several documents, skipping empty ones', () => {
     const r = decodeManifest(`---\n${WEB}---\n${WEB.replace('name: web', 'name: api')}---\n`, NODE, file());
     assert.ok(r.ok);
-    assert.deepEqual(r.pods.map((p) => p.metadata.name), ['web-node-a', 'api-node-a']);
+    assert.deepEqual(
+      r.pods.map((p) => p.metadata.name),
+      ['web-node-a', 'api-node-a'],
+    );
   });
 
   it('decodes a v1 PodList', () => {
@@ -77,7 +80,10 @@ items:
 `;
     const r = decodeManifest(list, NODE, file());
     assert.ok(r.ok);
-    assert.deepEqual(r.pods.map((p) => p.metadata.name), ['a-node-a', 'b-node-a']);
+    assert.deepEqual(
+      r.pods.map((p) => p.metadata.name),
+      ['a-node-a', 'b-node-a'],
+    );
   });
 
   it('an empty manifest has no pods', () => {

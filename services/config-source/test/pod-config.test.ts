@@ -120,11 +120,17 @@ describe('PodConfig', () => {
 
     const updateSpan = tracing.spansNamed('config.update')[0]!;
     assert.notEqual(updateSpan.spanContext().traceId, addSpan.spanContext().traceId);
-    assert.deepEqual(updateSpan.links.map((l) => l.context.spanId), [addSpan.spanContext().spanId]);
+    assert.deepEqual(
+      updateSpan.links.map((l) => l.context.spanId),
+      [addSpan.spanContext().spanId],
+    );
     assert.equal(update!.update.items[0]!.pod.spec.containers[0]!.image, 'nginx:1.28');
 
     const removeSpan = tracing.spansNamed('config.remove')[0]!;
-    assert.deepEqual(removeSpan.links.map((l) => l.context.spanId), [addSpan.spanContext().spanId]);
+    assert.deepEqual(
+      removeSpan.links.map((l) => l.context.spanId),
+      [addSpan.spanContext().spanId],
+    );
     assert.equal(removeSpan.attributes['splitlet.config.path'], '/m/web.yaml');
     assert.ok(remove!.update.items[0]!.trace?.['traceparent']);
 
@@ -170,7 +176,10 @@ describe('PodConfig', () => {
     assert.equal(events.length, 1);
     const dropped = pods('/m/b.yaml', manifest('dup'))[0]!;
     assert.equal(events[0]!.key, dropped.metadata.uid);
-    assert.equal(events[0]!.event.message, 'Error validating pod dup-node-a.example_default(' + dropped.metadata.uid + ') from file due to duplicate pod name "dup-node-a.example", ignoring');
+    assert.equal(
+      events[0]!.event.message,
+      'Error validating pod dup-node-a.example_default(' + dropped.metadata.uid + ') from file due to duplicate pod name "dup-node-a.example", ignoring',
+    );
     assert.deepEqual(events[0]!.event.involvedObject, { kind: 'Pod', name: 'dup-node-a.example', namespace: 'default', uid: dropped.metadata.uid });
     await pc.apply(fileListing({ '/m/a.yaml': manifest('dup'), '/m/b.yaml': manifest('dup') }));
     assert.equal(events.length, 1, 'not repeated on every relist');

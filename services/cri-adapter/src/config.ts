@@ -39,6 +39,10 @@ export const CriAdapterEnv = z.object({
   SANDBOX_IMAGE: z.string().min(1).default('registry.k8s.io/pause:3.9'),
   /** One image pull at a time (the kubelet's serializeImagePulls). */
   SERIALIZE_IMAGE_PULLS: z.stringbool().default(true),
+  /** registryPullQPS: image pulls per second (0: no limit). @default 5 */
+  REGISTRY_PULL_QPS: z.coerce.number().min(0).default(5),
+  /** registryBurst: pulls allowed at once above the rate (registryPullQPS > 0). @default 10 */
+  REGISTRY_BURST: z.coerce.number().int().min(0).default(10),
   /** Comma-separated cluster DNS server IPs (ClusterFirst pods). */
   CLUSTER_DNS: ipList,
   /** e.g. `cluster.local`. */
@@ -47,6 +51,11 @@ export const CriAdapterEnv = z.object({
   RESOLV_CONF: z.string().default('/etc/resolv.conf'),
   /** Base of the pod cgroups, e.g. `/kubepods` (cgroupfs) or `kubepods.slice` (systemd); unset: none. */
   CGROUP_PARENT: z.string().min(1).optional(),
+  /**
+   * Cluster mode: the kubeconfig of the API server env configMap / secret references and image pull
+   * secrets are read from (waited for when the file is not there yet). Unset: standalone mode.
+   */
+  KUBECONFIG: z.string().min(1).optional(),
 });
 
 /** The validated configuration. */

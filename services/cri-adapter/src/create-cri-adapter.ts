@@ -5,7 +5,7 @@
  */
 import { availableParallelism, homedir, networkInterfaces, totalmem } from 'node:os';
 import type { Tracer } from '@opentelemetry/api';
-import { Subjects } from '@splitlet/api';
+import { Buckets, Keys, NodeRuntimeStatus, Subjects } from '@splitlet/api';
 import type { Bus } from '@splitlet/bus';
 import type { ImageService, RuntimeService } from '@splitlet/cri';
 import { Backoff, KubeletPeriods } from '@splitlet/kube';
@@ -26,9 +26,12 @@ import { ContainerGC } from './kuberuntime/container-gc.js';
 import { createLifecycleHandlerRunner } from './kuberuntime/lifecycle-handlers.js';
 import type { KubeRuntimeMetrics } from './kuberuntime/metrics.js';
 import { RuntimeUpChecker } from './kuberuntime/runtime-health.js';
+import type { EnvObjectSource } from './kuberuntime/env.js';
 import { KubeGenericRuntimeManager } from './kuberuntime/runtime-manager.js';
 import { RuntimeStatusReader } from './kuberuntime/runtime-status-reader.js';
+import { PullThrottle } from './images/pull-throttle.js';
 import type { FenceStore, LogFileRemover, NodeFiles, PullSecretSource, StateStore } from './ports.js';
+import { podScope } from './pod-scope.js';
 import { RuntimeOperations, type BackoffTables } from './runtime-operations.js';
 
 /** The configuration fields the assembly reads. */
@@ -39,6 +42,8 @@ export type CriAdapterSettings = Pick<
   | 'POD_LOG_DIR'
   | 'SANDBOX_IMAGE'
   | 'SERIALIZE_IMAGE_PULLS'
+  | 'REGISTRY_PULL_QPS'
+  | 'REGISTRY_BURST'
   | 'CLUSTER_DNS'
   | 'CLUSTER_DOMAIN'
   | 'RESOLV_CONF'
@@ -50,10 +55,8 @@ export type CriAdapterSettings = Pick<
 export interface CriAdapterDeps {
   readonly settings: CriAdapterSettings;
   readonly bus: Bus;
-  /** The (instrumented) CRI client. */
+  /** The (instrumented) CRI client. Its mutating calls (see {@link isMutatingCriMethod}) are counted per pod operation here. */
   readonly cri: RuntimeService & ImageService;
-  /** Counts mutating CRI calls made through `cri` (see {@link isMutatingCriMethod}). */
-  readonly mutations: () => number;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly tracer: Tracer;
@@ -69,6 +72,8 @@ export interface CriAdapterDeps {
    * @default the standalone source, which finds none
    */
   readonly pullSecretSource?: PullSecretSource;
+  /** Where env configMap / secret references read (cluster mode: the API server); absent: standalone mode. */
+  readonly envObjects?: EnvObjectSource;
   /**
    * The node's registry credentials.
    * @default the first docker config file in `ROOT_DIR`, the working dir, `$HOME/.docker`, `/.docker` (then `.dockercfg`), re-read every 5 minutes
@@ -102,6 +107,30 @@ export function isMutatingCriMethod(method: string): boolean {
   return MUTATING.has(method);
 }
 
+/** `cri` with each mutating call counted for the pod operation it is made in (podScope). */
+function countingMutations<T extends RuntimeService & ImageService>(cri: T): T {
+  const wrapped = new Map<PropertyKey, unknown>();
+  return new Proxy(cri, {
+    get(target, prop, receiver) {
+      const v: unknown = Reflect.get(target, prop, receiver);
+      if (typeof v !== 'function') return v;
+      let w = wrapped.get(prop);
+      if (w === undefined) {
+        const fn = v as (...args: unknown[]) => unknown;
+        w =
+          typeof prop === 'string' && MUTATING.has(prop)
+            ? (...args: unknown[]) => {
+                podScope.noteMutation();
+                return fn.apply(target, args);
+              }
+            : fn.bind(target);
+        wrapped.set(prop, w);
+      }
+      return w;
+    },
+  });
+}
+
 /** The node's addresses, IPv4 first, for the downward API `status.hostIP`. */
 export function nodeAddresses(): string[] {
   const v4: string[] = [];
@@ -122,7 +151,8 @@ export function nodeAddresses(): string[] {
  * sandbox image is made present in the background (a failure is logged).
  */
 export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter> {
-  const { settings, bus, cri, clock, logger, tracer, metrics } = deps;
+  const { settings, bus, clock, logger, tracer, metrics } = deps;
+  const cri = countingMutations(deps.cri);
   const node = settings.NODE_NAME;
 
   let stored: BackoffTables | undefined;
@@ -141,18 +171,14 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
     }
   };
   const crashLoop = restore(stored?.crashLoop, () => Backoff.crashLoop(clock));
-  const imagePull = restore(
-    stored?.imagePull,
-    () => new Backoff({ initialMs: KubeletPeriods.imageBackOffInitialMs, maxMs: KubeletPeriods.imageBackOffMaxMs, clock }),
-  );
+  const imagePull = restore(stored?.imagePull, () => new Backoff({ initialMs: KubeletPeriods.imageBackOffInitialMs, maxMs: KubeletPeriods.imageBackOffMaxMs, clock }));
 
   const events = createEventPublisher({ bus, node, clock, logger });
   const localFiles = createNodeFiles(settings.RESOLV_CONF);
   const nodeFiles = deps.nodeFiles ?? localFiles;
   const logFiles = deps.logFiles ?? localFiles;
   const statusReader = new RuntimeStatusReader(cri, nodeFiles);
-  const nodeKeyring =
-    deps.nodeKeyring ?? createNodeKeyringProvider({ paths: { rootDir: settings.ROOT_DIR, workingDir: process.cwd(), homeDir: homedir() }, clock, logger });
+  const nodeKeyring = deps.nodeKeyring ?? createNodeKeyringProvider({ paths: { rootDir: settings.ROOT_DIR, workingDir: process.cwd(), homeDir: homedir() }, clock, logger });
   const imageManager = new ImageManager({
     images: cri,
     nodeKeyring,
@@ -160,6 +186,7 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
     clock,
     backoff: imagePull,
     serializePulls: settings.SERIALIZE_IMAGE_PULLS,
+    throttle: new PullThrottle(settings.REGISTRY_PULL_QPS, settings.REGISTRY_BURST, clock),
     metrics,
     logger,
     tracer,
@@ -177,6 +204,7 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
     clock,
     crashLoopBackoff: crashLoop,
     metrics,
+    envObjects: deps.envObjects,
     logger,
     tracer,
     settings: {
@@ -206,7 +234,6 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
     gc,
     fences: await DurableFences.open(deps.fenceStore ?? memoryFenceStore()),
     podLocks: new KeyedMutex(),
-    mutations: deps.mutations,
     pokePleg: (uid) => bus.publishCore(Subjects.plegRelist(node), { uid }),
     backoffs: { crashLoop, imagePull },
     backoffStore: deps.backoffStore,
@@ -214,7 +241,20 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
     logger,
   });
 
-  const health = new RuntimeUpChecker({ runtime: cri, clock, logger });
+  // The runtime's state for the node's Ready condition (status-manager): on a change and at least every 20 s.
+  const runtimeKv = await bus.kv(Buckets.nodeRuntime, NodeRuntimeStatus);
+  let reported: { ready: boolean; message: string; at: number } | undefined;
+  const health = new RuntimeUpChecker({
+    runtime: cri,
+    clock,
+    logger,
+    onCheck: async (ready, message) => {
+      const now = clock.now();
+      if (reported !== undefined && reported.ready === ready && reported.message === message && now - reported.at < 20_000) return;
+      await runtimeKv.put(Keys.node(node), { type: 'kubelet.node.RuntimeStatus.v1', node, ready, message, observedAt: new Date(now).toISOString() });
+      reported = { ready, message, at: now };
+    },
+  });
   serveRuntimeRpc(bus, node, operations, deps.signal);
   serveExecRpc(bus, node, cri, deps.signal);
   const done = health.run(deps.signal);

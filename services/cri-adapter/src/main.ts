@@ -4,7 +4,9 @@
  */
 import { Subjects } from '@splitlet/api';
 import { dialRuntime, instrument } from '@splitlet/cri';
+import { openNodeObjects } from '@splitlet/kube-client';
 import { realClock, runNodeProcess } from '@splitlet/service';
+import { apiEnvObjectSource, apiPullSecretSource } from './adapters/api-objects.js';
 import { createKvFenceStore } from './adapters/kv-fence-store.js';
 import { createKvBackoffStore } from './adapters/kv-state-store.js';
 import { serveContainerLogs } from './adapters/container-logs-rpc.js';
@@ -28,13 +30,11 @@ await runNodeProcess({
     if (client === undefined) return;
     const grpc = client;
     onClose({ name: 'cri-client', close: () => grpc.close() });
-    let mutations = 0;
     const cri = instrument(grpc, {
       tracer: telemetry.tracer,
       onCall: (record) => {
         metrics.runtimeCall(record);
         if (isMutatingCriMethod(record.method)) {
-          mutations++;
           // Ask pleg to relist now, in the caller's trace: otherwise a periodic relist may see the
           // change first and publish the pod's lifecycle events outside the pod's trace. The poke
           // names the pod whose operation made the call, so pleg relists that pod only.
@@ -43,17 +43,20 @@ await runNodeProcess({
       },
     });
 
+    // Cluster mode: configMaps and secrets (env references, pull secrets) are read here on the node, from the API server.
+    const objects = config.KUBECONFIG === undefined ? undefined : openNodeObjects(config.KUBECONFIG, { logger });
+    if (objects !== undefined) onClose({ name: 'api-objects', close: () => objects.close() });
     const adapter = await createCriAdapter({
       settings: config,
       bus,
       cri,
-      mutations: () => mutations,
       clock: realClock,
       logger,
       tracer: telemetry.tracer,
       metrics,
       backoffStore: await createKvBackoffStore(bus, config.NODE_NAME),
       fenceStore: await createKvFenceStore(bus, config.NODE_NAME),
+      ...(objects !== undefined ? { envObjects: apiEnvObjectSource(objects), pullSecretSource: apiPullSecretSource(objects) } : {}),
       signal,
     });
     onClose({
@@ -66,6 +69,6 @@ await runNodeProcess({
     // A down runtime takes the adapter out of rotation (readiness); only a stuck loop fails liveness.
     health.register('container-runtime', () => adapter.runtimeHealthy(), { readiness: true });
     health.register('runtime-up-loop', () => adapter.loopAlive());
-    logger.info('cri-adapter serving', { endpoint: config.CRI_ENDPOINT, node: config.NODE_NAME });
+    logger.info('cri-adapter serving', { endpoint: config.CRI_ENDPOINT, node: config.NODE_NAME, mode: objects === undefined ? 'standalone' : 'cluster' });
   },
 });

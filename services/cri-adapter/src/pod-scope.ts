@@ -1,20 +1,35 @@
 /**
  * The pod whose operation (SyncPod, KillPod, its part of a GC) runs in the current async context,
- * so the relist pokes sent for its CRI calls name it and pleg relists that pod only.
+ * so the relist pokes sent for its CRI calls name it and pleg relists that pod only, and the
+ * operation knows whether it changed the runtime (its own calls only, not those of operations on
+ * other pods running meanwhile).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { PlegRelistPoke } from '@splitlet/api';
 
-const scope = new AsyncLocalStorage<string>();
+/** One pod's operation in progress. */
+export interface PodOperation {
+  readonly uid: string;
+  /** Mutating CRI calls it made so far. */
+  mutations: number;
+}
+
+const scope = new AsyncLocalStorage<PodOperation>();
 
 /** Runs `fn` as an operation of pod `uid`, and the poke bodies built inside it name the pod. */
 export const podScope = {
-  run<T>(uid: string, fn: () => Promise<T>): Promise<T> {
-    return scope.run(uid, fn);
+  run<T>(uid: string, fn: (op: PodOperation) => Promise<T>): Promise<T> {
+    const op: PodOperation = { uid, mutations: 0 };
+    return scope.run(op, () => fn(op));
   },
   /** The poke body for the current context: `{ uid }` inside a pod's operation, `{}` outside (a full relist). */
   poke(): PlegRelistPoke {
-    const uid = scope.getStore();
-    return uid === undefined ? {} : { uid };
+    const op = scope.getStore();
+    return op === undefined ? {} : { uid: op.uid };
+  },
+  /** Counts a mutating CRI call of the current pod operation (none outside one). */
+  noteMutation(): void {
+    const op = scope.getStore();
+    if (op !== undefined) op.mutations++;
   },
 };

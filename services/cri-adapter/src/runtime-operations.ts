@@ -41,10 +41,7 @@ export interface RuntimeOperationsOptions {
   /** Fencing; `admit` waits until a newer epoch is stored, so a restart keeps refusing older ones. */
   readonly fences: Fences;
   readonly podLocks: KeyedMutex;
-  /** How many mutating CRI calls were made so far (a counter over the shared client). */
-  readonly mutations: () => number;
-  /** Asks pleg to relist now (a core-NATS poke). */
-  /** Asks pleg to relist pod `uid` now (its operation changed the runtime). */
+  /** Asks pleg to relist pod `uid` now (its operation changed the runtime: podScope counted a mutating CRI call). */
   readonly pokePleg: (uid: string) => void;
   readonly backoffs: { readonly crashLoop: Backoff; readonly imagePull: Backoff };
   /** Where the backoff tables are persisted; absent: memory only. */
@@ -81,28 +78,34 @@ export class RuntimeOperations {
    */
   syncPod(req: RuntimeSyncPodRequest): Promise<RuntimeSyncPodReply> {
     this.#o.fences.check(req.fence);
-    return this.#track(this.#guarded(req.pod.metadata.uid, async () => {
-      await this.#o.fences.admit(req.fence);
-      const pullSecrets = await this.#o.pullSecrets.getPullSecretsForPod(req.pod, req.pullSecrets);
-      const r = await this.#o.manager.syncPod({ pod: req.pod, volumes: req.volumes, pullSecrets, podDir: req.podDir, probes: req.probes });
-      return {
-        type: 'kubelet.runtime.SyncPodReply.v1',
-        results: r.results,
-        podStatus: r.podStatus,
-        ...(r.imagePullStartedAt !== undefined ? { imagePullStartedAt: r.imagePullStartedAt } : {}),
-        ...(r.imagePullFinishedAt !== undefined ? { imagePullFinishedAt: r.imagePullFinishedAt } : {}),
-      };
-    }));
+    return this.#track(
+      this.#guarded(req.pod.metadata.uid, async () => {
+        await this.#o.fences.admit(req.fence);
+        const pullSecrets = await this.#o.pullSecrets.getPullSecretsForPod(req.pod, req.pullSecrets);
+        const r = await this.#o.manager.syncPod({ pod: req.pod, volumes: req.volumes, pullSecrets, podDir: req.podDir, probes: req.probes, cachedStatus: req.podStatus });
+        return {
+          type: 'kubelet.runtime.SyncPodReply.v1',
+          results: r.results,
+          podStatus: r.podStatus,
+          ...(r.imagePullStartedAt !== undefined ? { imagePullStartedAt: r.imagePullStartedAt } : {}),
+          ...(r.imagePullFinishedAt !== undefined ? { imagePullFinishedAt: r.imagePullFinishedAt } : {}),
+          // After the last runtime change and before the pleg poke (sent once this returns).
+          timestamp: this.#o.clock.now(),
+        };
+      }),
+    );
   }
 
   /** Runtime KillPod for the request's pod (or orphan). Fenced like {@link syncPod}. */
   killPod(req: RuntimeKillPodRequest): Promise<RuntimeKillPodReply> {
     this.#o.fences.check(req.fence);
-    return this.#track(this.#guarded(req.runningPod.uid, async () => {
-      await this.#o.fences.admit(req.fence);
-      const r = await this.#o.manager.killPod({ pod: req.pod, runningPod: req.runningPod, gracePeriodOverride: req.gracePeriodOverride });
-      return { type: 'kubelet.runtime.KillPodReply.v1', results: r.results, podStatus: r.podStatus };
-    }));
+    return this.#track(
+      this.#guarded(req.runningPod.uid, async () => {
+        await this.#o.fences.admit(req.fence);
+        const r = await this.#o.manager.killPod({ pod: req.pod, runningPod: req.runningPod, gracePeriodOverride: req.gracePeriodOverride });
+        return { type: 'kubelet.runtime.KillPodReply.v1', results: r.results, podStatus: r.podStatus, timestamp: this.#o.clock.now() };
+      }),
+    );
   }
 
   /** The pod's runtime status, read after any running operation on it finished. */
@@ -140,7 +143,11 @@ export class RuntimeOperations {
         policy: req.policy,
         allSourcesReady: req.allSourcesReady,
         shouldPodContentBeRemoved: (uid) => req.allSourcesReady && !keep.has(uid),
-        withPodLock: (uid, fn) => this.#guarded(uid, fn),
+        withPodLock: (uid, fn) =>
+          this.#guarded(uid, () => {
+            this.#o.manager.forgetKnownStatus(uid);
+            return fn();
+          }),
       }),
     );
     this.#gcTail = run.catch(() => undefined);
@@ -176,15 +183,17 @@ export class RuntimeOperations {
   }
 
   async #guarded<T>(uid: string, fn: () => Promise<T>): Promise<T> {
-    return this.#o.podLocks.run(uid, async () => {
-      const before = this.#o.mutations();
-      try {
-        return await podScope.run(uid, fn);
-      } finally {
-        if (this.#o.mutations() !== before) this.#o.pokePleg(uid);
-        this.#persistBackoffs();
-      }
-    });
+    return this.#o.podLocks.run(uid, () =>
+      podScope.run(uid, async (op) => {
+        try {
+          return await fn();
+        } finally {
+          // Only this operation's own changes: concurrent operations on other pods do not count.
+          if (op.mutations > 0) this.#o.pokePleg(uid);
+          this.#persistBackoffs();
+        }
+      }),
+    );
   }
 
   #persistBackoffs(): void {

@@ -12,7 +12,7 @@ import { testPrograms } from './programs.js';
 import { FakeClock } from '@splitlet/service/testing';
 import { createLogger } from '@splitlet/telemetry';
 import { makeTempDir, startNatsServer, type NatsServer, type TempDir } from '@splitlet/testkit';
-import { createCriAdapter, isMutatingCriMethod, type CriAdapter, type CriAdapterDeps } from '../src/create-cri-adapter.js';
+import { createCriAdapter, type CriAdapter, type CriAdapterDeps } from '../src/create-cri-adapter.js';
 import { noopKubeRuntimeMetrics } from '../src/kuberuntime/metrics.js';
 
 const logger = createLogger({ service: 'cri-adapter-test', level: 'error' });
@@ -62,8 +62,7 @@ export async function startAdapterOverNats(o: AdapterOverNatsOptions): Promise<A
   caller.subscribeCore(Subjects.plegRelist(o.node), () => pokes++, stop.signal);
   await caller.flush();
   const client = await GrpcRuntimeService.connect({ endpoint: sim.endpoint });
-  let mutations = 0;
-  const cri = instrument(client, { tracer: trace.getTracer('test'), onCall: (r) => (isMutatingCriMethod(r.method) ? mutations++ : undefined) });
+  const cri = instrument(client, { tracer: trace.getTracer('test') });
   const clock = new FakeClock(Date.now());
   const adapter = await createCriAdapter({
     settings: {
@@ -73,6 +72,8 @@ export async function startAdapterOverNats(o: AdapterOverNatsOptions): Promise<A
       SANDBOX_IMAGE: 'registry.k8s.io/pause:3.9',
       ROOT_DIR: '/nonexistent/kubelet',
       SERIALIZE_IMAGE_PULLS: true,
+      REGISTRY_PULL_QPS: 5,
+      REGISTRY_BURST: 10,
       CLUSTER_DNS: [],
       CLUSTER_DOMAIN: '',
       RESOLV_CONF: '',
@@ -80,7 +81,6 @@ export async function startAdapterOverNats(o: AdapterOverNatsOptions): Promise<A
     },
     bus,
     cri,
-    mutations: () => mutations,
     clock,
     logger,
     tracer: trace.getTracer('test'),
@@ -88,6 +88,9 @@ export async function startAdapterOverNats(o: AdapterOverNatsOptions): Promise<A
     signal: stop.signal,
     ...(await o.deps?.(bus)),
   });
+  // The adapter's subscriptions reach the server before the caller's first request (a PING/PONG
+  // after them), or a loaded machine answers that request with "no responders".
+  await bus.flush();
   const h: AdapterOverNats = {
     sim,
     logs,

@@ -17,10 +17,22 @@ import { aPod } from './fixtures.js';
 const env = { podIP: '10.0.0.5', podIPs: ['10.0.0.5'], hostIPs: [], nodeAllocatable: { milliCpu: 2000, memoryBytes: 8 * 1024 ** 3 } };
 
 describe('cpu shares and quota', () => {
-  for (const [milli, shares] of [[0, 2], [1, 2], [100, 102], [250, 256], [1000, 1024], [300_000, 262_144]] as const) {
+  for (const [milli, shares] of [
+    [0, 2],
+    [1, 2],
+    [100, 102],
+    [250, 256],
+    [1000, 1024],
+    [300_000, 262_144],
+  ] as const) {
     it(`${milli}m → ${shares} shares`, () => assert.equal(milliCpuToShares(milli), shares));
   }
-  for (const [milli, quota] of [[0, 0], [5, 1000], [250, 25_000], [1500, 150_000]] as const) {
+  for (const [milli, quota] of [
+    [0, 0],
+    [5, 1000],
+    [250, 25_000],
+    [1500, 150_000],
+  ] as const) {
     it(`${milli}m → quota ${quota}`, () => assert.equal(milliCpuToQuota(milli), quota));
   }
 });
@@ -56,7 +68,13 @@ describe('linuxContainerResources', () => {
 describe('makeMounts', () => {
   it('maps volume mounts to host paths, subPath and read-only', () => {
     const mounts = makeMounts(
-      { name: 'c', volumeMounts: [{ name: 'data', mountPath: '/data' }, { name: 'cfg', mountPath: '/etc/cfg', subPath: 'app', readOnly: true, mountPropagation: 'HostToContainer' }] },
+      {
+        name: 'c',
+        volumeMounts: [
+          { name: 'data', mountPath: '/data' },
+          { name: 'cfg', mountPath: '/etc/cfg', subPath: 'app', readOnly: true, mountPropagation: 'HostToContainer' },
+        ],
+      },
       { data: { hostPath: '/pods/u/volumes/data' }, cfg: { hostPath: '/pods/u/volumes/cfg', readOnly: false } },
     );
     assert.deepEqual(mounts, [
@@ -65,7 +83,10 @@ describe('makeMounts', () => {
     ]);
   });
   it('an undefined volume is a clear error', () => {
-    assert.throws(() => makeMounts({ name: 'c', volumeMounts: [{ name: 'nope', mountPath: '/x' }] }, {}), (e: unknown) => e instanceof ContainerConfigError && e.message === 'cannot find volume "nope" to mount into container "c"');
+    assert.throws(
+      () => makeMounts({ name: 'c', volumeMounts: [{ name: 'nope', mountPath: '/x' }] }, {}),
+      (e: unknown) => e instanceof ContainerConfigError && e.message === 'cannot find volume "nope" to mount into container "c"',
+    );
   });
   it('a subPath may not escape the volume', () => {
     assert.throws(() => makeMounts({ name: 'c', volumeMounts: [{ name: 'v', mountPath: '/x', subPath: '../../etc' }] }, { v: { hostPath: '/v' } }), /must be a relative path/);
@@ -73,7 +94,7 @@ describe('makeMounts', () => {
 });
 
 describe('verifyRunAsNonRoot', () => {
-  const pod = aPod({ spec: { securityContext: { runAsNonRoot: true } } as never });
+  const pod = aPod({ spec: { securityContext: { runAsNonRoot: true } } });
   it('refuses root', () => {
     assert.throws(() => verifyRunAsNonRoot(pod, { name: 'c', securityContext: { runAsUser: 0 } }, {}), /runAsUser breaks non-root policy/);
     assert.throws(() => verifyRunAsNonRoot(pod, { name: 'c' }, { uid: 0 }), /image will run as root/);
@@ -110,7 +131,12 @@ describe('generateContainerConfig', () => {
     ]);
     assert.equal(cfg.workingDir, '/work');
     assert.equal(cfg.logPath, 'app/3.log');
-    assert.deepEqual(cfg.labels, { 'io.kubernetes.pod.name': 'web', 'io.kubernetes.pod.namespace': 'default', 'io.kubernetes.pod.uid': 'u-9', 'io.kubernetes.container.name': 'app' });
+    assert.deepEqual(cfg.labels, {
+      'io.kubernetes.pod.name': 'web',
+      'io.kubernetes.pod.namespace': 'default',
+      'io.kubernetes.pod.uid': 'u-9',
+      'io.kubernetes.container.name': 'app',
+    });
     assert.equal(cfg.annotations?.['io.kubernetes.container.hash'], hashContainer(container));
     assert.equal(cfg.annotations?.['io.kubernetes.container.restartCount'], '3');
     assert.equal(cfg.annotations?.['io.kubernetes.container.terminationMessagePath'], '/dev/termination-log');
@@ -124,7 +150,7 @@ describe('generateContainerConfig', () => {
     assert.deepEqual(sc?.capabilities, { addCapabilities: ['NET_ADMIN'], dropCapabilities: ['ALL'] });
     assert.ok((sc?.maskedPaths ?? []).includes('/proc/kcore'));
 
-    const info = containerInfoFrom((cfg.labels ?? {}) as Record<string, string>, (cfg.annotations ?? {}) as Record<string, string>);
+    const info = containerInfoFrom(cfg.labels ?? {}, (cfg.annotations ?? {}) as Record<string, string>);
     assert.equal(info.restartCount, 3);
     assert.equal(info.podTerminationGracePeriod, 30);
     assert.deepEqual(info.preStop, { exec: { command: ['sleep', '1'] } });
@@ -132,7 +158,16 @@ describe('generateContainerConfig', () => {
   it('gives each container its own PID namespace (CONTAINER) unless the pod shares one; NODE for the host namespaces', () => {
     const ns = (spec: Record<string, unknown>) => {
       const c = { name: 'c', image: 'busybox:1.36' };
-      const cfg = generateContainerConfig({ pod: aPod({ containers: [c], spec } as never), container: c, isInit: false, restartCount: 0, imageRef: 'sha256:x', volumes: {}, env, memoryCapacityBytes: 1 });
+      const cfg = generateContainerConfig({
+        pod: aPod({ containers: [c], spec }),
+        container: c,
+        isInit: false,
+        restartCount: 0,
+        imageRef: 'sha256:x',
+        volumes: {},
+        env,
+        memoryCapacityBytes: 1,
+      });
       const o = cfg.linux?.securityContext?.namespaceOptions;
       return [o?.network, o?.pid, o?.ipc];
     };
@@ -146,7 +181,16 @@ describe('generateContainerConfig', () => {
   });
   it('marks init containers', () => {
     const c = { name: 'init', image: 'busybox' };
-    const cfg = generateContainerConfig({ pod: aPod({ spec: { initContainers: [c] } }), container: c, isInit: true, restartCount: 0, imageRef: 'sha256:x', volumes: {}, env, memoryCapacityBytes: 1 });
+    const cfg = generateContainerConfig({
+      pod: aPod({ spec: { initContainers: [c] } }),
+      container: c,
+      isInit: true,
+      restartCount: 0,
+      imageRef: 'sha256:x',
+      volumes: {},
+      env,
+      memoryCapacityBytes: 1,
+    });
     assert.equal(cfg.annotations?.['io.kubernetes.container.init'], 'true');
     assert.equal(cfg.logPath, 'init/0.log');
   });

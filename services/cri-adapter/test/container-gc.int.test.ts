@@ -38,18 +38,28 @@ describe('cri-adapter garbageCollect over NATS and the CRI simulator', () => {
       { timeoutMs: 30_000 },
     );
   const attempts = async (uid: string): Promise<Array<[number, string]>> =>
-    (await h.client.ListContainers({ filter: { labelSelector: { 'io.kubernetes.pod.uid': uid } } })).containers.map((c) => [c.metadata?.attempt ?? -1, c.state] as [number, string]).sort((a, b) => a[0] - b[0]);
+    (await h.client.ListContainers({ filter: { labelSelector: { 'io.kubernetes.pod.uid': uid } } })).containers
+      .map((c) => [c.metadata?.attempt ?? -1, c.state] as [number, string])
+      .sort((a, b) => a[0] - b[0]);
 
   const crasher = aPod({ name: 'crasher', uid: 'uid-crasher', containers: [{ name: 'main', image: 'busybox:1.36', command: ['sh', '-c', 'echo crashed; exit 1'] }] });
 
   it("a crash-looping pod's older dead containers and their log files go; the newest stays", async () => {
     for (let attempt = 0; attempt < 3; attempt++) {
       const r = await h.syncPod(crasher);
-      assert.deepEqual(r.results.filter((x) => x.error !== undefined), [], `sync ${attempt}`);
+      assert.deepEqual(
+        r.results.filter((x) => x.error !== undefined),
+        [],
+        `sync ${attempt}`,
+      );
       await eventually(async () => (await attempts('uid-crasher')).some(([a, s]) => a === attempt && s === 'CONTAINER_EXITED'), { message: `attempt ${attempt} exits` });
       h.clock.advance(600_000); // past the crash-loop back-off
     }
-    assert.deepEqual(await attempts('uid-crasher'), [[0, 'CONTAINER_EXITED'], [1, 'CONTAINER_EXITED'], [2, 'CONTAINER_EXITED']]);
+    assert.deepEqual(await attempts('uid-crasher'), [
+      [0, 'CONTAINER_EXITED'],
+      [1, 'CONTAINER_EXITED'],
+      [2, 'CONTAINER_EXITED'],
+    ]);
     const pokesBefore = h.pokes();
     const reply = await garbageCollect(['uid-crasher']);
     assert.deepEqual(reply, { type: 'kubelet.runtime.GarbageCollectReply.v1', removedContainers: 2, removedSandboxes: 0, removedLogDirs: 0 });
@@ -58,7 +68,10 @@ describe('cri-adapter garbageCollect over NATS and the CRI simulator', () => {
     await eventually(() => h.pokes() > pokesBefore, { message: 'pleg is asked to relist' });
     // The next SyncPod restarts from the kept container: restart count 3.
     await h.syncPod(crasher);
-    assert.deepEqual((await attempts('uid-crasher')).map(([a]) => a), [2, 3]);
+    assert.deepEqual(
+      (await attempts('uid-crasher')).map(([a]) => a),
+      [2, 3],
+    );
   });
 
   it("a deleted pod's containers, sandbox and log directory go once it is no longer kept", async () => {

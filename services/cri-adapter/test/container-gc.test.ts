@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { trace } from '@opentelemetry/api';
 import type { ContainerGCPolicy } from '@splitlet/api';
-import type { ContainerState, CriInput, PodSandboxConfig } from '@splitlet/cri';
+import type { CriInput, PodSandboxConfig } from '@splitlet/cri';
 import { createFakeRuntime, type FakeRuntimeService } from '@splitlet/cri/testing';
 import { Backoff, KubeletPeriods } from '@splitlet/kube';
 import { KeyedMutex } from '@splitlet/service';
@@ -64,7 +64,7 @@ class World {
         if (prop === 'ListContainers') {
           return async (req: Parameters<FakeRuntimeService['ListContainers']>[0]) => {
             const r = await target.ListContainers(req);
-            return { containers: r.containers.map((c) => (unknown.has(c.id) ? { ...c, state: 'CONTAINER_UNKNOWN' as ContainerState } : c)) };
+            return { containers: r.containers.map((c) => (unknown.has(c.id) ? { ...c, state: 'CONTAINER_UNKNOWN' } : c)) };
           };
         }
         return (v as (...a: unknown[]) => unknown).bind(target);
@@ -132,7 +132,10 @@ class World {
   async container(pod: string, name: string, state: SimState, sandboxId?: string): Promise<string> {
     const config = this.#pods.get(pod);
     assert.ok(config !== undefined, `no sandbox for ${pod}`);
-    const sb = sandboxId ?? (await this.sim.ListPodSandbox({ filter: { labelSelector: { [POD_UID]: this.uid(pod) } } })).items.sort((a, b) => (BigInt(b.createdAt) > BigInt(a.createdAt) ? 1 : -1))[0]!.id;
+    const sb =
+      sandboxId ??
+      (await this.sim.ListPodSandbox({ filter: { labelSelector: { [POD_UID]: this.uid(pod) } } })).items.sort((a, b) => (BigInt(b.createdAt) > BigInt(a.createdAt) ? 1 : -1))[0]!
+        .id;
     const attempt = this.#seq++;
     mkdirSync(join(this.logDir(pod), name), { recursive: true });
     const { containerId } = await this.sim.CreateContainer({
@@ -208,75 +211,129 @@ describe('ContainerGC', () => {
     const cases: Case[] = [
       {
         name: 'the oldest dead containers are removed when the per-pod-container limit is exceeded',
-        containers: [['foo', 'main', 'exited'], ['foo', 'main', 'exited'], ['foo', 'main', 'exited']],
+        containers: [
+          ['foo', 'main', 'exited'],
+          ['foo', 'main', 'exited'],
+          ['foo', 'main', 'exited'],
+        ],
         remain: [2],
       },
       {
         name: 'running containers are never removed; the newest dead one per name is kept',
-        containers: [['foo', 'main', 'exited'], ['foo', 'main', 'exited'], ['foo', 'main', 'running']],
+        containers: [
+          ['foo', 'main', 'exited'],
+          ['foo', 'main', 'exited'],
+          ['foo', 'main', 'running'],
+        ],
         remain: [1, 2],
       },
       {
         name: 'the limit applies per (pod UID, container name)',
-        containers: [['foo', 'a', 'exited'], ['foo', 'b', 'exited'], ['foo', 'a', 'exited'], ['bar', 'a', 'exited'], ['foo', 'b', 'exited'], ['bar', 'a', 'exited']],
+        containers: [
+          ['foo', 'a', 'exited'],
+          ['foo', 'b', 'exited'],
+          ['foo', 'a', 'exited'],
+          ['bar', 'a', 'exited'],
+          ['foo', 'b', 'exited'],
+          ['bar', 'a', 'exited'],
+        ],
         remain: [2, 4, 5],
       },
       {
         name: 'a created container that never ran is evictable',
-        containers: [['foo', 'main', 'created'], ['foo', 'main', 'exited']],
+        containers: [
+          ['foo', 'main', 'created'],
+          ['foo', 'main', 'exited'],
+        ],
         remain: [1],
       },
       {
         name: 'no container is removed when neither limit is set',
-        containers: [['foo', 'main', 'exited'], ['foo', 'main', 'exited'], ['bar', 'main', 'exited']],
+        containers: [
+          ['foo', 'main', 'exited'],
+          ['foo', 'main', 'exited'],
+          ['bar', 'main', 'exited'],
+        ],
         policy: { minAgeMs: 0, maxPerPodContainer: -1, maxContainers: -1 },
         remain: [0, 1, 2],
       },
       {
         name: 'recently created containers are not removed (MinAge)',
-        containers: [['foo', 'main', 'exited'], ['foo', 'main', 'exited']],
+        containers: [
+          ['foo', 'main', 'exited'],
+          ['foo', 'main', 'exited'],
+        ],
         policy: { minAgeMs: 3_600_000, maxPerPodContainer: 1, maxContainers: -1 },
         remain: [0, 1],
       },
       {
         name: 'containers older than MinAge are removed',
-        containers: [['foo', 'main', 'exited'], ['foo', 'main', 'exited']],
+        containers: [
+          ['foo', 'main', 'exited'],
+          ['foo', 'main', 'exited'],
+        ],
         policy: { minAgeMs: 3_600_000, maxPerPodContainer: 1, maxContainers: -1 },
         clockShiftMs: 2 * 3_600_000,
         remain: [1],
       },
       {
         name: 'every dead container goes when the max container limit is 0',
-        containers: [['foo', 'main', 'exited'], ['bar', 'main', 'exited'], ['bar', 'side', 'running']],
+        containers: [
+          ['foo', 'main', 'exited'],
+          ['bar', 'main', 'exited'],
+          ['bar', 'side', 'running'],
+        ],
         policy: { minAgeMs: 0, maxPerPodContainer: -1, maxContainers: 0 },
         remain: [2],
       },
       {
         name: 'max containers is shared evenly per (pod UID, container name)',
         containers: [
-          ['foo', 'main', 'exited'], ['foo1', 'main', 'exited'], ['foo2', 'main', 'exited'],
-          ['foo', 'main', 'exited'], ['foo1', 'main', 'exited'], ['foo2', 'main', 'exited'],
-          ['foo', 'main', 'exited'], ['foo1', 'main', 'exited'], ['foo2', 'main', 'exited'],
+          ['foo', 'main', 'exited'],
+          ['foo1', 'main', 'exited'],
+          ['foo2', 'main', 'exited'],
+          ['foo', 'main', 'exited'],
+          ['foo1', 'main', 'exited'],
+          ['foo2', 'main', 'exited'],
+          ['foo', 'main', 'exited'],
+          ['foo1', 'main', 'exited'],
+          ['foo2', 'main', 'exited'],
         ],
         policy: { minAgeMs: 0, maxPerPodContainer: -1, maxContainers: 6 },
         remain: [3, 4, 5, 6, 7, 8],
       },
       {
         name: 'max containers keeps one per unit, then the newest overall',
-        containers: [['foo', 'main', 'exited'], ['foo1', 'main', 'exited'], ['foo2', 'main', 'exited'], ['foo', 'main', 'exited'], ['foo1', 'main', 'exited'], ['foo2', 'main', 'exited']],
+        containers: [
+          ['foo', 'main', 'exited'],
+          ['foo1', 'main', 'exited'],
+          ['foo2', 'main', 'exited'],
+          ['foo', 'main', 'exited'],
+          ['foo1', 'main', 'exited'],
+          ['foo2', 'main', 'exited'],
+        ],
         policy: { minAgeMs: 0, maxPerPodContainer: -1, maxContainers: 2 },
         remain: [4, 5],
       },
       {
         name: 'every dead container of a deleted pod is removed once all sources are ready',
-        containers: [['gone', 'main', 'exited'], ['gone', 'side', 'exited'], ['stay', 'main', 'exited'], ['stay', 'main', 'exited']],
+        containers: [
+          ['gone', 'main', 'exited'],
+          ['gone', 'side', 'exited'],
+          ['stay', 'main', 'exited'],
+          ['stay', 'main', 'exited'],
+        ],
         keep: ['stay'],
         notReady: ['gone'],
         remain: [3],
       },
       {
         name: 'a deleted pod keeps its newest dead containers while the sources are not all ready',
-        containers: [['gone', 'main', 'exited'], ['gone', 'main', 'exited'], ['gone', 'side', 'exited']],
+        containers: [
+          ['gone', 'main', 'exited'],
+          ['gone', 'main', 'exited'],
+          ['gone', 'side', 'exited'],
+        ],
         keep: [],
         notReady: ['gone'],
         allSourcesReady: false,
@@ -284,7 +341,11 @@ describe('ContainerGC', () => {
       },
       {
         name: 'splitlet: a pod that looks removable while it still runs keeps its newest dead containers',
-        containers: [['fresh', 'init', 'exited'], ['fresh', 'init', 'exited'], ['fresh', 'main', 'running']],
+        containers: [
+          ['fresh', 'init', 'exited'],
+          ['fresh', 'init', 'exited'],
+          ['fresh', 'main', 'running'],
+        ],
         keep: [],
         remain: [1, 2],
       },
@@ -301,7 +362,11 @@ describe('ContainerGC', () => {
           for (const s of sb) await w.sim.StopPodSandbox({ podSandboxId: s.id });
         }
         if (c.clockShiftMs !== undefined) w.clock.advance(c.clockShiftMs);
-        const r = await w.run({ ...(c.policy ? { policy: c.policy } : {}), ...(c.keep ? { keep: c.keep } : {}), ...(c.allSourcesReady === undefined ? {} : { allSourcesReady: c.allSourcesReady }) });
+        const r = await w.run({
+          ...(c.policy ? { policy: c.policy } : {}),
+          ...(c.keep ? { keep: c.keep } : {}),
+          ...(c.allSourcesReady === undefined ? {} : { allSourcesReady: c.allSourcesReady }),
+        });
         assert.equal(r.error, undefined);
         const want = c.remain.map((i) => ids[i]!).sort();
         assert.deepEqual(await w.containerIds(), want);
@@ -394,15 +459,43 @@ describe('ContainerGC', () => {
       { name: 'a not-ready sandbox without containers of a deleted pod is removed', sandboxes: [['gone', 'notready', false]], keep: [], remain: [] },
       { name: 'a ready sandbox of a deleted pod is not removed', sandboxes: [['gone', 'ready', false]], keep: [], remain: [0] },
       { name: 'the only sandbox of an existing pod is kept', sandboxes: [['foo', 'notready', false]], remain: [0] },
-      { name: 'older not-ready sandboxes without containers of an existing pod are removed', sandboxes: [['foo', 'notready', false], ['foo', 'notready', false], ['foo', 'notready', false]], remain: [2] },
-      { name: 'an older sandbox that a container still refers to is kept', sandboxes: [['foo', 'notready', true], ['foo', 'ready', false]], remain: [0, 1] },
+      {
+        name: 'older not-ready sandboxes without containers of an existing pod are removed',
+        sandboxes: [
+          ['foo', 'notready', false],
+          ['foo', 'notready', false],
+          ['foo', 'notready', false],
+        ],
+        remain: [2],
+      },
+      {
+        name: 'an older sandbox that a container still refers to is kept',
+        sandboxes: [
+          ['foo', 'notready', true],
+          ['foo', 'ready', false],
+        ],
+        remain: [0, 1],
+      },
       {
         name: 'a deleted pod loses every not-ready sandbox; its ready one stays',
-        sandboxes: [['gone', 'notready', false], ['gone', 'ready', false], ['gone', 'notready', false]],
+        sandboxes: [
+          ['gone', 'notready', false],
+          ['gone', 'ready', false],
+          ['gone', 'notready', false],
+        ],
         keep: [],
         remain: [1],
       },
-      { name: 'while the sources are not all ready, a deleted pod keeps its newest sandbox', sandboxes: [['gone', 'notready', false], ['gone', 'notready', false]], keep: [], allSourcesReady: false, remain: [1] },
+      {
+        name: 'while the sources are not all ready, a deleted pod keeps its newest sandbox',
+        sandboxes: [
+          ['gone', 'notready', false],
+          ['gone', 'notready', false],
+        ],
+        keep: [],
+        allSourcesReady: false,
+        remain: [1],
+      },
     ];
     for (const c of cases) {
       it(c.name, async () => {
@@ -414,7 +507,11 @@ describe('ContainerGC', () => {
           ids.push(id);
         }
         // Keep referring containers: no per-container limit.
-        const r = await w.run({ policy: { minAgeMs: 0, maxPerPodContainer: -1, maxContainers: -1 }, ...(c.keep ? { keep: c.keep } : {}), ...(c.allSourcesReady === undefined ? {} : { allSourcesReady: c.allSourcesReady }) });
+        const r = await w.run({
+          policy: { minAgeMs: 0, maxPerPodContainer: -1, maxContainers: -1 },
+          ...(c.keep ? { keep: c.keep } : {}),
+          ...(c.allSourcesReady === undefined ? {} : { allSourcesReady: c.allSourcesReady }),
+        });
         assert.equal(r.error, undefined);
         assert.deepEqual(await w.sandboxIds(), c.remain.map((i) => ids[i]!).sort());
         assert.equal(r.removedSandboxes, ids.length - c.remain.length);

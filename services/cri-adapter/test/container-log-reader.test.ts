@@ -54,7 +54,11 @@ describe('readContainerLog', () => {
   it('a missing run is NotFound; names that could leave the log dir are refused', async () => {
     await assert.rejects(read({ attempt: 7 }), (e: { code?: string; message: string }) => e.code === 'NotFound' && /run 7/.test(e.message));
     for (const bad of [{ podName: '../etc' }, { container: 'a/b' }, { namespace: '..' }, { podUid: 'x/../../y' }]) {
-      assert.throws(() => containerLogPath(dir, { ...base, ...bad }), (e: { code?: string }) => e.code === 'Invalid', JSON.stringify(bad));
+      assert.throws(
+        () => containerLogPath(dir, { ...base, ...bad }),
+        (e: { code?: string }) => e.code === 'Invalid',
+        JSON.stringify(bad),
+      );
     }
   });
 });

@@ -75,7 +75,10 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
     });
     const pokesBefore = h.pokes();
     const reply = await h.syncPod(pod);
-    assert.deepEqual(reply.results.filter((r) => r.error !== undefined), []);
+    assert.deepEqual(
+      reply.results.filter((r) => r.error !== undefined),
+      [],
+    );
     assert.deepEqual(
       reply.results.map((r) => `${r.action}:${r.target}`),
       ['KillPodSandbox:uid-two', 'CreatePodSandbox:uid-two', 'StartContainer:app', 'StartContainer:side'],
@@ -154,7 +157,10 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
 
     // The first restart is not delayed.
     const r2 = await h.syncPod(pod);
-    assert.deepEqual(r2.results.filter((r) => r.error !== undefined), []);
+    assert.deepEqual(
+      r2.results.filter((r) => r.error !== undefined),
+      [],
+    );
     await eventually(exitedWith(1), { message: 'second run exited' });
 
     // Now in backoff: 10 s from the last exit.
@@ -171,7 +177,10 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
     // 10 s later (fake clock, measured from the exit) it restarts, and the next backoff is 20 s.
     h.clock.advance(Date.now() - h.clock.now() + 10_001);
     const r4 = await h.syncPod(pod);
-    assert.deepEqual(r4.results.filter((r) => r.error !== undefined), []);
+    assert.deepEqual(
+      r4.results.filter((r) => r.error !== undefined),
+      [],
+    );
     const third = await eventually(exitedWith(2), { message: 'third run exited' });
     assert.ok(third);
     assert.ok(third.finishedAt !== undefined);
@@ -191,7 +200,11 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
   });
 
   it('killPod honours the grace period: a trapped TERM stops at once, an ignored one is killed at the deadline', async () => {
-    const trapped = aPod({ name: 'trapped', uid: 'uid-trapped', containers: [{ name: 'main', image: 'busybox:1.36', command: ['sh', '-c', "trap 'exit 0' TERM; sleep 1000 & wait"] }] });
+    const trapped = aPod({
+      name: 'trapped',
+      uid: 'uid-trapped',
+      containers: [{ name: 'main', image: 'busybox:1.36', command: ['sh', '-c', "trap 'exit 0' TERM; sleep 1000 & wait"] }],
+    });
     const ignoring = aPod({ name: 'ignoring', uid: 'uid-ignoring', containers: [{ name: 'main', image: 'busybox:1.36', command: ['sh', '-c', "trap '' TERM; sleep 1000"] }] });
     await h.syncPod(trapped);
     await h.syncPod(ignoring);
@@ -199,8 +212,14 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
     let t0 = performance.now();
     const k1 = await h.killPod(trapped, 2);
     const fast = performance.now() - t0;
-    assert.deepEqual(k1.results.filter((r) => r.error !== undefined), []);
-    assert.deepEqual(k1.results.map((r) => r.action), ['KillContainer', 'KillPodSandbox']);
+    assert.deepEqual(
+      k1.results.filter((r) => r.error !== undefined),
+      [],
+    );
+    assert.deepEqual(
+      k1.results.map((r) => r.action),
+      ['KillContainer', 'KillPodSandbox'],
+    );
     const c1 = k1.podStatus.containers[0];
     assert.equal(c1?.state, 'CONTAINER_EXITED');
     assert.equal(c1?.exitCode, 0);
@@ -261,12 +280,21 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
   });
 
   it('relist returns the pods grouped by uid', async () => {
-    const reply = await h.caller.request(RuntimeRelistRequest, RuntimeRelistReply, Subjects.rpc.runtime(NODE, 'relist'), { type: 'kubelet.runtime.RelistRequest.v1' }, { timeoutMs: 10_000 });
+    const reply = await h.caller.request(
+      RuntimeRelistRequest,
+      RuntimeRelistReply,
+      Subjects.rpc.runtime(NODE, 'relist'),
+      { type: 'kubelet.runtime.RelistRequest.v1' },
+      { timeoutMs: 10_000 },
+    );
     const two = reply.pods.find((p) => p.uid === 'uid-two');
     assert.equal(two?.name, 'two');
     assert.equal(two?.namespace, 'default');
     assert.equal(two?.sandboxes.length, 1);
-    assert.deepEqual(two?.containers.map((c) => c.state), ['CONTAINER_RUNNING', 'CONTAINER_RUNNING']);
+    assert.deepEqual(
+      two?.containers.map((c) => c.state),
+      ['CONTAINER_RUNNING', 'CONTAINER_RUNNING'],
+    );
     assert.equal(two?.ips.length, 1);
     const crash = reply.pods.find((p) => p.uid === 'uid-crash');
     assert.ok(crash !== undefined && crash.containers.every((c) => c.state === 'CONTAINER_EXITED' && c.exitCode === 1 && c.reason === 'Error' && c.finishedAt !== undefined));
@@ -281,7 +309,16 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
     assert.equal(env.error?.code, 'SchemaInvalid');
     await eventually(() => deadLetters.some((d) => d.subject === subject && d.reason.includes(subject)), { message: 'dead letter naming the subject' });
     assert.equal(deadLetters[0]?.process, 'cri-adapter');
-    const ok = await h.syncPod(aPod({ name: 'two', uid: 'uid-two', containers: [{ name: 'app', image: 'busybox:1.36', command: ['sh', '-c', 'echo started; sleep 3600'] }, { name: 'side', image: 'busybox:1.36' }] }));
+    const ok = await h.syncPod(
+      aPod({
+        name: 'two',
+        uid: 'uid-two',
+        containers: [
+          { name: 'app', image: 'busybox:1.36', command: ['sh', '-c', 'echo started; sleep 3600'] },
+          { name: 'side', image: 'busybox:1.36' },
+        ],
+      }),
+    );
     assert.deepEqual(ok.results, []);
   });
 

@@ -38,15 +38,25 @@ describe('DurableFences', () => {
     let fiveActed = false;
     const five = f.admit({ partition: 1, epoch: 5 }).then(() => (fiveActed = true));
     await new Promise((r) => setImmediate(r));
-    assert.deepEqual(saves.map((s) => s.epoch), [5]);
+    assert.deepEqual(
+      saves.map((s) => s.epoch),
+      [5],
+    );
     const six = f.admit({ partition: 1, epoch: 6 });
     await new Promise((r) => setImmediate(r));
     assert.equal(fiveActed, false, 'not before the write');
-    assert.deepEqual(saves.map((s) => s.epoch), [5], 'writes of one partition go one at a time');
+    assert.deepEqual(
+      saves.map((s) => s.epoch),
+      [5],
+      'writes of one partition go one at a time',
+    );
     saves[0]?.release();
     await five;
     await new Promise((r) => setImmediate(r));
-    assert.deepEqual(saves.map((s) => s.epoch), [5, 6]);
+    assert.deepEqual(
+      saves.map((s) => s.epoch),
+      [5, 6],
+    );
     saves[1]?.release();
     await six;
     assert.equal(epochs.get(1), 6);

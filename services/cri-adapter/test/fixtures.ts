@@ -2,7 +2,9 @@
 import type { BoundPod, Container } from '@splitlet/api';
 
 /** A bound pod with the given containers (defaults: one `busybox` container named `main`). */
-export function aPod(overrides: { name?: string; namespace?: string; uid?: string; containers?: Container[]; spec?: Partial<BoundPod['spec']>; metadata?: Partial<BoundPod['metadata']> } = {}): BoundPod {
+export function aPod(
+  overrides: { name?: string; namespace?: string; uid?: string; containers?: Container[]; spec?: Partial<BoundPod['spec']>; metadata?: Partial<BoundPod['metadata']> } = {},
+): BoundPod {
   const name = overrides.name ?? 'web';
   return {
     apiVersion: 'v1',
@@ -19,5 +21,5 @@ export function aPod(overrides: { name?: string; namespace?: string; uid?: strin
       terminationGracePeriodSeconds: 30,
       ...(overrides.spec ?? {}),
     },
-  } as BoundPod;
+  };
 }

@@ -8,14 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { makeTempDir, type TempDir } from '@splitlet/testkit';
 import { createNodeFiles } from '../src/adapters/node-files.js';
-import {
-  etcHostsPath,
-  hostsEntriesFromHostAliases,
-  makeHostsMount,
-  managedHostsFileContent,
-  nodeHostsFileContent,
-  shouldMountHostsFile,
-} from '../src/kuberuntime/hosts-file.js';
+import { etcHostsPath, hostsEntriesFromHostAliases, makeHostsMount, managedHostsFileContent, nodeHostsFileContent, shouldMountHostsFile } from '../src/kuberuntime/hosts-file.js';
 import { aPod } from './fixtures.js';
 
 const LOCAL = [
@@ -145,9 +138,8 @@ describe('makeHostsMount', () => {
 
   it('fails with the Go error text when the node hosts file cannot be read', async () => {
     const files = { ...createNodeFiles(''), readNodeHostsFile: () => createNodeFiles('').readAtMost(join(dir.path, 'no-such-hosts'), 10) };
-    await assert.rejects(
-      makeHostsMount(files, { pod: aPod({ spec: { hostNetwork: true } }), podDir: dir.path, podIPs: ['192.168.1.5'], hostname: 'web', domain: '' }),
-      { message: `open ${join(dir.path, 'no-such-hosts')}: no such file or directory` },
-    );
+    await assert.rejects(makeHostsMount(files, { pod: aPod({ spec: { hostNetwork: true } }), podDir: dir.path, podIPs: ['192.168.1.5'], hostname: 'web', domain: '' }), {
+      message: `open ${join(dir.path, 'no-such-hosts')}: no such file or directory`,
+    });
   });
 });

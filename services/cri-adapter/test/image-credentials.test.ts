@@ -46,7 +46,13 @@ function setup(nodeKeyring: NodeKeyringProvider | undefined) {
   const sim = createFakeRuntime({
     images: [],
     onPull: (image, auth) => {
-      if (image.startsWith(`${REGISTRY}/private/`) && (auth?.username !== 'alice' || auth.password !== PASSWORD)) throw new CriError('Unknown', UNAUTHORIZED.replace(/^rpc error: code = Unknown desc = /, '').replaceAll(IMAGE, image).replace('[manifests 1.0]', `[manifests ${image.split(':').pop() ?? ''}]`));
+      if (image.startsWith(`${REGISTRY}/private/`) && (auth?.username !== 'alice' || auth.password !== PASSWORD))
+        throw new CriError(
+          'Unknown',
+          UNAUTHORIZED.replace(/^rpc error: code = Unknown desc = /, '')
+            .replaceAll(IMAGE, image)
+            .replace('[manifests 1.0]', `[manifests ${image.split(':').pop() ?? ''}]`),
+        );
     },
   });
   const auths: (CriInput<AuthConfig> | null | undefined)[] = [];
@@ -75,7 +81,14 @@ function setup(nodeKeyring: NodeKeyringProvider | undefined) {
   });
   const ensure = (pullSecrets: PullSecret[] = [], image = IMAGE) => {
     const pod = aPod({ containers: [{ name: 'c', image, imagePullPolicy: 'Always' }] });
-    return manager.ensureImageExists({ pod, podRef: { name: 'web', namespace: 'default', uid: 'uid-web' }, container: pod.spec.containers[0]!, fieldPath: 'spec.containers{c}', pullSecrets, sandboxConfig: {} });
+    return manager.ensureImageExists({
+      pod,
+      podRef: { name: 'web', namespace: 'default', uid: 'uid-web' },
+      container: pod.spec.containers[0]!,
+      fieldPath: 'spec.containers{c}',
+      pullSecrets,
+      sandboxConfig: {},
+    });
   };
   /** Everything observable except the CRI request: log lines, span names/attributes/events/status, events. */
   const observable = (): string =>
@@ -84,7 +97,19 @@ function setup(nodeKeyring: NodeKeyringProvider | undefined) {
       spans: tracing.spans().map((s) => ({ name: s.name, attributes: s.attributes, events: s.events, status: s.status })),
       events,
     });
-  return { sim, auths, ensure, events, lines, observable, clock, close: async () => { await sim.close(); await tracing.shutdown(); } };
+  return {
+    sim,
+    auths,
+    ensure,
+    events,
+    lines,
+    observable,
+    clock,
+    close: async () => {
+      await sim.close();
+      await tracing.shutdown();
+    },
+  };
 }
 
 describe('ImageManager with credentials', () => {
@@ -101,17 +126,29 @@ describe('ImageManager with credentials', () => {
     const r = await t.ensure();
     assert.equal(r.ok, true);
     assert.deepEqual(t.auths, [{ username: 'alice', password: PASSWORD, identityToken: '', registryToken: '' }]);
-    assert.deepEqual(t.events.map((e) => e.reason), ['Pulling', 'Pulled']);
+    assert.deepEqual(
+      t.events.map((e) => e.reason),
+      ['Pulling', 'Pulled'],
+    );
     assert.ok(!t.observable().includes(PASSWORD), 'the password appears in no log line, span or event');
     await t.close();
   });
 
   it('tries the pod’s pull secrets before the node’s credentials, each in turn until one works', async () => {
     const t = setup(staticKeyring({ [REGISTRY]: { username: 'alice', password: PASSWORD } }));
-    const r = await t.ensure([dockerSecret('stale', { [`${REGISTRY}/private`]: { username: 'alice', password: 'old-password' } }), dockerSecret('other', { 'quay.io': { username: 'q', password: 'q' } })]);
+    const r = await t.ensure([
+      dockerSecret('stale', { [`${REGISTRY}/private`]: { username: 'alice', password: 'old-password' } }),
+      dockerSecret('other', { 'quay.io': { username: 'q', password: 'q' } }),
+    ]);
     assert.equal(r.ok, true);
-    assert.deepEqual(t.auths.map((a) => a?.password), ['old-password', PASSWORD]);
-    assert.deepEqual(t.events.map((e) => e.reason), ['Pulling', 'Pulled']);
+    assert.deepEqual(
+      t.auths.map((a) => a?.password),
+      ['old-password', PASSWORD],
+    );
+    assert.deepEqual(
+      t.events.map((e) => e.reason),
+      ['Pulling', 'Pulled'],
+    );
     await t.close();
   });
 
@@ -119,7 +156,10 @@ describe('ImageManager with credentials', () => {
     const t = setup(staticKeyring({ [REGISTRY]: { username: 'alice', password: 'wrong-1' } }));
     const r = await t.ensure([dockerSecret('regcred', { [REGISTRY]: { username: 'alice', password: 'wrong-2' } })]);
     assert.deepEqual(r, { ok: false, error: 'ErrImagePull', message: UNAUTHORIZED });
-    assert.deepEqual(t.auths.map((a) => a?.password), ['wrong-2', 'wrong-1']);
+    assert.deepEqual(
+      t.auths.map((a) => a?.password),
+      ['wrong-2', 'wrong-1'],
+    );
     assert.deepEqual(
       t.events.map((e) => `${e.eventType} ${e.reason}: ${e.message}`),
       [`Normal Pulling: Pulling image "${IMAGE}"`, `Warning Failed: Failed to pull image "${IMAGE}": ${UNAUTHORIZED}`],
@@ -140,7 +180,12 @@ describe('ImageManager with credentials', () => {
 
   it('a pull secret that is not a valid docker config fails the pull with ErrImagePull naming the secret', async () => {
     const t = setup(undefined);
-    const broken: PullSecret = { namespace: 'default', name: 'broken', type: 'kubernetes.io/dockerconfigjson', data: { '.dockerconfigjson': `{"auths": {"${REGISTRY}": {"password": "${PASSWORD}"` } };
+    const broken: PullSecret = {
+      namespace: 'default',
+      name: 'broken',
+      type: 'kubernetes.io/dockerconfigjson',
+      data: { '.dockerconfigjson': `{"auths": {"${REGISTRY}": {"password": "${PASSWORD}"` },
+    };
     const r = await t.ensure([broken]);
     assert.deepEqual(r, { ok: false, error: 'ErrImagePull', message: 'the .dockerconfigjson of secret default/broken is not valid JSON' });
     assert.equal(t.auths.length, 0);
@@ -153,8 +198,14 @@ describe('ImageManager with credentials', () => {
     await t.ensure([dockerSecret('regcred', { [REGISTRY]: { username: 'alice', password: PASSWORD } })]);
     await t.ensure([dockerSecret('regcred', { [REGISTRY]: { username: 'alice', password: `${PASSWORD}-x` } })], `${REGISTRY}/private/busybox:2.0`);
     await t.ensure([], `${REGISTRY}/private/busybox:2.0`);
-    assert.ok(t.auths.some((a) => a?.password === PASSWORD), 'the password did reach the CRI request');
-    assert.ok(t.lines.some((l) => l.includes('Pulling image with credentials')), 'debug logging was on');
+    assert.ok(
+      t.auths.some((a) => a?.password === PASSWORD),
+      'the password did reach the CRI request',
+    );
+    assert.ok(
+      t.lines.some((l) => l.includes('Pulling image with credentials')),
+      'debug logging was on',
+    );
     assert.ok(t.observable().includes('PullImage'), 'CRI spans were recorded');
     assert.ok(!t.observable().includes(PASSWORD), 'no log line, span or event holds the password');
     await t.close();
@@ -182,28 +233,48 @@ describe('getPullSecretsForPod', () => {
       logger: createLogger({ service: 'test', level: 'info', stream: { write: (l: string) => lines.push(l) } }),
     });
     assert.deepEqual(await resolver.getPullSecretsForPod(pod, ['regcred', '', 'other']), []);
-    assert.deepEqual(events.map((e) => ({ type: e.eventType, reason: e.reason, message: e.message, fieldPath: e.fieldPath })), [
-      { type: 'Warning', reason: 'FailedToRetrieveImagePullSecret', message: 'Unable to retrieve some image pull secrets (regcred, other); attempting to pull the image may not succeed.', fieldPath: undefined },
-    ]);
+    assert.deepEqual(
+      events.map((e) => ({ type: e.eventType, reason: e.reason, message: e.message, fieldPath: e.fieldPath })),
+      [
+        {
+          type: 'Warning',
+          reason: 'FailedToRetrieveImagePullSecret',
+          message: 'Unable to retrieve some image pull secrets (regcred, other); attempting to pull the image may not succeed.',
+          fieldPath: undefined,
+        },
+      ],
+    );
     const logged = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
-    assert.deepEqual(logged.map((l) => [l['msg'], l['pod'], l['imagePullRef']]), [
-      ['Unable to retrieve pull secret, the image pull may not succeed.', 'shop/web', 'shop/regcred'],
-      ['Unable to retrieve pull secret, the image pull may not succeed.', 'shop/web', 'shop/other'],
-    ]);
+    assert.deepEqual(
+      logged.map((l) => [l['msg'], l['pod'], l['imagePullRef']]),
+      [
+        ['Unable to retrieve pull secret, the image pull may not succeed.', 'shop/web', 'shop/regcred'],
+        ['Unable to retrieve pull secret, the image pull may not succeed.', 'shop/web', 'shop/other'],
+      ],
+    );
     assert.match(JSON.stringify(logged[0]?.['err']), /secret \\"shop\/regcred\\" not found: standalone mode has no API server/);
   });
 
   it('a source that has the secrets (cluster mode) returns them in order, without an event', async () => {
     const events: PodEvent[] = [];
-    const have = new Map([['shop/a', dockerSecret('a', {})], ['shop/b', dockerSecret('b', {})]]);
+    const have = new Map([
+      ['shop/a', dockerSecret('a', {})],
+      ['shop/b', dockerSecret('b', {})],
+    ]);
     const resolver = createPullSecretResolver({
       source: { getSecret: async (ns, name) => have.get(`${ns}/${name}`) ?? Promise.reject(new Error('nope')) },
       recorder: { record: (e) => events.push(e) },
       logger: createLogger({ service: 'test', level: 'error' }),
     });
-    assert.deepEqual((await resolver.getPullSecretsForPod(pod, ['b', 'a'])).map((s) => s.name), ['b', 'a']);
+    assert.deepEqual(
+      (await resolver.getPullSecretsForPod(pod, ['b', 'a'])).map((s) => s.name),
+      ['b', 'a'],
+    );
     assert.deepEqual(events, []);
-    assert.deepEqual((await resolver.getPullSecretsForPod(pod, ['a', 'gone'])).map((s) => s.name), ['a']);
+    assert.deepEqual(
+      (await resolver.getPullSecretsForPod(pod, ['a', 'gone'])).map((s) => s.name),
+      ['a'],
+    );
     assert.equal((events as PodEvent[])[0]?.message, failedToRetrievePullSecretsMessage(['gone']));
   });
 });
@@ -219,7 +290,12 @@ describe('node keyring', () => {
   };
 
   it('searches the kubelet’s paths in order', () => {
-    assert.deepEqual(dockerConfigJsonPaths(paths), [join(paths.rootDir, 'config.json'), join(paths.workingDir, 'config.json'), join(paths.homeDir, '.docker', 'config.json'), '/.docker/config.json']);
+    assert.deepEqual(dockerConfigJsonPaths(paths), [
+      join(paths.rootDir, 'config.json'),
+      join(paths.workingDir, 'config.json'),
+      join(paths.homeDir, '.docker', 'config.json'),
+      '/.docker/config.json',
+    ]);
     assert.deepEqual(dockercfgPaths(paths), [join(paths.rootDir, '.dockercfg'), join(paths.workingDir, '.dockercfg'), join(paths.homeDir, '.dockercfg'), '/.dockercfg']);
   });
 
@@ -257,7 +333,10 @@ describe('node keyring', () => {
       },
     });
     write(join(cacheDir, 'config.json'), { 'a.io': { username: 'first', password: 'p' } });
-    assert.deepEqual((await provider.keyring()).lookup('a.io/x').map((c) => `${c.username} ${c.source}`), [`first file ${join(cacheDir, 'config.json')}`]);
+    assert.deepEqual(
+      (await provider.keyring()).lookup('a.io/x').map((c) => `${c.username} ${c.source}`),
+      [`first file ${join(cacheDir, 'config.json')}`],
+    );
     const readsAfterFirst = reads;
     write(join(cacheDir, 'config.json'), { 'a.io': { username: 'second', password: 'p' } });
     clock.advance(299_999);

@@ -5,6 +5,7 @@ import { CriError, type ImageService } from '@splitlet/cri';
 import { Backoff, formatGoDuration } from '@splitlet/kube';
 import { FakeClock } from '@splitlet/service/testing';
 import { createLogger } from '@splitlet/telemetry';
+import { PullThrottle } from '../src/images/pull-throttle.js';
 import { evalPullError, ImageManager, shouldPullImage } from '../src/images/image-manager.js';
 import { noopKubeRuntimeMetrics } from '../src/kuberuntime/metrics.js';
 import type { PodEvent } from '../src/ports.js';
@@ -24,14 +25,25 @@ describe('shouldPullImage', () => {
 describe('evalPullError', () => {
   it('maps the runtime message prefix to the kubelet error', () => {
     assert.equal(evalPullError('x', new CriError('Unknown', 'RegistryUnavailable: dial tcp: refused')).error, 'RegistryUnavailable');
-    assert.equal(evalPullError('x', new CriError('Unknown', 'RegistryUnavailable: dial tcp: refused')).message, 'image pull failed for x because the registry is unavailable: dial tcp: refused');
+    assert.equal(
+      evalPullError('x', new CriError('Unknown', 'RegistryUnavailable: dial tcp: refused')).message,
+      'image pull failed for x because the registry is unavailable: dial tcp: refused',
+    );
     assert.equal(evalPullError('x', new CriError('Unknown', 'SignatureValidationFailed: bad')).error, 'SignatureValidationFailed');
     assert.deepEqual(evalPullError('x', new CriError('NotFound', 'not found')), { error: 'ErrImagePull', message: 'rpc error: code = NotFound desc = not found' });
   });
 });
 
 describe('Go duration format of backoff messages', () => {
-  for (const [ms, text] of [[10_000, '10s'], [20_000, '20s'], [80_000, '1m20s'], [160_000, '2m40s'], [300_000, '5m0s'], [523, '523ms'], [1234, '1.234s']] as const) {
+  for (const [ms, text] of [
+    [10_000, '10s'],
+    [20_000, '20s'],
+    [80_000, '1m20s'],
+    [160_000, '2m40s'],
+    [300_000, '5m0s'],
+    [523, '523ms'],
+    [1234, '1.234s'],
+  ] as const) {
     it(`${ms} ms → ${text}`, () => assert.equal(formatGoDuration(ms), text));
   }
 });
@@ -66,11 +78,27 @@ describe('ImageManager', () => {
 
   const make = (images: Pick<ImageService, 'ImageStatus' | 'PullImage'>, serializePulls: boolean, events: PodEvent[]) => {
     const clock = new FakeClock(0);
-    return new ImageManager({ images, recorder: { record: (e) => events.push(e) }, clock, backoff: new Backoff({ initialMs: 10_000, maxMs: 300_000, clock }), serializePulls, metrics: noopKubeRuntimeMetrics, logger, tracer: trace.getTracer('t') });
+    return new ImageManager({
+      images,
+      recorder: { record: (e) => events.push(e) },
+      clock,
+      backoff: new Backoff({ initialMs: 10_000, maxMs: 300_000, clock }),
+      serializePulls,
+      metrics: noopKubeRuntimeMetrics,
+      logger,
+      tracer: trace.getTracer('t'),
+    });
   };
   const request = (image: string) => {
     const pod = aPod({ containers: [{ name: 'c', image, imagePullPolicy: 'IfNotPresent' }] });
-    return { pod, podRef: { name: 'web', namespace: 'default', uid: 'uid-web' }, container: pod.spec.containers[0]!, fieldPath: 'spec.containers{c}', pullSecrets: [], sandboxConfig: {} };
+    return {
+      pod,
+      podRef: { name: 'web', namespace: 'default', uid: 'uid-web' },
+      container: pod.spec.containers[0]!,
+      fieldPath: 'spec.containers{c}',
+      pullSecrets: [],
+      sandboxConfig: {},
+    };
   };
 
   it('serializes pulls by default and reports waiting time', async () => {
@@ -99,5 +127,30 @@ describe('ImageManager', () => {
     const r = await m.ensureImageExists(request('a:1'));
     assert.deepEqual(r, { ok: false, error: 'ImageInspectError', message: 'Failed to inspect image "a:1": rpc error: code = Unavailable desc = down' });
     assert.equal(events[0]?.reason, 'InspectFailed');
+  });
+
+  it('over registryPullQPS/registryBurst a pull fails at once with "pull QPS exceeded" (ErrImagePull, backoff), without calling the runtime', async () => {
+    const fake = fakeImages(1);
+    const events: PodEvent[] = [];
+    const clock = new FakeClock(0);
+    const m = new ImageManager({
+      images: fake.images,
+      recorder: { record: (e) => events.push(e) },
+      clock,
+      backoff: new Backoff({ initialMs: 10_000, maxMs: 300_000, clock }),
+      throttle: new PullThrottle(1, 2, clock),
+      metrics: noopKubeRuntimeMetrics,
+      logger,
+      tracer: trace.getTracer('t'),
+    });
+    assert.ok((await m.ensureImageExists(request('a:1'))).ok);
+    assert.ok((await m.ensureImageExists(request('b:1'))).ok);
+    const third = await m.ensureImageExists(request('c:1'));
+    assert.deepEqual(third, { ok: false, error: 'ErrImagePull', message: 'pull QPS exceeded' });
+    assert.deepEqual(fake.pulls, ['a:1', 'b:1'], 'the throttled pull never reached the runtime');
+    assert.equal(events.at(-1)?.reason, 'Failed');
+    assert.equal(events.at(-1)?.message, 'Failed to pull image "c:1": pull QPS exceeded');
+    clock.advance(1000);
+    assert.ok((await m.ensureImageExists(request('d:1'))).ok, 'a token again after 1 s at 1 qps');
   });
 });

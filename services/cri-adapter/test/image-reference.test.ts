@@ -17,7 +17,11 @@ describe('applyDefaultImageTag', () => {
 
   it('rejects references that do not parse, with the kubelet wording', () => {
     for (const bad of ['Busybox', 'busybox:', 'busy box', ':tag', 'a'.repeat(64), 'foo@sha256:short', '']) {
-      assert.throws(() => applyDefaultImageTag(bad), (e: unknown) => e instanceof ImageReferenceError && e.message.startsWith(`couldn't parse image name ${JSON.stringify(bad)}: `), bad);
+      assert.throws(
+        () => applyDefaultImageTag(bad),
+        (e: unknown) => e instanceof ImageReferenceError && e.message.startsWith(`couldn't parse image name ${JSON.stringify(bad)}: `),
+        bad,
+      );
     }
     assert.throws(() => applyDefaultImageTag('Busybox'), /repository name \(library\/Busybox\) must be lowercase/);
     assert.throws(() => applyDefaultImageTag('busybox:'), /invalid reference format$/);

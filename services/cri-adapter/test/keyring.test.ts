@@ -171,23 +171,38 @@ describe('BasicDockerKeyring.lookup', () => {
       ),
       'a',
     );
-    assert.deepEqual(k.lookup('quay.io/team/app').map((c) => c.username), ['app', 'team', 'host']);
-    assert.deepEqual(k.lookup('quay.io/other/app').map((c) => c.username), ['host']);
-    assert.deepEqual(k.lookup('eu.quay.io/team/app').map((c) => c.username), ['glob']);
+    assert.deepEqual(
+      k.lookup('quay.io/team/app').map((c) => c.username),
+      ['app', 'team', 'host'],
+    );
+    assert.deepEqual(
+      k.lookup('quay.io/other/app').map((c) => c.username),
+      ['host'],
+    );
+    assert.deepEqual(
+      k.lookup('eu.quay.io/team/app').map((c) => c.username),
+      ['glob'],
+    );
   });
 
   it('keeps several credentials for one key in the order added (credential rotation)', () => {
     const k = new BasicDockerKeyring();
     k.add(readDockercfg(JSON.stringify({ 'https://quay.io': { username: 'old', password: 'p' } })), 'first');
     k.add(readDockercfg(JSON.stringify({ 'quay.io': { username: 'new', password: 'p' } })), 'second');
-    assert.deepEqual(k.lookup('quay.io/a/b').map((c) => `${c.username}@${c.source}`), ['old@first', 'new@second']);
+    assert.deepEqual(
+      k.lookup('quay.io/a/b').map((c) => `${c.username}@${c.source}`),
+      ['old@first', 'new@second'],
+    );
   });
 
   it('skips an entry whose key does not parse and reports it', () => {
     const k = new BasicDockerKeyring();
     k.add(readDockercfg(JSON.stringify({ 'quay.io:port': { username: 'x', password: 'p' }, 'quay.io': { username: 'y', password: 'p' } })), 's');
     assert.deepEqual(k.invalidEntries, ['quay.io:port']);
-    assert.deepEqual(k.lookup('quay.io/a').map((c) => c.username), ['y']);
+    assert.deepEqual(
+      k.lookup('quay.io/a').map((c) => c.username),
+      ['y'],
+    );
   });
 });
 
@@ -231,7 +246,10 @@ describe('docker config parsing (config.go)', () => {
 
   it('rejects invalid JSON and wrong shapes with what was wrong, never the contents', () => {
     const secretText = '{"auths": {"quay.io": {"password": "hunter2-very-secret"';
-    assert.throws(() => readDockerConfigJson(secretText, 'the file'), (e: unknown) => (e as Error).message === 'the file is not valid JSON');
+    assert.throws(
+      () => readDockerConfigJson(secretText, 'the file'),
+      (e: unknown) => (e as Error).message === 'the file is not valid JSON',
+    );
     assert.throws(() => readDockerConfigJson('[]'), /config.json must be an object/);
     assert.throws(() => readDockerConfigJson('{"auths": []}'), /must be an object of registries/);
     assert.throws(() => readDockercfg('{"quay.io": {"password": 7}}'), /the password field of "quay.io" must be a string/);
@@ -250,11 +268,10 @@ describe('makeDockerKeyring (secrets.go)', () => {
       ],
       node,
     );
-    assert.deepEqual(k.lookup('127.0.0.1:5000/private/busybox').map((c) => `${c.username} (${c.source})`), [
-      'cfg-user (secret default/cfg)',
-      'json-user (secret default/json)',
-      'node-user (test)',
-    ]);
+    assert.deepEqual(
+      k.lookup('127.0.0.1:5000/private/busybox').map((c) => `${c.username} (${c.source})`),
+      ['cfg-user (secret default/cfg)', 'json-user (secret default/json)', 'node-user (test)'],
+    );
   });
 
   it('ignores secrets of other types, mismatched keys and empty data', () => {
@@ -279,6 +296,11 @@ describe('makeDockerKeyring (secrets.go)', () => {
   it('unions keyrings in order', () => {
     const a = keyringFor('quay.io', 'a');
     const b = keyringFor('quay.io', 'b');
-    assert.deepEqual(unionDockerKeyring([a, b]).lookup('quay.io/x').map((c) => c.username), ['a', 'b']);
+    assert.deepEqual(
+      unionDockerKeyring([a, b])
+        .lookup('quay.io/x')
+        .map((c) => c.username),
+      ['a', 'b'],
+    );
   });
 });

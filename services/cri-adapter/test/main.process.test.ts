@@ -74,7 +74,10 @@ describe('cri-adapter process', { skip: existsSync(MAIN) ? false : 'dist/main.js
       },
       { timeoutMs: 20_000 },
     );
-    assert.deepEqual(reply.results.filter((r) => r.error !== undefined), []);
+    assert.deepEqual(
+      reply.results.filter((r) => r.error !== undefined),
+      [],
+    );
     assert.equal(reply.podStatus.containers[0]?.state, 'CONTAINER_RUNNING');
 
     const port = Number((await readFile(join(dir.path, 'port'), 'utf8')).trim());

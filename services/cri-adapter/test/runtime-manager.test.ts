@@ -120,6 +120,44 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
   const status = (pod: BoundPod): Promise<RuntimePodStatus> => manager.getPodStatus({ uid: pod.metadata.uid, name: pod.metadata.name, namespace: pod.metadata.namespace });
   const reasons = (uid: string): string[] => events.filter((e) => e.pod.uid === uid).map((e) => `${e.reason}: ${e.message}`);
 
+  it('a sync whose cached status agrees with the last one read makes no CRI call; a disagreeing one reads the runtime', async () => {
+    const pod = aPod({ uid: 'u-reuse', spec: { containers: [{ name: 'main', image: 'busybox:1.36', command: TRAPPED }] } });
+    const first = await manager.syncPod({
+      pod,
+      volumes: {},
+      pullSecrets: [],
+      cachedStatus: { uid: 'u-reuse', name: pod.metadata.name, namespace: pod.metadata.namespace, ips: [], sandboxes: [], containers: [] },
+    });
+    assert.deepEqual(
+      first.results.map((r) => r.action).filter((a) => a !== 'KillPodSandbox'),
+      ['CreatePodSandbox', 'StartContainer'],
+    );
+    const criCalls = (): number => tracing.spans().filter((x) => x.name.startsWith('runtime.v1.')).length;
+    tracing.reset();
+    // The pleg cache agrees with what the sync ended with: nothing to read, nothing to do.
+    const again = await manager.syncPod({ pod, volumes: {}, pullSecrets: [], cachedStatus: structuredClone(first.podStatus) });
+    assert.deepEqual(again.results, []);
+    assert.deepEqual(again.podStatus, first.podStatus);
+    assert.equal(criCalls(), 0);
+    assert.equal(tracing.spansNamed('kuberuntime.SyncPod')[0]?.attributes['splitlet.runtime.status_reused'], true);
+    // The container died: the cache says so, the manager's last status does not — the runtime is read.
+    const id = first.podStatus.containers[0]!.id;
+    await sim.StopContainer({ containerId: id, timeout: '0' });
+    const dead = await status(pod);
+    tracing.reset();
+    const restarted = await manager.syncPod({ pod, volumes: {}, pullSecrets: [], cachedStatus: dead });
+    assert.ok(criCalls() > 0);
+    assert.deepEqual(
+      restarted.results.map((r) => r.action),
+      ['StartContainer'],
+      'restarted from what the runtime said',
+    );
+    // No cached status at all (an older pod-worker): the runtime is read.
+    tracing.reset();
+    await manager.syncPod({ pod, volumes: {}, pullSecrets: [] });
+    assert.ok(criCalls() > 0);
+  });
+
   it('runs init containers one at a time, in order, before the regular containers', async () => {
     const pod = aPod({
       uid: 'u-init',
@@ -131,20 +169,29 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
       },
     });
     const r1 = await sync(pod);
-    assert.deepEqual(r1.results.filter((r) => r.action === 'StartContainer').map((r) => r.target), ['init-1']);
+    assert.deepEqual(
+      r1.results.filter((r) => r.action === 'StartContainer').map((r) => r.target),
+      ['init-1'],
+    );
     await eventually(async () => (await status(pod)).containers.find((c) => c.name === 'init-1')?.state === 'CONTAINER_EXITED');
     const r2 = await sync(pod);
-    assert.deepEqual(r2.results.filter((r) => r.action === 'StartContainer').map((r) => r.target), ['init-2']);
+    assert.deepEqual(
+      r2.results.filter((r) => r.action === 'StartContainer').map((r) => r.target),
+      ['init-2'],
+    );
     await eventually(async () => (await status(pod)).containers.find((c) => c.name === 'init-2')?.state === 'CONTAINER_EXITED');
     const r3 = await sync(pod);
-    assert.deepEqual(r3.results.map((r) => `${r.action}:${r.target}`), ['StartContainer:main']);
+    assert.deepEqual(
+      r3.results.map((r) => `${r.action}:${r.target}`),
+      ['StartContainer:main'],
+    );
     const st = await status(pod);
     assert.equal(st.containers.find((c) => c.name === 'init-1')?.init, true);
     assert.equal(st.containers.find((c) => c.name === 'main')?.init, undefined);
     assert.ok(events.some((e) => e.fieldPath === 'spec.initContainers{init-1}' && e.reason === 'Started'));
   });
 
-  it('pruning a failed init container\'s older instances removes their log files too, keeping the newest', async () => {
+  it("pruning a failed init container's older instances removes their log files too, keeping the newest", async () => {
     const pod = aPod({ uid: 'u-prune', spec: { initContainers: [{ name: 'init-1', image: 'busybox:1.36', command: ['sh', '-c', 'echo try; exit 1'] }] } });
     const logDir = join(logs.path, `default_${pod.metadata.name}_u-prune`, 'init-1');
     const exited = async (attempt: number): Promise<boolean> =>
@@ -155,7 +202,13 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
       clock.advance(600_000); // past the crash-loop back-off
     }
     // Before attempt 2 started, attempt 0 was pruned (attempt 1 kept as the newest exited instance).
-    assert.deepEqual((await status(pod)).containers.filter((c) => c.name === 'init-1').map((c) => c.restartCount).sort(), [1, 2]);
+    assert.deepEqual(
+      (await status(pod)).containers
+        .filter((c) => c.name === 'init-1')
+        .map((c) => c.restartCount)
+        .sort(),
+      [1, 2],
+    );
     assert.deepEqual((await readdir(logDir)).sort(), ['1.log', '2.log']);
   });
 
@@ -172,28 +225,47 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
     });
     await sync(pod);
     const r2 = await sync(pod);
-    assert.deepEqual(r2.results.filter((r) => r.action === 'StartContainer').map((r) => r.target), ['setup']);
+    assert.deepEqual(
+      r2.results.filter((r) => r.action === 'StartContainer').map((r) => r.target),
+      ['setup'],
+    );
     await eventually(async () => (await status(pod)).containers.find((c) => c.name === 'setup')?.state === 'CONTAINER_EXITED');
     const r3 = await sync(pod);
-    assert.deepEqual(r3.results.map((r) => r.target), ['main']);
+    assert.deepEqual(
+      r3.results.map((r) => r.target),
+      ['main'],
+    );
 
     // KillPod stops the regular container before the sidecar.
     const k = await manager.killPod({ pod, runningPod: { uid: 'u-sidecar', name: pod.metadata.name, namespace: 'default' }, gracePeriodOverride: 1 });
-    assert.deepEqual(k.results.map((r) => `${r.action}:${r.target}`), ['KillContainer:main', 'KillContainer:proxy', 'KillPodSandbox:u-sidecar']);
+    assert.deepEqual(
+      k.results.map((r) => `${r.action}:${r.target}`),
+      ['KillContainer:main', 'KillContainer:proxy', 'KillPodSandbox:u-sidecar'],
+    );
   });
 
   it("kills and restarts a container whose liveness result is Failure, with the probe's grace and the kubelet's Killing text", async () => {
     const pod = aPod({
       uid: 'u-live',
       spec: { terminationGracePeriodSeconds: 30 },
-      containers: [{ name: 'main', image: 'busybox:1.36', command: ['sh', '-c', "trap '' TERM; sleep 3600"], livenessProbe: { exec: { command: ['true'] }, terminationGracePeriodSeconds: 2 } }],
+      containers: [
+        {
+          name: 'main',
+          image: 'busybox:1.36',
+          command: ['sh', '-c', "trap '' TERM; sleep 3600"],
+          livenessProbe: { exec: { command: ['true'] }, terminationGracePeriodSeconds: 2 },
+        },
+      ],
     });
     await sync(pod);
     const first = await eventually(async () => (await status(pod)).containers.find((c) => c.name === 'main' && c.state === 'CONTAINER_RUNNING'));
     const passing = await manager.syncPod({ pod, volumes: {}, pullSecrets: [], probes: { liveness: { [first.id]: 'Success' } } });
     assert.deepEqual(passing.results, [], 'a passing liveness result changes nothing');
     const failing = await manager.syncPod({ pod, volumes: {}, pullSecrets: [], probes: { liveness: { [first.id]: 'Failure' } } });
-    assert.deepEqual(failing.results.map((r) => `${r.action}:${r.target}`), ['KillContainer:main', 'StartContainer:main']);
+    assert.deepEqual(
+      failing.results.map((r) => `${r.action}:${r.target}`),
+      ['KillContainer:main', 'StartContainer:main'],
+    );
     assert.ok(reasons('u-live').includes('Killing: Container main failed liveness probe, will be restarted'));
     const after = await status(pod);
     const killed = after.containers.find((c) => c.id === first.id);
@@ -211,7 +283,10 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
     assert.ok(reasons('u-vol').includes('Failed: Error: cannot find volume "data" to mount into container "main"'));
 
     const ok = await sync(pod, { data: { hostPath: logs.path } });
-    assert.deepEqual(ok.results.filter((x) => x.error !== undefined), []);
+    assert.deepEqual(
+      ok.results.filter((x) => x.error !== undefined),
+      [],
+    );
   });
 
   it('a configMap env reference is a CreateContainerConfigError in standalone mode', async () => {
@@ -219,7 +294,7 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
     const r = await sync(pod);
     const start = r.results.find((x) => x.action === 'StartContainer');
     assert.equal(start?.error, 'CreateContainerConfigError');
-    assert.match(start?.message ?? '', /not available in standalone mode/);
+    assert.equal(start?.message, `couldn't get configMap ${pod.metadata.namespace}/cfg, no kubeClient defined`);
   });
 
   it('a failing postStart hook records FailedPostStartHook, kills the container, and fails with PostStartHookError', async () => {
@@ -231,27 +306,45 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
     const r = await sync(pod);
     const start = r.results.find((x) => x.action === 'StartContainer');
     assert.equal(start?.error, 'PostStartHookError');
-    assert.match(start?.message ?? '', /^Exec lifecycle hook \(\[sh -c exit 3\]\) for Container "main" in Pod "web_default\(u-hook\)" failed - error: command 'sh -c exit 3' exited with 3/);
+    assert.match(
+      start?.message ?? '',
+      /^Exec lifecycle hook \(\[sh -c exit 3\]\) for Container "main" in Pod "web_default\(u-hook\)" failed - error: command 'sh -c exit 3' exited with 3/,
+    );
     assert.deepEqual(
       reasons('u-hook').filter((x) => !x.startsWith('Pulled')),
       ['Created: Created container: main', 'Started: Started container main', 'FailedPostStartHook: PostStartHook failed', 'Killing: FailedPostStartHook'],
     );
     assert.equal((await status(pod)).containers[0]?.state, 'CONTAINER_EXITED');
     // spec grace 1 s, raised to the 2 s minimum.
-    assert.deepEqual(stops.map((x) => x.timeout), ['2']);
+    assert.deepEqual(
+      stops.map((x) => x.timeout),
+      ['2'],
+    );
   });
 
   it('kills an orphan (no pod spec) using the grace period stored in its annotations', async () => {
     const pod = aPod({ uid: 'u-orphan', containers: [{ name: 'main', image: 'busybox:1.36', command: TRAPPED }], spec: { terminationGracePeriodSeconds: 7 } });
     await sync(pod);
     const k = await manager.killPod({ runningPod: { uid: 'u-orphan', name: 'web', namespace: 'default' } });
-    assert.deepEqual(k.results.map((r) => `${r.action}:${r.target}:${r.error ?? 'ok'}`), ['KillContainer:main:ok', 'KillPodSandbox:u-orphan:ok']);
+    assert.deepEqual(
+      k.results.map((r) => `${r.action}:${r.target}:${r.error ?? 'ok'}`),
+      ['KillContainer:main:ok', 'KillPodSandbox:u-orphan:ok'],
+    );
     assert.equal(k.podStatus.containers[0]?.exitCode, 0);
     assert.equal(k.podStatus.sandboxes[0]?.state, 'SANDBOX_NOTREADY');
     // The grace period comes from the io.kubernetes.pod.terminationGracePeriod annotation.
-    assert.deepEqual(stops.map((x) => x.timeout), ['7']);
+    assert.deepEqual(
+      stops.map((x) => x.timeout),
+      ['7'],
+    );
     const killing = events.find((e) => e.pod.uid === 'u-orphan' && e.reason === 'Killing');
-    assert.deepEqual(killing, { pod: { name: 'web', namespace: 'default', uid: 'u-orphan' }, fieldPath: 'spec.containers{main}', eventType: 'Normal', reason: 'Killing', message: 'Stopping container main' });
+    assert.deepEqual(killing, {
+      pod: { name: 'web', namespace: 'default', uid: 'u-orphan' },
+      fieldPath: 'spec.containers{main}',
+      eventType: 'Normal',
+      reason: 'Killing',
+      message: 'Stopping container main',
+    });
   });
 
   it('replaces a sandbox that is no longer ready, with a SandboxChanged event and a new attempt', async () => {
@@ -261,7 +354,10 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
     await sim.StopPodSandbox({ podSandboxId: sandboxId });
     const r = await sync(pod);
     assert.ok(reasons('u-sb').includes('SandboxChanged: Pod sandbox changed, it will be killed and re-created.'));
-    assert.deepEqual(r.results.map((x) => `${x.action}:${x.error ?? 'ok'}`), ['KillPodSandbox:ok', 'CreatePodSandbox:ok', 'StartContainer:ok']);
+    assert.deepEqual(
+      r.results.map((x) => `${x.action}:${x.error ?? 'ok'}`),
+      ['KillPodSandbox:ok', 'CreatePodSandbox:ok', 'StartContainer:ok'],
+    );
     const ready = r.podStatus.sandboxes.filter((s) => s.state === 'SANDBOX_READY');
     assert.equal(ready.length, 1);
     assert.equal(ready[0]?.attempt, 1);
@@ -303,7 +399,10 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
       const podDir = join(logs.path, 'pods', pod.metadata.uid);
       await mkdir(join(podDir, 'containers'), { recursive: true });
       const r = await sync(pod, volumes, podDir);
-      assert.deepEqual(r.results.filter((x) => x.error !== undefined), []);
+      assert.deepEqual(
+        r.results.filter((x) => x.error !== undefined),
+        [],
+      );
       const c = await eventually(async () => (await status(pod)).containers.find((x) => x.name === 'main' && x.state === 'CONTAINER_EXITED'));
       assert.ok(c);
       const cri = (await sim.ContainerStatus({ containerId: c.id })).status!;
@@ -316,7 +415,14 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
       const pod = never(
         'u-managed',
         { command: ['sh', '-c', 'cat /etc/hosts; echo "bye from c" > /dev/termination-log; exit 3'] },
-        { hostname: 'hn', subdomain: 'sub', hostAliases: [{ ip: '10.1.2.3', hostnames: ['foo.local', 'bar.local'] }, { ip: '10.1.2.4', hostnames: ['baz'] }] },
+        {
+          hostname: 'hn',
+          subdomain: 'sub',
+          hostAliases: [
+            { ip: '10.1.2.3', hostnames: ['foo.local', 'bar.local'] },
+            { ip: '10.1.2.4', hostnames: ['baz'] },
+          ],
+        },
       );
       const { podDir, c, cri, output, ip } = await runToExit(pod);
       assert.match(ip, /^10\.88\./);
@@ -364,19 +470,37 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
       const pod = never('u-own', { command: ['cat', '/etc/hosts'], volumeMounts: [{ name: 'h', mountPath: '/etc/hosts', subPath: 'hosts' }] });
       const { cri, output } = await runToExit(pod, { h: { hostPath: own } });
       assert.deepEqual(output, ['10.9.9.9\tmine']);
-      assert.deepEqual(cri.mounts.map((m) => m.containerPath), ['/etc/hosts', '/dev/termination-log']);
+      assert.deepEqual(
+        cri.mounts.map((m) => m.containerPath),
+        ['/etc/hosts', '/dev/termination-log'],
+      );
     });
 
     it('gives a hostNetwork pod the node hosts file and the node IP', async () => {
-      const pod = never('u-hostnet', { command: ['sh', '-c', 'cat /etc/hosts; echo "ip=$POD_IP"'], env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }] }, { hostNetwork: true, hostAliases: [{ ip: '10.1.2.3', hostnames: ['foo'] }] });
+      const pod = never(
+        'u-hostnet',
+        { command: ['sh', '-c', 'cat /etc/hosts; echo "ip=$POD_IP"'], env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }] },
+        { hostNetwork: true, hostAliases: [{ ip: '10.1.2.3', hostnames: ['foo'] }] },
+      );
       const { output } = await runToExit(pod);
-      assert.deepEqual(output, ['# Kubernetes-managed hosts file (host network).', '127.0.0.1\tlocalhost', '192.168.0.10\ttest-node', '', '# Entries added by HostAliases.', '10.1.2.3\tfoo', 'ip=192.168.0.10']);
+      assert.deepEqual(output, [
+        '# Kubernetes-managed hosts file (host network).',
+        '127.0.0.1\tlocalhost',
+        '192.168.0.10\ttest-node',
+        '',
+        '# Entries added by HostAliases.',
+        '10.1.2.3\tfoo',
+        'ip=192.168.0.10',
+      ]);
     });
 
     it('makes neither file without a pod directory (an older pod-worker)', async () => {
       const pod = never('u-nodir', { command: ['sh', '-c', 'echo x > /dev/termination-log; exit 1'], terminationMessagePolicy: 'FallbackToLogsOnError' });
       const r = await sync(pod);
-      assert.deepEqual(r.results.filter((x) => x.error !== undefined), []);
+      assert.deepEqual(
+        r.results.filter((x) => x.error !== undefined),
+        [],
+      );
       const c = await eventually(async () => (await status(pod)).containers.find((x) => x.state === 'CONTAINER_EXITED'));
       assert.ok(c);
       const cri = (await sim.ContainerStatus({ containerId: c.id })).status!;
@@ -393,10 +517,18 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
     });
   });
 
-  it('reports the sync\'s image-pull window: the first pull\'s start to the last successful pull\'s end', async () => {
+  it("reports the sync's image-pull window: the first pull's start to the last successful pull's end", async () => {
     pullMs = 1500;
     const t0 = clock.now();
-    const pulled = await sync(aPod({ uid: 'u-pulls', containers: [{ name: 'a', image: 'busybox' }, { name: 'b', image: 'busybox:latest' }] }));
+    const pulled = await sync(
+      aPod({
+        uid: 'u-pulls',
+        containers: [
+          { name: 'a', image: 'busybox' },
+          { name: 'b', image: 'busybox:latest' },
+        ],
+      }),
+    );
     assert.ok(pulled.results.every((r) => r.error === undefined));
     assert.equal(pulled.imagePullStartedAt, t0);
     assert.equal(pulled.imagePullFinishedAt, t0 + 3000, 'two pulls of 1.5 s, one after the other');

@@ -90,7 +90,10 @@ describe('RuntimeStatusReader', () => {
     await sim.StopPodSandbox({ podSandboxId: a.sandboxId });
     await sim.RemovePodSandbox({ podSandboxId: a.sandboxId });
     const gone = await reader.relist();
-    assert.deepEqual(gone.map((p) => p.uid), ['b']);
+    assert.deepEqual(
+      gone.map((p) => p.uid),
+      ['b'],
+    );
     assert.equal(reader.cachedContainers, 1);
   });
 
@@ -102,11 +105,14 @@ describe('RuntimeStatusReader', () => {
     await reader.relist();
     const lists = count('ListContainers');
     const only = await reader.relist(['b', 'gone']);
-    assert.deepEqual(only.map((p) => p.uid), ['b']);
+    assert.deepEqual(
+      only.map((p) => p.uid),
+      ['b'],
+    );
     assert.equal(only[0]?.name, 'p-b');
     assert.equal(only[0]?.containers[0]?.state, 'CONTAINER_RUNNING');
     assert.equal(count('ListContainers') - lists, 2, 'one filtered list per named pod');
-    assert.equal(reader.cachedContainers, 2, 'a targeted relist keeps the other pods\' cache');
+    assert.equal(reader.cachedContainers, 2, "a targeted relist keeps the other pods' cache");
     assert.deepEqual(await reader.relist([]), []);
   });
 

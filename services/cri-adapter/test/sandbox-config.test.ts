@@ -34,7 +34,10 @@ describe('podDnsConfig', () => {
     assert.match(warnings[0]?.message ?? '', /Falling back to "Default" policy/);
   });
   it('ClusterFirst on hostNetwork behaves as Default; None starts empty and takes dnsConfig', () => {
-    assert.deepEqual(podDnsConfig(aPod({ spec: { hostNetwork: true } }), hostDns, { clusterDns: ['10.96.0.10'], clusterDomain: 'c', hasResolvConf: true }).config.servers, ['1.1.1.1', '8.8.8.8']);
+    assert.deepEqual(podDnsConfig(aPod({ spec: { hostNetwork: true } }), hostDns, { clusterDns: ['10.96.0.10'], clusterDomain: 'c', hasResolvConf: true }).config.servers, [
+      '1.1.1.1',
+      '8.8.8.8',
+    ]);
     const none = aPod({ spec: { dnsPolicy: 'None' } }) as ReturnType<typeof aPod> & { spec: { dnsConfig?: unknown } };
     none.spec.dnsConfig = { nameservers: ['9.9.9.9'], searches: ['a.b'], options: [{ name: 'ndots', value: '1' }] };
     assert.deepEqual(podDnsConfig(none, hostDns, settings.dns).config, { servers: ['9.9.9.9'], searches: ['a.b'], options: ['ndots:1'] });
@@ -78,8 +81,17 @@ describe('generatePodSandboxConfig', () => {
       name: 'web',
       uid: 'u-1',
       metadata: { labels: { app: 'web', 'io.kubernetes.pod.name': 'spoofed' }, annotations: { note: 'x' } },
-      containers: [{ name: 'c', image: 'nginx', ports: [{ containerPort: 80, hostPort: 8080 }, { containerPort: 53, protocol: 'UDP' }] }],
-      spec: { hostPID: true, securityContext: { sysctls: [{ name: 'net.core.somaxconn', value: '1024' }], runAsUser: 1000 } } as never,
+      containers: [
+        {
+          name: 'c',
+          image: 'nginx',
+          ports: [
+            { containerPort: 80, hostPort: 8080 },
+            { containerPort: 53, protocol: 'UDP' },
+          ],
+        },
+      ],
+      spec: { hostPID: true, securityContext: { sysctls: [{ name: 'net.core.somaxconn', value: '1024' }], runAsUser: 1000 } },
     });
     const { config } = generatePodSandboxConfig(pod, 2, { ...settings, cgroupParent: '/kubepods' }, hostDns);
     assert.deepEqual(config.metadata, { name: 'web', namespace: 'default', uid: 'u-1', attempt: 2 });

@@ -77,7 +77,15 @@ describe('termination messages', () => {
       annotations: {},
       mounts: [
         { containerPath: '/data', hostPath: dir.path, readonly: false, selinuxRelabel: false, propagation: 'PROPAGATION_PRIVATE', recursiveReadOnly: false, image: null },
-        { containerPath: opts.path ?? '/dev/termination-log', hostPath, readonly: false, selinuxRelabel: false, propagation: 'PROPAGATION_PRIVATE', recursiveReadOnly: false, image: null },
+        {
+          containerPath: opts.path ?? '/dev/termination-log',
+          hostPath,
+          readonly: false,
+          selinuxRelabel: false,
+          propagation: 'PROPAGATION_PRIVATE',
+          recursiveReadOnly: false,
+          image: null,
+        },
       ],
       logPath,
       resources: null,
@@ -251,10 +259,7 @@ describe('termination messages', () => {
   it('annotations carry the path and policy (defaulted) and are read back', () => {
     const pod = aPod();
     const a = newContainerAnnotations({ name: 'c', image: 'busybox' }, pod, 0, false);
-    assert.deepEqual(
-      [containerInfoFrom({}, a).terminationMessagePath, containerInfoFrom({}, a).terminationMessagePolicy],
-      ['/dev/termination-log', 'File'],
-    );
+    assert.deepEqual([containerInfoFrom({}, a).terminationMessagePath, containerInfoFrom({}, a).terminationMessagePolicy], ['/dev/termination-log', 'File']);
     const b = newContainerAnnotations({ name: 'c', terminationMessagePath: '/x', terminationMessagePolicy: 'FallbackToLogsOnError' }, pod, 0, false);
     assert.equal(containerInfoFrom({}, b).terminationMessagePolicy, 'FallbackToLogsOnError');
     assert.equal(containerInfoFrom({}, b).terminationMessagePath, '/x');

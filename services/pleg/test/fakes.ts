@@ -1,14 +1,6 @@
 /** Fakes for the pleg unit tests: a scripted runtime, an in-memory cache and event sink. */
 import { Registry } from 'prom-client';
-import type {
-  ContainerRuntimeState,
-  PodLifecycleEvent,
-  RelistMark,
-  RuntimeCacheEntry,
-  RuntimeContainerStatus,
-  RuntimePodStatus,
-  RuntimeSandboxStatus,
-} from '@splitlet/api';
+import type { ContainerRuntimeState, PodLifecycleEvent, RelistMark, RuntimeCacheEntry, RuntimeContainerStatus, RuntimePodStatus, RuntimeSandboxStatus } from '@splitlet/api';
 import { createLogger, type Logger } from '@splitlet/telemetry';
 import type { LifecycleEventSink, RuntimeCacheSnapshot, RuntimeCacheStore, RuntimeLister } from '../src/ports.js';
 import { createPlegMetrics, type PlegMetrics } from '../src/pleg/metrics.js';

@@ -63,10 +63,7 @@ describe('computePodEvents (TestRelisting)', () => {
     pod('1234', [container('c1', 'CONTAINER_EXITED'), container('c2', 'CONTAINER_RUNNING'), container('c3', 'CONTAINER_UNKNOWN')]),
     pod('4567', [container('c1', 'CONTAINER_EXITED')]),
   ];
-  const second = [
-    pod('1234', [container('c2', 'CONTAINER_EXITED'), container('c3', 'CONTAINER_RUNNING')]),
-    pod('4567', [container('c4', 'CONTAINER_RUNNING')]),
-  ];
+  const second = [pod('1234', [container('c2', 'CONTAINER_EXITED'), container('c3', 'CONTAINER_RUNNING')]), pod('4567', [container('c4', 'CONTAINER_RUNNING')])];
 
   it('the first relist reports every running and exited container', () => {
     // c3 (unknown) yields ContainerChanged, which the relist filters out before publishing.

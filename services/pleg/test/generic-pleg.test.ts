@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FakeClock } from '@splitlet/service/testing';
+import type { Registry } from 'prom-client';
 import { GenericPleg } from '../src/pleg/generic-pleg.js';
 import { FakeLister, MemoryCache, MemorySink, container, pod, sandbox, silentLogger, testMetrics } from './fakes.js';
 
@@ -15,15 +16,22 @@ function setup(start = 1_000_000) {
   return { clock, lister, cache, sink, logger, registry, pleg };
 }
 
-async function metricValue(registry: import('prom-client').Registry, name: string): Promise<number> {
+/** A sample as prom-client's histograms report it (`metricName` names the _bucket/_sum/_count series). */
+type Sample = { value: number; metricName?: string };
+
+async function metricValue(registry: Registry, name: string): Promise<number> {
   const m = await registry.getSingleMetric(name)?.get();
-  return m?.values.reduce((a, v) => (v.metricName === undefined || v.metricName.endsWith('_count') || v.metricName === name ? a + v.value : a), 0) ?? NaN;
+  const values: readonly Sample[] | undefined = m?.values;
+  return values?.reduce((a, v) => (v.metricName === undefined || v.metricName.endsWith('_count') || v.metricName === name ? a + v.value : a), 0) ?? NaN;
 }
 
 describe('GenericPleg.relist', () => {
   it('publishes events, writes changed pods with the relist start time, then the mark', async () => {
     const t = setup();
-    t.lister.pods = [pod('1234', [container('c1', 'CONTAINER_EXITED'), container('c2', 'CONTAINER_RUNNING'), container('c3', 'CONTAINER_UNKNOWN')]), pod('4567', [container('c1', 'CONTAINER_EXITED')])];
+    t.lister.pods = [
+      pod('1234', [container('c1', 'CONTAINER_EXITED'), container('c2', 'CONTAINER_RUNNING'), container('c3', 'CONTAINER_UNKNOWN')]),
+      pod('4567', [container('c1', 'CONTAINER_EXITED')]),
+    ];
     const r = await t.pleg.relist();
     assert.equal(r.ok, true);
     // ContainerChanged (c3, unknown) is filtered out, as generic.go does.
@@ -125,7 +133,7 @@ describe('GenericPleg.relist', () => {
     assert.deepEqual(t.sink.take(), ['p/ContainerDied/c']);
   });
 
-  it('a cache write failure drops the pod\'s events and retries them on the next relist', async () => {
+  it("a cache write failure drops the pod's events and retries them on the next relist", async () => {
     const t = setup();
     t.lister.pods = [pod('a', [container('c', 'CONTAINER_RUNNING')]), pod('b', [container('c', 'CONTAINER_RUNNING')])];
     t.cache.failPutFor.add('a');

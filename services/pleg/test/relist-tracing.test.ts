@@ -206,7 +206,17 @@ describe('pleg: a container death begins a new episode (restart trace)', () => {
     const sink = new SpyingSink();
     const cache = new MemoryCache();
     const desired = new MemoryDesired();
-    const pleg = new GenericPleg({ lister, cache, events: sink, clock, logger: silentLogger(), metrics: testMetrics().metrics, relistThresholdMs: 180_000, tracer: t.tracer, desired });
+    const pleg = new GenericPleg({
+      lister,
+      cache,
+      events: sink,
+      clock,
+      logger: silentLogger(),
+      metrics: testMetrics().metrics,
+      relistThresholdMs: 180_000,
+      tracer: t.tracer,
+      desired,
+    });
     const creation = remote('config.add');
     const want = (extra: Partial<DesiredPod> = {}, podOverrides: Parameters<typeof aPod>[0] = {}): void => {
       desired.pods.set('p', {
@@ -270,32 +280,47 @@ describe('pleg: a container death begins a new episode (restart trace)', () => {
     assert.equal(s.cache.entries.get('p')?.timestamp, s.clock.now());
   });
 
-  it('no new trace for an init container, a pod not desired, being deleted or rejected, a death the pod\'s update caused, or an unreadable desired pod', async () => {
+  it("no new trace for an init container, a pod not desired, being deleted or rejected, a death the pod's update caused, or an unreadable desired pod", async () => {
     const cases: Array<[string, (s: ReturnType<typeof setup>) => Context[]]> = [
-      ['init container', (s) => {
-        s.want();
-        s.lister.pods = [pod('p', [{ ...container('i0', 'CONTAINER_RUNNING', 'init'), init: true }])];
-        return [];
-      }],
+      [
+        'init container',
+        (s) => {
+          s.want();
+          s.lister.pods = [pod('p', [{ ...container('i0', 'CONTAINER_RUNNING', 'init'), init: true }])];
+          return [];
+        },
+      ],
       ['not desired', () => []],
-      ['deleting', (s) => {
-        s.want({}, { metadata: { name: 'pod-p', namespace: 'default', uid: 'p', deletionTimestamp: '2025-01-01T00:00:00Z' } });
-        return [];
-      }],
-      ['rejected', (s) => {
-        s.want({ rejected: { reason: 'OutOfcpu', message: 'no' } });
-        return [];
-      }],
-      ['caused by the update', (s) => {
-        const update = remote('config.update');
-        s.want({ updateType: 'update', trace: update.carrier });
-        return [update.ctx];
-      }],
-      ['desired pod unreadable', (s) => {
-        s.want();
-        s.desired.fail = true;
-        return [];
-      }],
+      [
+        'deleting',
+        (s) => {
+          s.want({}, { metadata: { name: 'pod-p', namespace: 'default', uid: 'p', deletionTimestamp: '2025-01-01T00:00:00Z' } });
+          return [];
+        },
+      ],
+      [
+        'rejected',
+        (s) => {
+          s.want({ rejected: { reason: 'OutOfcpu', message: 'no' } });
+          return [];
+        },
+      ],
+      [
+        'caused by the update',
+        (s) => {
+          const update = remote('config.update');
+          s.want({ updateType: 'update', trace: update.carrier });
+          return [update.ctx];
+        },
+      ],
+      [
+        'desired pod unreadable',
+        (s) => {
+          s.want();
+          s.desired.fail = true;
+          return [];
+        },
+      ],
     ];
     for (const [what, arrange] of cases) {
       const s = setup();

@@ -26,6 +26,8 @@ export const PodWorkerEnv = z
       .optional(),
     /** Must equal sync-loop's. */
     PARTITIONS: z.coerce.number().int().min(1).max(4096).default(DEFAULT_PARTITIONS),
+    /** syncFrequency: a running pod is synced again this long (jittered up to 1.5×) after a successful sync. */
+    SYNC_FREQUENCY_MS: ms(60_000),
     LEASE_RENEW_MS: ms(3000),
     MEMBER_HEARTBEAT_MS: ms(3000),
     /** Balance round period: retry unowned partitions, release surplus ones. */
@@ -37,7 +39,10 @@ export const PodWorkerEnv = z
     /** How long a release / SIGTERM lets in-flight syncs finish before aborting them. */
     DRAIN_TIMEOUT_MS: ms(20_000),
     /** Container ID prefix in statuses (`<runtime>://<id>`). */
-    RUNTIME_NAME: z.string().regex(/^[a-z0-9_-]+$/).default('containerd'),
+    RUNTIME_NAME: z
+      .string()
+      .regex(/^[a-z0-9_-]+$/)
+      .default('containerd'),
     MAX_CONCURRENT_SYNCS: z.coerce.number().int().min(1).max(10_000).default(64),
     /** canRunPod: allow privileged containers and host namespaces. */
     ALLOW_PRIVILEGED: z.stringbool().default(false),
@@ -45,7 +50,14 @@ export const PodWorkerEnv = z
     HOST_IPS: z
       .string()
       .optional()
-      .transform((s) => (s === undefined || s.trim() === '' ? [] : s.split(',').map((x) => x.trim()).filter((x) => x !== ''))),
+      .transform((s) =>
+        s === undefined || s.trim() === ''
+          ? []
+          : s
+              .split(',')
+              .map((x) => x.trim())
+              .filter((x) => x !== ''),
+      ),
   })
   .transform((c) => ({ ...c, instanceId: c.INSTANCE_ID ?? defaultInstanceId() }));
 

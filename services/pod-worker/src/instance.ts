@@ -39,6 +39,8 @@ export interface InstanceSettings {
   readonly maxConcurrentSyncs: number;
   readonly allowPrivileged: boolean;
   readonly hostIPs?: readonly string[];
+  /** syncFrequency: the resync period of a pod whose last sync succeeded. @default 60000 */
+  readonly resyncMs?: number;
 }
 
 /** Dependencies of {@link startPodWorkerInstance}. */
@@ -81,11 +83,7 @@ export async function startPodWorkerInstance(s: InstanceSettings, d: InstanceDep
   const watch = await watchRuntimeCache(bus, s.node, runtimeCache, ac.signal);
   watch.done.catch((e: unknown) => logger.error('runtime cache watch ended', { err: String(e) }));
 
-  const [store, leases, members] = await Promise.all([
-    KvPodStateStore.open(bus, s.node),
-    KvLeaseStore.open(bus, s.node),
-    KvMemberStore.open(bus, s.node, () => clock.now()),
-  ]);
+  const [store, leases, members] = await Promise.all([KvPodStateStore.open(bus, s.node), KvLeaseStore.open(bus, s.node), KvMemberStore.open(bus, s.node, () => clock.now())]);
   const syncer = new PodSyncer({
     node: s.node,
     runtimeName: s.runtimeName,
@@ -105,6 +103,7 @@ export async function startPodWorkerInstance(s: InstanceSettings, d: InstanceDep
     logger,
     ...(d.random !== undefined ? { random: d.random } : {}),
     ...(s.hostIPs !== undefined && s.hostIPs.length > 0 ? { hostIPs: s.hostIPs } : {}),
+    ...(s.resyncMs !== undefined ? { resyncMs: s.resyncMs } : {}),
   });
   const limiter = createSyncLimiter(s.maxConcurrentSyncs);
   const running = new Map<number, RunningPartition>();
@@ -148,9 +147,7 @@ export async function startPodWorkerInstance(s: InstanceSettings, d: InstanceDep
     workers: () => new Map([...running].map(([pp, r]) => [pp, r.workers])),
     consumersHealthy: (thresholdMs = 60_000) => {
       const now = Date.now();
-      const stale = [...running]
-        .filter(([, r]) => r.consumption !== undefined && now - r.consumption.lastActivity() > thresholdMs)
-        .map(([pp]) => pp);
+      const stale = [...running].filter(([, r]) => r.consumption !== undefined && now - r.consumption.lastActivity() > thresholdMs).map(([pp]) => pp);
       return stale.length === 0 ? { ok: true } : { ok: false, reason: `work consumers of partitions ${stale.join(',')} idle for more than ${thresholdMs} ms` };
     },
     shutdown: async () => {

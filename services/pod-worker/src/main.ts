@@ -31,16 +31,13 @@ await runNodeProcess({
         maxConcurrentSyncs: config.MAX_CONCURRENT_SYNCS,
         allowPrivileged: config.ALLOW_PRIVILEGED,
         hostIPs: config.HOST_IPS,
+        resyncMs: config.SYNC_FREQUENCY_MS,
       },
       { bus, clock: realClock, logger, tracer: telemetry.tracerProvider.getTracer(KUBELET_TRACER), registry },
     );
     onClose({ name: 'pod-workers', close: () => instance.shutdown() });
     health.register('partitions', () => instance.partitions.healthy());
     health.register('work-consumers', () => instance.consumersHealthy());
-    health.register(
-      'runtime-cache',
-      () => (instance.runtimeCache.caughtUp ? { ok: true } : { ok: false, reason: 'runtime cache watch has not caught up' }),
-      { readiness: true },
-    );
+    health.register('runtime-cache', () => (instance.runtimeCache.caughtUp ? { ok: true } : { ok: false, reason: 'runtime cache watch has not caught up' }), { readiness: true });
   },
 });

@@ -173,9 +173,5 @@ export interface WorkConsumption {
 
 /** The work stream: one durable consumer per partition. */
 export interface WorkSource {
-  consume(
-    partition: number,
-    signal: AbortSignal,
-    onPoke: (uid: string, kind: SyncPodType, delivery: PokeDelivery) => void,
-  ): Promise<WorkConsumption>;
+  consume(partition: number, signal: AbortSignal, onPoke: (uid: string, kind: SyncPodType, delivery: PokeDelivery) => void): Promise<WorkConsumption>;
 }

@@ -248,6 +248,8 @@ export class FakeRuntime implements RuntimeClient {
   nextPulls: { imagePullStartedAt?: number; imagePullFinishedAt?: number } | undefined;
   /** Runs while a syncPod is in progress (e.g. to let time pass). */
   during: (() => void) | undefined;
+  /** The node time syncPod and killPod replies carry (`timestamp`); undefined: none, as an older cri-adapter. */
+  replyTimestamp: number | undefined;
   async syncPod(req: RuntimeSyncPodRequest): Promise<RuntimeSyncPodReply> {
     this.syncCalls.push(req);
     if (this.syncError) throw this.syncError;
@@ -266,6 +268,7 @@ export class FakeRuntime implements RuntimeClient {
     return {
       type: 'kubelet.runtime.SyncPodReply.v1',
       ...pulls,
+      ...(this.replyTimestamp !== undefined ? { timestamp: this.replyTimestamp } : {}),
       results: this.nextResults ?? req.pod.spec.containers.map((c) => ({ action: 'StartContainer' as const, target: c.name })),
       podStatus: {
         uid,
@@ -286,6 +289,7 @@ export class FakeRuntime implements RuntimeClient {
       : (pod?.spec.containers ?? []).map((c) => ({ ...runningContainer(c.name), state: 'CONTAINER_EXITED' as const, exitCode: 137, finishedAt: 5, reason: 'Error' }));
     return {
       type: 'kubelet.runtime.KillPodReply.v1',
+      ...(this.replyTimestamp !== undefined ? { timestamp: this.replyTimestamp } : {}),
       results: [],
       podStatus: {
         uid: req.runningPod.uid,

@@ -69,7 +69,7 @@ describe('KvPodStateStore.listPartitionUids', () => {
     assert.deepEqual((await store.listPartitionUids(5)).sort(), ['u1', 'u2']);
     assert.deepEqual(await store.listPartitionUids(6), ['u9']);
     assert.deepEqual(await store.listPartitionUids(7), []);
-    assert.equal((await store.getWorker(5, 'u2')), null);
+    assert.equal(await store.getWorker(5, 'u2'), null);
     assert.equal((await store.getWorker(5, 'u1'))?.value.uid, 'u1');
   });
 });

@@ -121,6 +121,9 @@ describe('PartitionManager', () => {
     await a.m.start();
     await a.m.abandon();
     assert.equal(leases.kv.entries.size, 2);
-    assert.deepEqual(a.stops.map(([, m]) => m), ['lost', 'lost']);
+    assert.deepEqual(
+      a.stops.map(([, m]) => m),
+      ['lost', 'lost'],
+    );
   });
 });

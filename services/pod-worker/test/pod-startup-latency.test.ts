@@ -23,7 +23,11 @@ describe('pod start SLI (pod_startup_latency_tracker)', () => {
       sliSeconds: 1.5,
     });
     assert.deepEqual(podStartDurations(created, created + 5_000, {}), { totalSeconds: 5, sliSeconds: 5 }, 'no pull');
-    assert.deepEqual(podStartDurations(created, created + 5_000, { imagePullStartedAt: created + 500 }), { totalSeconds: 5, sliSeconds: 5 }, 'no successful pull: nothing excluded');
+    assert.deepEqual(
+      podStartDurations(created, created + 5_000, { imagePullStartedAt: created + 500 }),
+      { totalSeconds: 5, sliSeconds: 5 },
+      'no successful pull: nothing excluded',
+    );
     assert.deepEqual(
       podStartDurations(created, created + 5_000, { imagePullStartedAt: created + 4_000, imagePullFinishedAt: created + 1_000 }),
       { totalSeconds: 5, sliSeconds: 5 },

@@ -62,7 +62,10 @@ describe('PodSyncer: SyncPod', () => {
     assert.equal(syncPod.attributes['k8s.pod.uid'], UID);
     assert.equal(syncPod.attributes['k8s.pod.name'], 'foo');
     assert.equal(syncPod.attributes['k8s.namespace.name'], 'default');
-    const children = tracing.spans().filter((s) => s.parentSpanContext?.spanId === syncPod.spanContext().spanId).map((s) => s.name);
+    const children = tracing
+      .spans()
+      .filter((s) => s.parentSpanContext?.spanId === syncPod.spanContext().spanId)
+      .map((s) => s.name);
     assert.deepEqual(children, ['generateAPIPodStatus', 'canRunPod', 'makePodDataDirs+waitForAttachAndMount', 'getPullSecretsForPod', 'runtime.SyncPod']);
 
     // The next sync is a plain resync labelled `sync`, waiting for a cache newer than the last sync.
@@ -73,6 +76,25 @@ describe('PodSyncer: SyncPod', () => {
     assert.deepEqual(h.metrics.workerDuration, ['create', 'sync']);
     assert.deepEqual(h.metrics.podStart, [2], 'pod start observed once');
     assert.equal(h.metrics.podStartSli.length, 1, 'the SLI observed once');
+  });
+
+  it("the next sync waits for a cache newer than the runtime reply's node time, not than the end of the sync", async () => {
+    const h = harness(tracing);
+    h.desire(aPod());
+    // cri-adapter made its changes at T0 - 5 (node time); the sync ends at T0 + 40.
+    h.runtime.replyTimestamp = T0 - 5;
+    h.runtime.during = () => h.clock.advance(40);
+    await h.sync(UID);
+    assert.equal(h.rec(UID)!.runtimeSyncedAt, T0 - 5);
+    assert.equal(h.rec(UID)!.lastSyncTime, T0 + 40);
+    h.runtime.during = undefined;
+    h.runtime.replyTimestamp = undefined;
+    await h.sync(UID);
+    assert.deepEqual(h.cache.calls.at(-1), { uid: UID, after: T0 - 5 }, 'the relist pleg started after the change satisfies it');
+    // That sync made a runtime call without a timestamp (an older cri-adapter): back to lastSyncTime.
+    assert.equal(h.rec(UID)!.runtimeSyncedAt, undefined);
+    await h.sync(UID);
+    assert.deepEqual(h.cache.calls.at(-1), { uid: UID, after: h.rec(UID)!.lastSyncTime! - 0 });
   });
 
   it('a static pod gets the mirrorPod step, and pull secret names go to the runtime', async () => {
@@ -141,7 +163,10 @@ describe('PodSyncer: SyncPod', () => {
     assert.equal(last.reason, 'Forbidden');
     assert.equal(last.message, msg);
     assert.equal(last.containerStatuses![0]!.state!.waiting!.reason, 'Blocked');
-    assert.deepEqual(h.events.events.map((e) => [e.reason, e.message]), [['Forbidden', msg]]);
+    assert.deepEqual(
+      h.events.events.map((e) => [e.reason, e.message]),
+      [['Forbidden', msg]],
+    );
     assert.equal(h.runtime.killCalls.length, 1);
     assert.equal(h.runtime.syncCalls.length, 0);
     assert.equal(h.rec(UID)!.state, 'sync');
@@ -174,7 +199,10 @@ describe('PodSyncer: SyncPod', () => {
     assert.equal(h.cache.calls.length, cacheReads, 'the runtime status from the reply is handed over: no relist wait');
     assert.equal(h.runtime.killCalls.length, 1);
     assert.equal(h.rec(UID)!.state, 'terminated');
-    const last = h.status.of(UID).filter((u) => u.status !== undefined).at(-1)!.status!;
+    const last = h.status
+      .of(UID)
+      .filter((u) => u.status !== undefined)
+      .at(-1)!.status!;
     assert.equal(last.podIP, '10.0.0.2', 'the completed pod keeps its IP after KillPod tore the sandbox down (GenericPLEG.getPodIPs)');
     assert.deepEqual(last.podIPs, [{ ip: '10.0.0.2' }]);
     await h.sync(UID);
@@ -233,7 +261,10 @@ describe('PodSyncer: termination', () => {
     assert.equal(rec.state, 'terminating');
     assert.equal(rec.gracePeriod, 5);
     assert.equal(rec.evicted, true);
-    assert.deepEqual(h.events.events.map((e) => [e.reason, e.message]), [['FailedKillPod', 'error killing pod: runtime busy']]);
+    assert.deepEqual(
+      h.events.events.map((e) => [e.reason, e.message]),
+      [['FailedKillPod', 'error killing pod: runtime busy']],
+    );
     assert.equal(rec.nextSyncAt, T0 + 10_000);
     // An update with a longer deletion grace does not bring the pod back, nor lengthen the grace.
     h.desire(aPod({ metadata: { deletionTimestamp: new Date(T0).toISOString(), deletionGracePeriodSeconds: 30 } }), 'update');
@@ -246,7 +277,10 @@ describe('PodSyncer: termination', () => {
     h.store.kill.update(`${PP}.${UID}`, { ...k.value, gracePeriodOverride: 2 }, k.revision);
     await h.sync(UID);
     assert.equal(h.rec(UID)!.gracePeriod, 2);
-    assert.deepEqual(h.runtime.killCalls.map((c) => c.gracePeriodOverride), [5, 5, 2]);
+    assert.deepEqual(
+      h.runtime.killCalls.map((c) => c.gracePeriodOverride),
+      [5, 5, 2],
+    );
     h.runtime.killError = undefined;
     assert.equal(await h.syncAll(UID), 2);
     assert.equal(h.rec(UID)!.finished, true);
@@ -342,7 +376,6 @@ describe('PodSyncer: aborts and fencing', () => {
   });
 });
 
-
 describe('PodSyncer: pod start SLI without image pulls', () => {
   it('pod_start_sli_duration_seconds leaves out the pull window cri-adapter reported across syncs; pod_start_duration_seconds keeps it', async () => {
     const h = harness(tracing);
@@ -395,9 +428,13 @@ describe('PodSyncer: trace of a runtime episode', () => {
     h.guard.renewed(h.clock.now());
     await h.sync(UID, control(creationPoke.ctx));
     let [s] = tracing.spansNamed('syncPod');
-    assert.equal(s?.spanContext().traceId, died.sc.traceId, 'the restart sync is in the episode\'s trace');
+    assert.equal(s?.spanContext().traceId, died.sc.traceId, "the restart sync is in the episode's trace");
     assert.equal(s?.parentSpanContext?.spanId, died.sc.spanId);
-    assert.deepEqual(s?.links.map((l) => l.context.spanId), [creationPoke.sc.spanId], 'the poke that ran it is linked');
+    assert.deepEqual(
+      s?.links.map((l) => l.context.spanId),
+      [creationPoke.sc.spanId],
+      'the poke that ran it is linked',
+    );
     assert.equal(h.rec(UID)!.episodeAt, T0 + 500, 'the worker remembers the episode it synced on');
 
     // The same episode again: the sync follows its poke.
@@ -420,19 +457,21 @@ describe('PodSyncer: trace of a runtime episode', () => {
     assert.equal(h.rec(UID)!.episodeAt, T0 + 5000);
   });
 
-  it('a backoff requeue carries the sync\'s trace for the due poke; a plain resync carries none', async () => {
+  it("a backoff requeue carries the sync's trace for the due poke; a plain resync carries none", async () => {
     const h = harness(tracing);
     h.desire(aPod());
     await h.sync(UID);
     assert.equal(h.rec(UID)!.nextSyncTrace, undefined, 'running: the 60–90 s resync starts no trace');
     tracing.reset();
-    h.runtime.nextResults = [{ action: 'StartContainer', target: 'foo1', error: 'CrashLoopBackOff', message: 'back-off 10s restarting failed container=foo1', retryAt: T0 + 10_000 }];
+    h.runtime.nextResults = [
+      { action: 'StartContainer', target: 'foo1', error: 'CrashLoopBackOff', message: 'back-off 10s restarting failed container=foo1', retryAt: T0 + 10_000 },
+    ];
     await h.sync(UID);
     const [s] = tracing.spansNamed('syncPod');
     const rec = h.rec(UID)!;
     assert.equal(rec.nextSyncAt, T0 + 10_000);
     const due = trace.getSpanContext(extractContext(rec.nextSyncTrace));
-    assert.equal(due?.spanId, s?.spanContext().spanId, 'the due sync continues the backoff\'s trace');
+    assert.equal(due?.spanId, s?.spanContext().spanId, "the due sync continues the backoff's trace");
     h.runtime.nextResults = undefined;
     await h.sync(UID);
     assert.equal(h.rec(UID)!.nextSyncTrace, undefined);

@@ -51,7 +51,7 @@ describe('PodWorkers', () => {
     assert.equal(w.busy, 0);
   });
 
-  it('a sync\'s trigger is the newest sampled poke it covers (an unsampled resync poke does not hide it), else the newest', async () => {
+  it("a sync's trigger is the newest sampled poke it covers (an unsampled resync poke does not hide it), else the newest", async () => {
     const s = controllableSync();
     const { w } = workers(s.sync);
     const ctx = (id: string, flags: number) => trace.setSpanContext(ROOT_CONTEXT, { traceId: id.repeat(32), spanId: id.repeat(16), traceFlags: flags });
@@ -124,16 +124,29 @@ describe('PodWorkers', () => {
     w.poke('b', 'create');
     w.poke('c', 'create');
     await settle();
-    assert.deepEqual(s.running().map((c) => c.uid), ['a']);
+    assert.deepEqual(
+      s.running().map((c) => c.uid),
+      ['a'],
+    );
     s.calls[0]!.resolve({ again: true });
     await settle();
-    assert.deepEqual(s.running().map((c) => c.uid), ['b']);
+    assert.deepEqual(
+      s.running().map((c) => c.uid),
+      ['b'],
+    );
     s.running()[0]!.resolve();
     await settle();
-    assert.deepEqual(s.running().map((c) => c.uid), ['c']);
+    assert.deepEqual(
+      s.running().map((c) => c.uid),
+      ['c'],
+    );
     s.running()[0]!.resolve();
     await settle();
-    assert.deepEqual(s.running().map((c) => c.uid), ['a'], 'a again, after b and c');
+    assert.deepEqual(
+      s.running().map((c) => c.uid),
+      ['a'],
+      'a again, after b and c',
+    );
     s.running()[0]!.resolve();
     await settle();
     assert.equal(s.calls.length, 4);

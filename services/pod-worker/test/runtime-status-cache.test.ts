@@ -28,7 +28,7 @@ describe('RuntimeStatusCache.getNewerThan', () => {
     assert.equal(absent.status.uid, 'zz');
   });
 
-  it('hands out the entry\'s runtime episode with the status, fresh or after the bounded wait', async () => {
+  it("hands out the entry's runtime episode with the status, fresh or after the bounded wait", async () => {
     const clock = new FakeClock(0);
     const c = new RuntimeStatusCache({ clock, logger: recordingLog(), maxWaitMs: 100 });
     const episode = { trace: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }, at: 90 };

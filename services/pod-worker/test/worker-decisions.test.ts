@@ -105,7 +105,13 @@ describe('nextWorkerState', () => {
 
 describe('sync results', () => {
   it('backoff-only failures are not errors; the rest are, in the kubelet format', () => {
-    assert.equal(runtimeSyncError([{ action: 'StartContainer', target: 'a', error: 'CrashLoopBackOff', message: 'm' }, { action: 'StartContainer', target: 'b', error: 'ImagePullBackOff', message: 'm' }]), undefined);
+    assert.equal(
+      runtimeSyncError([
+        { action: 'StartContainer', target: 'a', error: 'CrashLoopBackOff', message: 'm' },
+        { action: 'StartContainer', target: 'b', error: 'ImagePullBackOff', message: 'm' },
+      ]),
+      undefined,
+    );
     assert.equal(runtimeSyncError([{ action: 'StartContainer', target: 'a' }]), undefined);
     assert.equal(
       runtimeSyncError([{ action: 'StartContainer', target: 'a', error: 'ErrImagePull', message: 'not found' }]),

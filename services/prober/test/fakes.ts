@@ -54,12 +54,19 @@ export function aContainer(extra: Partial<Container> = {}): Container {
   return { name: 'app', image: 'busybox:1.36', ...extra };
 }
 
-export function aPod(containers: Container[], extra: { deletionTimestamp?: string; restartPolicy?: 'Always' | 'Never' | 'OnFailure'; initContainers?: Container[] } = {}): BoundPod {
+export function aPod(
+  containers: Container[],
+  extra: { deletionTimestamp?: string; restartPolicy?: 'Always' | 'Never' | 'OnFailure'; initContainers?: Container[] } = {},
+): BoundPod {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name: 'p', namespace: 'default', uid: 'uid-1', ...(extra.deletionTimestamp !== undefined ? { deletionTimestamp: extra.deletionTimestamp } : {}) },
-    spec: { containers, ...(extra.initContainers !== undefined ? { initContainers: extra.initContainers } : {}), ...(extra.restartPolicy !== undefined ? { restartPolicy: extra.restartPolicy } : {}) },
+    spec: {
+      containers,
+      ...(extra.initContainers !== undefined ? { initContainers: extra.initContainers } : {}),
+      ...(extra.restartPolicy !== undefined ? { restartPolicy: extra.restartPolicy } : {}),
+    },
   };
 }
 

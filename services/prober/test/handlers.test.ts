@@ -45,7 +45,14 @@ describe('httpGet probe', () => {
     server.closeAllConnections();
     await new Promise<void>((r) => server.close(() => r()));
   });
-  const req = (path: string, headers: { name: string; value: string }[] = []) => ({ scheme: 'http' as const, host: '127.0.0.1', port, path, headers, userAgent: KUBE_PROBE_USER_AGENT });
+  const req = (path: string, headers: { name: string; value: string }[] = []) => ({
+    scheme: 'http' as const,
+    host: '127.0.0.1',
+    port,
+    path,
+    headers,
+    userAgent: KUBE_PROBE_USER_AGENT,
+  });
 
   it('succeeds on 2xx with the kubelet User-Agent and Accept', async () => {
     assert.deepEqual(await httpProbe(req('/ok'), 1000), { result: 'success', output: 'fine' });
@@ -54,7 +61,14 @@ describe('httpGet probe', () => {
   });
 
   it('sends the probe headers, which override User-Agent; an empty Accept removes it', async () => {
-    await httpProbe(req('/ok', [{ name: 'X-Custom', value: 'a' }, { name: 'User-Agent', value: 'mine' }, { name: 'Accept', value: '' }]), 1000);
+    await httpProbe(
+      req('/ok', [
+        { name: 'X-Custom', value: 'a' },
+        { name: 'User-Agent', value: 'mine' },
+        { name: 'Accept', value: '' },
+      ]),
+      1000,
+    );
     assert.equal(seen['x-custom'], 'a');
     assert.equal(seen['user-agent'], 'mine');
     assert.equal(seen['accept'], undefined);

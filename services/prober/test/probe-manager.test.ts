@@ -35,7 +35,18 @@ function runtimeEntry(uid: string, containers: { name: string; id: string }[], w
       namespace: 'default',
       ips: ['10.88.0.9'],
       sandboxes: [],
-      containers: containers.map((c) => ({ id: c.id, name: c.name, sandboxId: 's', state: 'CONTAINER_RUNNING', createdAt: 1, startedAt: 0, image: 'busybox', imageRef: 'x', hash: 'h', restartCount: 0 })),
+      containers: containers.map((c) => ({
+        id: c.id,
+        name: c.name,
+        sandboxId: 's',
+        state: 'CONTAINER_RUNNING',
+        createdAt: 1,
+        startedAt: 0,
+        image: 'busybox',
+        imageRef: 'x',
+        hash: 'h',
+        restartCount: 0,
+      })),
     },
     ...(withEpisode ? { episode: { trace: carrier(EPISODE_TRACE), at: 1 } } : {}),
   };
@@ -106,14 +117,20 @@ describe('probe manager', () => {
     tracing.reset();
     const prober = scriptedProber({ liveness: [ok, fail, fail, fail, fail, fail], readiness: [ok] });
     const { manager, clock, store, results } = setup(prober);
-    const c = aContainer({ livenessProbe: { exec: { command: ['true'] }, periodSeconds: 1, failureThreshold: 2 }, readinessProbe: { exec: { command: ['true'] }, periodSeconds: 1 } });
+    const c = aContainer({
+      livenessProbe: { exec: { command: ['true'] }, periodSeconds: 1, failureThreshold: 2 },
+      readinessProbe: { exec: { command: ['true'] }, periodSeconds: 1 },
+    });
     manager.updateRuntime('uid-1', runtimeEntry('uid-1', [{ name: 'app', id: 'c1' }], true));
     manager.updatePod(desired(aPod([c])));
     for (let i = 0; i < 6; i++) await clock.advanceAsync(1000);
     await results.idle();
     assert.equal(results.get('uid-1', 'liveness', 'c1'), 'Failure');
     assert.equal(results.get('uid-1', 'readiness', 'c1'), 'Success');
-    assert.ok(prober.ips.every((ip) => ip === '10.88.0.9'), 'probes target the pod IP');
+    assert.ok(
+      prober.ips.every((ip) => ip === '10.88.0.9'),
+      'probes target the pod IP',
+    );
     const live = tracing.spansNamed('probe Liveness');
     assert.equal(live.length, 1, 'one span for the change to Failure, none for the passing or held ticks');
     assert.equal(live[0]!.spanContext().traceId, EPISODE_TRACE, "in the runtime's current episode");

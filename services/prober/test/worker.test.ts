@@ -23,7 +23,12 @@ interface Rig {
   ended: number;
 }
 
-function rig(type: ProbeType, container: Container, probe: ScriptedProbe, opts: { results?: ResultsManager; store?: MemoryResultsStore; clock?: FakeClock; managerStartedAt?: number; random?: () => number; pod?: BoundPod } = {}): Rig {
+function rig(
+  type: ProbeType,
+  container: Container,
+  probe: ScriptedProbe,
+  opts: { results?: ResultsManager; store?: MemoryResultsStore; clock?: FakeClock; managerStartedAt?: number; random?: () => number; pod?: BoundPod } = {},
+): Rig {
   const clock = opts.clock ?? new FakeClock(1_000_000);
   const store = opts.store ?? new MemoryResultsStore();
   const results = opts.results ?? new ResultsManager({ store, clock, logger: silent });
@@ -63,7 +68,10 @@ describe('probe worker', () => {
     assert.equal(get(r, 'readiness'), 'Failure');
     await r.worker.doProbe();
     assert.equal(get(r, 'readiness'), 'Success');
-    assert.deepEqual(r.probe.changes.map((x) => x.result), ['Success', 'Failure', 'Success']);
+    assert.deepEqual(
+      r.probe.changes.map((x) => x.result),
+      ['Success', 'Failure', 'Success'],
+    );
     assert.deepEqual(r.probe.observed, ['Success', 'Success', 'Failure', 'Failure', 'Failure', 'Success', 'Success']);
     await r.results.idle();
     assert.equal(r.store.records.get('uid-1')?.readiness?.['c1'], 'Success');
@@ -193,7 +201,14 @@ describe('probe worker', () => {
   it('resumes stored results after a prober restart without a change or a spurious liveness failure', async () => {
     const clock = new FakeClock(1_000_000);
     const store = new MemoryResultsStore();
-    store.records.set('uid-1', { type: 'kubelet.prober.PodProbeResults.v1', uid: 'uid-1', liveness: { c1: 'Success' }, readiness: { c1: 'Success' }, startup: { c1: 'Success' }, updatedAt: '' });
+    store.records.set('uid-1', {
+      type: 'kubelet.prober.PodProbeResults.v1',
+      uid: 'uid-1',
+      liveness: { c1: 'Success' },
+      readiness: { c1: 'Success' },
+      startup: { c1: 'Success' },
+      updatedAt: '',
+    });
     const results = new ResultsManager({ store, clock, logger: silent });
     assert.equal(await results.load(), 1);
     const c = aContainer({

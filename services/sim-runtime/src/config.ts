@@ -73,7 +73,14 @@ const Failures = jsonText.pipe(z.partialRecord(Method, Failure));
 const Cidr = z
   .string()
   .regex(/^(\d{1,3}\.){3}\d{1,3}\/(\d|[12]\d|30)$/, 'must be an IPv4 CIDR such as 10.88.0.0/16')
-  .refine((c) => c.split('/')[0]?.split('.').every((o) => Number(o) <= 255) ?? false, 'octets must be at most 255');
+  .refine(
+    (c) =>
+      c
+        .split('/')[0]
+        ?.split('.')
+        .every((o) => Number(o) <= 255) ?? false,
+    'octets must be at most 255',
+  );
 
 const BUSYBOX_CONFIG: SimImageConfig = BUSYBOX_IMAGE;
 
@@ -98,7 +105,12 @@ const Images = z
       z
         .string()
         .min(1, 'must be local, all, or a comma-separated list of image references')
-        .transform((s) => s.split(',').map((x) => x.trim()).filter((x) => x !== '')),
+        .transform((s) =>
+          s
+            .split(',')
+            .map((x) => x.trim())
+            .filter((x) => x !== ''),
+        ),
     ]),
   );
 
@@ -147,24 +159,22 @@ export const SimRuntimeEnv = z
     SIM_REGISTRY: z.enum(['unreachable', 'open']).default('open'),
     SIM_PRIVATE_REGISTRIES: PrivateRegistries.optional(),
   })
-  .transform(
-    (e): SimRuntimeConfig => ({
-      HEALTH_PORT: e.HEALTH_PORT,
-      ...(e.HEALTH_PORT_FILE === undefined ? {} : { HEALTH_PORT_FILE: e.HEALTH_PORT_FILE }),
-      HEALTH_HOST: e.HEALTH_HOST,
-      LOG_LEVEL: e.LOG_LEVEL,
-      socketPath: e.SIM_SOCKET,
-      latencyMs: e.SIM_LATENCY_MS ?? {},
-      failures: (e.SIM_FAILURES ?? {}) as SimFailures,
-      podSubnet: e.SIM_POD_SUBNET,
-      pullBytesPerSecond: e.SIM_PULL_MB_PER_S * 1_000_000,
-      images: e.SIM_IMAGES === 'local' ? Object.keys(LOCAL_IMAGES) : e.SIM_IMAGES,
-      // The local images as splitlet builds them; any other by what the simulator knows of it.
-      imageConfig: (ref) => LOCAL_IMAGES[ref] ?? knownImageConfig(ref),
-      registry: e.SIM_REGISTRY,
-      privateRegistries: (e.SIM_PRIVATE_REGISTRIES ?? []).map(({ pathPrefix, ...r }) => ({ ...r, ...(pathPrefix !== undefined ? { pathPrefix } : {}) })),
-    }),
-  );
+  .transform((e): SimRuntimeConfig => ({
+    HEALTH_PORT: e.HEALTH_PORT,
+    ...(e.HEALTH_PORT_FILE === undefined ? {} : { HEALTH_PORT_FILE: e.HEALTH_PORT_FILE }),
+    HEALTH_HOST: e.HEALTH_HOST,
+    LOG_LEVEL: e.LOG_LEVEL,
+    socketPath: e.SIM_SOCKET,
+    latencyMs: e.SIM_LATENCY_MS ?? {},
+    failures: (e.SIM_FAILURES ?? {}) as SimFailures,
+    podSubnet: e.SIM_POD_SUBNET,
+    pullBytesPerSecond: e.SIM_PULL_MB_PER_S * 1_000_000,
+    images: e.SIM_IMAGES === 'local' ? Object.keys(LOCAL_IMAGES) : e.SIM_IMAGES,
+    // The local images as splitlet builds them; any other by what the simulator knows of it.
+    imageConfig: (ref) => LOCAL_IMAGES[ref] ?? knownImageConfig(ref),
+    registry: e.SIM_REGISTRY,
+    privateRegistries: (e.SIM_PRIVATE_REGISTRIES ?? []).map(({ pathPrefix, ...r }) => ({ ...r, ...(pathPrefix !== undefined ? { pathPrefix } : {}) })),
+  }));
 
 /** The process environment, for `runProcess` (this module is the only reader of `process.env`). */
 export function processEnv(): Env {

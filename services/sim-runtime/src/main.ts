@@ -7,6 +7,7 @@
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
+import { errorMessage } from '@splitlet/api';
 import { GrpcRuntimeService, instrument, serveCri } from '@splitlet/cri';
 import { createSimRuntime } from './runtime/sim-runtime.js';
 import { runProcess } from '@splitlet/service';
@@ -32,7 +33,7 @@ await runProcess({
     const served = instrument(sim, {
       onCall: ({ method, durationMs, error }) => {
         if (error === undefined) logger.debug('rpc', { method, durationMs: Math.round(durationMs * 1000) / 1000 });
-        else logger.debug('rpc failed', { method, durationMs, error: error instanceof Error ? error.message : String(error) });
+        else logger.debug('rpc failed', { method, durationMs, error: errorMessage(error) });
       },
     });
     mkdirSync(path.dirname(cfg.socketPath), { recursive: true });
@@ -55,7 +56,9 @@ await runProcess({
       );
     }, 5000);
     onClose({ name: 'self-check timer', close: () => clearInterval(timer) });
-    health.register('cri-server', () => (Date.now() - lastOk < 30_000 ? { ok: true } : { ok: false, reason: `CRI self-check last succeeded ${Math.round((Date.now() - lastOk) / 1000)}s ago` }));
+    health.register('cri-server', () =>
+      Date.now() - lastOk < 30_000 ? { ok: true } : { ok: false, reason: `CRI self-check last succeeded ${Math.round((Date.now() - lastOk) / 1000)}s ago` },
+    );
     logger.info('serving CRI', { endpoint: server.endpoint, podSubnet: cfg.podSubnet, latencyMs: cfg.latencyMs, failures: Object.keys(cfg.failures) });
   },
 });

@@ -239,10 +239,7 @@ export function runContract(name: string, setup: () => Promise<ContractTarget>):
         await assert.rejects(rt.StartContainer({ containerId: unknown }), (e) => isCriError(e, 'NotFound'));
         await assert.rejects(rt.StopContainer({ containerId: unknown, timeout: '1' }), (e) => isCriError(e, 'NotFound'));
         await rt.RemoveContainer({ containerId: unknown });
-        await assert.rejects(
-          rt.CreateContainer({ podSandboxId: unknown, config: { metadata: { name: 'x' }, image: { image: 'busybox' } } }),
-          (e) => isCriError(e, 'NotFound'),
-        );
+        await assert.rejects(rt.CreateContainer({ podSandboxId: unknown, config: { metadata: { name: 'x' }, image: { image: 'busybox' } } }), (e) => isCriError(e, 'NotFound'));
       });
 
       it('lists containers by sandbox, state, id and labels', async () => {
@@ -370,7 +367,10 @@ export function runContract(name: string, setup: () => Promise<ContractTarget>):
           { containerPath: '/etc/hosts', hostPath: hosts },
           { containerPath: '/dev/termination-log', hostPath: termLog },
         ];
-        const { status, log } = await runToExit('cat /etc/hosts; echo "bye from c" > /dev/termination-log; echo more >> /dev/termination-log; test -f /dev/termination-log && exit 3', { mounts });
+        const { status, log } = await runToExit(
+          'cat /etc/hosts; echo "bye from c" > /dev/termination-log; echo more >> /dev/termination-log; test -f /dev/termination-log && exit 3',
+          { mounts },
+        );
         assert.equal(status.exitCode, 3);
         assert.deepEqual(
           log.map((r) => r.text),
@@ -520,7 +520,10 @@ export function runContract(name: string, setup: () => Promise<ContractTarget>):
         assert.equal(Buffer.from(failed.stdout).toString(), 'out\n');
         assert.equal(Buffer.from(failed.stderr).toString(), 'err\n');
         await assert.rejects(rt.ExecSync({ containerId: id, cmd: ['sleep', '10'], timeout: '1' }), (e) => isCriError(e, 'DeadlineExceeded'));
-        await assert.rejects(rt.ExecSync({ containerId: id, cmd: ['nope'], timeout: '1' }), (e) => isCriError(e, 'Unknown') && /executable file not found/.test((e as Error).message));
+        await assert.rejects(
+          rt.ExecSync({ containerId: id, cmd: ['nope'], timeout: '1' }),
+          (e) => isCriError(e, 'Unknown') && /executable file not found/.test((e as Error).message),
+        );
         await rt.StopContainer({ containerId: id, timeout: '0' });
         await assert.rejects(rt.ExecSync({ containerId: id, cmd: ['true'] }), (e) => isCriError(e, 'Unknown'));
       });

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { errorMessage } from '@splitlet/api';
 import type { ContainerConfig, CriInput } from '@splitlet/cri';
 import { knownImageConfig } from '../src/images/known-images.js';
 import { createSimRuntime, type SimRuntime } from '../src/simulator.js';
@@ -21,7 +22,7 @@ async function eventually<T>(check: () => Promise<T | undefined>, what: string, 
     } catch (e) {
       last = e;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last === undefined ? '' : `: ${String(last)}`}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last === undefined ? '' : `: ${errorMessage(last)}`}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -146,20 +147,34 @@ describe('killall in a simulated container', () => {
       const ip = (await sim.PodSandboxStatus({ podSandboxId })).status?.network?.ip ?? '';
       const { containerId } = await sim.CreateContainer({
         podSandboxId,
-        config: { metadata: { name: 'c' }, image: { image: 'busybox:1.36' }, command: ['sh', '-c', 'echo hi > /index.html; httpd -p 8082 -h /; sleep 1000 & wait $!; echo "sleep ended $?"; sleep 3600'] },
+        config: {
+          metadata: { name: 'c' },
+          image: { image: 'busybox:1.36' },
+          command: ['sh', '-c', 'echo hi > /index.html; httpd -p 8082 -h /; sleep 1000 & wait $!; echo "sleep ended $?"; sleep 3600'],
+        },
       });
       await sim.StartContainer({ containerId });
       await eventually(async () => fetch(`http://${ip}:8082/index.html`), 'httpd answers');
       const killed = await sim.ExecSync({ containerId, cmd: ['killall', 'httpd'], timeout: '5' });
       assert.equal(killed.exitCode, 0);
-      await eventually(async () => fetch(`http://${ip}:8082/index.html`).then(() => undefined, () => true), 'httpd is gone');
+      await eventually(
+        async () =>
+          fetch(`http://${ip}:8082/index.html`).then(
+            () => undefined,
+            () => true,
+          ),
+        'httpd is gone',
+      );
       const none = await sim.ExecSync({ containerId, cmd: ['killall', 'nosuch'], timeout: '5' });
       assert.deepEqual([Buffer.from(none.stderr).toString(), none.exitCode], ['killall: nosuch: no process killed\n', 1]);
       // The background sleep ends (wait returns 143), the script goes on to its foreground sleep; killing
       // that one too ends the script, whose last status (143) is the container's exit code.
       assert.equal((await sim.ExecSync({ containerId, cmd: ['killall', '-TERM', 'sleep'], timeout: '5' })).exitCode, 0);
       assert.equal((await sim.ContainerStatus({ containerId })).status?.state, 'CONTAINER_RUNNING', 'PID 1 (sh) lives on');
-      await eventually(async () => ((await sim.ExecSync({ containerId, cmd: ['killall', 'sleep'], timeout: '5' })).exitCode === 0 ? true : undefined), 'the foreground sleep is killed');
+      await eventually(
+        async () => ((await sim.ExecSync({ containerId, cmd: ['killall', 'sleep'], timeout: '5' })).exitCode === 0 ? true : undefined),
+        'the foreground sleep is killed',
+      );
       const exited = await eventually(async () => {
         const s = (await sim.ContainerStatus({ containerId })).status;
         return s?.state === 'CONTAINER_EXITED' ? s : undefined;

@@ -36,7 +36,7 @@ const CASES: Case[] = [
   { script: '! false && echo negated', stdout: 'negated\n', exit: 0 },
   { script: 'nosuchcmd', stdout: '', stderr: 'sh: nosuchcmd: not found\n', exit: 127 },
   { script: 'echo "a  b"   c', stdout: 'a  b c\n', exit: 0 },
-  { script: "echo 'single $HOME' \"double\"", stdout: 'single $HOME double\n', exit: 0 },
+  { script: 'echo \'single $HOME\' "double"', stdout: 'single $HOME double\n', exit: 0 },
   { script: 'echo -n x; echo y', stdout: 'xy\n', exit: 0 },
   { script: 'echo -e "a\\tb"; echo "a\\tb"', stdout: 'a\tb\na\\tb\n', exit: 0 },
   { script: 'printf "%s-%d\\n" a 1 b 2', stdout: 'a-1\nb-2\n', exit: 0 },
@@ -67,7 +67,7 @@ const CASES: Case[] = [
   { script: 'touch $D/t && test -f $D/t && test ! -s $D/t && echo empty', stdout: 'empty\n', exit: 0 },
   { script: 'mkdir -p $D/a/b && test -d $D/a/b && rm -r $D/a && test ! -e $D/a && echo gone', stdout: 'gone\n', exit: 0 },
   { script: 'cd $D && echo rel > r.txt && cat $D/r.txt', stdout: 'rel\n', exit: 0 },
-  { script: 'echo x > $D/missing/y; echo $?', stdout: '1\n', stderr: 'sh: can\'t create $D/missing/y: nonexistent directory\n', exit: 0 },
+  { script: 'echo x > $D/missing/y; echo $?', stdout: '1\n', stderr: "sh: can't create $D/missing/y: nonexistent directory\n", exit: 0 },
   { script: 'cat $D/none', stdout: '', stderr: "cat: can't open '$D/none': No such file or directory\n", exit: 1 },
   { script: 'echo a; echo "unterminated', stdout: '', stderr: 'sh: syntax error: unterminated quoted string\n', exit: 2 },
   { script: 'if true; then echo a; fi fi', stdout: '', stderr: 'sh: syntax error: unexpected "fi"\n', exit: 2 },
@@ -191,40 +191,50 @@ describe('simulated sh vs real busybox', () => {
     { script: "trap '' TERM; echo ready; sleep 30 & wait", exit: 137 },
     { script: 'echo ready; sleep 30', exit: 137 },
   ];
-  it(
-    'handles SIGTERM as PID 1 like busybox sh as PID 1 of a PID namespace',
-    { skip: canUnshare ? false : 'needs busybox, root and unshare --pid' },
-    async () => {
-      const killAfterMs = 600;
-      await Promise.all(
-        SIGNAL_CASES.map(async (c) => {
-          const real = await runRealPid1(unshare, bin, c.script, killAfterMs);
-          let ready!: () => void;
-          const readyP = new Promise<void>((r) => (ready = r));
-          const simOut: string[] = [];
-          const fs = new ContainerFs([], 'h');
-          const kill = new AbortController();
-          const proc = spawnProcess(['sh', '-c', c.script], {
-            fs, hostname: 'h', env: CONTAINER_ENV, cwd: '/', stdinOpen: false, kill: kill.signal,
-            stdout: { write: (t) => { simOut.push(t); if (t.includes('ready')) ready(); } },
+  it('handles SIGTERM as PID 1 like busybox sh as PID 1 of a PID namespace', { skip: canUnshare ? false : 'needs busybox, root and unshare --pid' }, async () => {
+    const killAfterMs = 600;
+    await Promise.all(
+      SIGNAL_CASES.map(async (c) => {
+        const real = await runRealPid1(unshare, bin, c.script, killAfterMs);
+        let ready!: () => void;
+        const readyP = new Promise<void>((r) => (ready = r));
+        const simOut: string[] = [];
+        const fs = new ContainerFs([], 'h');
+        const kill = new AbortController();
+        const proc = spawnProcess(
+          ['sh', '-c', c.script],
+          {
+            fs,
+            hostname: 'h',
+            env: CONTAINER_ENV,
+            cwd: '/',
+            stdinOpen: false,
+            kill: kill.signal,
+            stdout: {
+              write: (t) => {
+                simOut.push(t);
+                if (t.includes('ready')) ready();
+              },
+            },
             stderr: { write: () => undefined },
-          }, { pid1: true });
-          await readyP;
-          // `ready` is printed before the next command starts; one macrotask later the simulated sh is
-          // inside it (every step up to a timer wait is a microtask), so TERM lands during `sleep`.
-          await new Promise((r) => setImmediate(r));
-          proc.signal('TERM' satisfies SimSignal);
-          const timer = setTimeout(() => kill.abort(), killAfterMs);
-          const simExit = await proc.exited;
-          clearTimeout(timer);
-          kill.abort();
-          assert.equal(real.exit, c.exit, `busybox: ${c.script}`);
-          assert.equal(simExit, c.exit, `sim: ${c.script}`);
-          assert.equal(simOut.join(''), real.stdout, `stdout of ${c.script}`);
-        }),
-      );
-    },
-  );
+          },
+          { pid1: true },
+        );
+        await readyP;
+        // `ready` is printed before the next command starts; one macrotask later the simulated sh is
+        // inside it (every step up to a timer wait is a microtask), so TERM lands during `sleep`.
+        await new Promise((r) => setImmediate(r));
+        proc.signal('TERM' satisfies SimSignal);
+        const timer = setTimeout(() => kill.abort(), killAfterMs);
+        const simExit = await proc.exited;
+        clearTimeout(timer);
+        kill.abort();
+        assert.equal(real.exit, c.exit, `busybox: ${c.script}`);
+        assert.equal(simExit, c.exit, `sim: ${c.script}`);
+        assert.equal(simOut.join(''), real.stdout, `stdout of ${c.script}`);
+      }),
+    );
+  });
 });
 
 /** Runs `busybox sh -c script` with only busybox applets on PATH. */

@@ -26,18 +26,26 @@ describe('sim registry: unreachable', () => {
       details:
         'failed to pull and unpack image "docker.io/library/busybox:1.36": failed to resolve reference "docker.io/library/busybox:1.36": failed to do request: Head "https://registry-1.docker.io/v2/library/busybox/manifests/1.36": proxyconnect tcp: dial tcp 127.0.0.1:1: connect: connection refused',
     });
-    assert.equal((await pullError('quay.io/foo/bar:1')).details,
-      'failed to pull and unpack image "quay.io/foo/bar:1": failed to resolve reference "quay.io/foo/bar:1": failed to do request: Head "https://quay.io/v2/foo/bar/manifests/1": proxyconnect tcp: dial tcp 127.0.0.1:1: connect: connection refused');
+    assert.equal(
+      (await pullError('quay.io/foo/bar:1')).details,
+      'failed to pull and unpack image "quay.io/foo/bar:1": failed to resolve reference "quay.io/foo/bar:1": failed to do request: Head "https://quay.io/v2/foo/bar/manifests/1": proxyconnect tcp: dial tcp 127.0.0.1:1: connect: connection refused',
+    );
     const digest = `sha256:${'a'.repeat(64)}`;
-    assert.equal((await pullError(`busybox@${digest}`)).details,
-      `failed to pull and unpack image "docker.io/library/busybox@${digest}": failed to resolve reference "docker.io/library/busybox@${digest}": failed to do request: Head "https://registry-1.docker.io/v2/library/busybox/manifests/${digest}": proxyconnect tcp: dial tcp 127.0.0.1:1: connect: connection refused`);
+    assert.equal(
+      (await pullError(`busybox@${digest}`)).details,
+      `failed to pull and unpack image "docker.io/library/busybox@${digest}": failed to resolve reference "docker.io/library/busybox@${digest}": failed to do request: Head "https://registry-1.docker.io/v2/library/busybox/manifests/${digest}": proxyconnect tcp: dial tcp 127.0.0.1:1: connect: connection refused`,
+    );
   });
 
   it('reaches loopback registries directly (no proxy)', async () => {
-    assert.equal((await pullError('localhost:5000/x:1')).details,
-      'failed to pull and unpack image "localhost:5000/x:1": failed to resolve reference "localhost:5000/x:1": failed to do request: Head "http://localhost:5000/v2/x/manifests/1": dial tcp 127.0.0.1:5000: connect: connection refused');
-    assert.equal((await pullError('127.0.0.1:1/nosuch:1.0')).details,
-      'failed to pull and unpack image "127.0.0.1:1/nosuch:1.0": failed to resolve reference "127.0.0.1:1/nosuch:1.0": failed to do request: Head "http://127.0.0.1:1/v2/nosuch/manifests/1.0": dial tcp 127.0.0.1:1: connect: connection refused');
+    assert.equal(
+      (await pullError('localhost:5000/x:1')).details,
+      'failed to pull and unpack image "localhost:5000/x:1": failed to resolve reference "localhost:5000/x:1": failed to do request: Head "http://localhost:5000/v2/x/manifests/1": dial tcp 127.0.0.1:5000: connect: connection refused',
+    );
+    assert.equal(
+      (await pullError('127.0.0.1:1/nosuch:1.0')).details,
+      'failed to pull and unpack image "127.0.0.1:1/nosuch:1.0": failed to resolve reference "127.0.0.1:1/nosuch:1.0": failed to do request: Head "http://127.0.0.1:1/v2/nosuch/manifests/1.0": dial tcp 127.0.0.1:1: connect: connection refused',
+    );
   });
 
   it('has only the listed images', async () => {
@@ -88,7 +96,10 @@ describe('sim registry: private', () => {
   });
 
   it('ignores credentials for another server address, and repositories outside the private prefix need none', async () => {
-    assert.equal(await pull('127.0.0.1:5000/private/busybox:1.0', { username: 'alice', password: 'pw-1', serverAddress: 'https://other.example:5000' }), `Unknown: ${unauthorized}`);
+    assert.equal(
+      await pull('127.0.0.1:5000/private/busybox:1.0', { username: 'alice', password: 'pw-1', serverAddress: 'https://other.example:5000' }),
+      `Unknown: ${unauthorized}`,
+    );
     assert.match(await pull('127.0.0.1:5000/private/busybox:1.2', { username: 'alice', password: 'pw-1', serverAddress: 'http://127.0.0.1:5000' }), /^ok sha256/);
     assert.match(await pull('127.0.0.1:5000/public/busybox:1.0'), /^ok sha256/);
     assert.match(await pull('busybox:1.36'), /^ok sha256/);

@@ -16,6 +16,12 @@ export const StatusManagerEnv = z.object({
   KUBECONFIG: z.string().min(1).optional(),
   /** `containerRuntimeVersion` the Node reports (cluster mode). @default unknown */
   CONTAINER_RUNTIME_VERSION: z.string().min(1).optional(),
+  /** nodeStatusUpdateFrequency: how often the Node's status is computed and patched when it changed. */
+  NODE_STATUS_UPDATE_FREQUENCY_MS: z.coerce.number().int().positive().default(10_000),
+  /** nodeStatusReportFrequency: the Node's status is patched at least this often even unchanged. */
+  NODE_STATUS_REPORT_FREQUENCY_MS: z.coerce.number().int().positive().default(300_000),
+  /** nodeLeaseDurationSeconds: the Lease's duration; it is renewed every quarter of it. */
+  NODE_LEASE_DURATION_SECONDS: z.coerce.number().int().positive().default(40),
 });
 
 /** status-manager's typed configuration. */

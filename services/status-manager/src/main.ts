@@ -31,7 +31,20 @@ await runNodeProcess({
     if (config.KUBECONFIG !== undefined) {
       // Loaded only in cluster mode: @kubernetes/client-node is large, standalone starts without it.
       const { startClusterReporting } = await import('./api/cluster-reporting.js');
-      cluster = await startClusterReporting({ kubeconfig: config.KUBECONFIG, bus, manager, node: config.NODE_NAME, runtimeVersion: config.CONTAINER_RUNTIME_VERSION, logger, signal });
+      cluster = await startClusterReporting({
+        kubeconfig: config.KUBECONFIG,
+        bus,
+        manager,
+        node: config.NODE_NAME,
+        runtimeVersion: config.CONTAINER_RUNTIME_VERSION,
+        nodeStatus: {
+          updateMs: config.NODE_STATUS_UPDATE_FREQUENCY_MS,
+          reportMs: config.NODE_STATUS_REPORT_FREQUENCY_MS,
+          leaseDurationSeconds: config.NODE_LEASE_DURATION_SECONDS,
+        },
+        logger,
+        signal,
+      });
       const reporting = cluster;
       onClose({ name: 'cluster-reporting', close: () => reporting.done });
       health.register('api-lease', () => reporting.health());
@@ -41,9 +54,7 @@ await runNodeProcess({
     onClose({ name: 'status-consumer', close: () => consumption.done });
     health.register('status-consumer', () => {
       const age = realClock.now() - consumption.lastActivity();
-      return age <= CONSUMER_STALL_MS
-        ? { ok: true }
-        : { ok: false, reason: `status consumer was last seen active ${age} ms ago; threshold is ${CONSUMER_STALL_MS} ms` };
+      return age <= CONSUMER_STALL_MS ? { ok: true } : { ok: false, reason: `status consumer was last seen active ${age} ms ago; threshold is ${CONSUMER_STALL_MS} ms` };
     });
     logger.info('status-manager started', { pods: manager.size, concurrency: config.STATUS_CONCURRENCY, mode: config.KUBECONFIG === undefined ? 'standalone' : 'cluster' });
   },

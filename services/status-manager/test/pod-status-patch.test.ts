@@ -7,7 +7,10 @@ import { neverRegressTerminal, podStatusPatch } from '../src/api/pod-status-patc
 
 describe('podStatusPatch', () => {
   it('is undefined for equal statuses', () => {
-    assert.equal(podStatusPatch('u1', { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] }, { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] }), undefined);
+    assert.equal(
+      podStatusPatch('u1', { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] }, { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] }),
+      undefined,
+    );
   });
 
   it('carries the uid precondition, changed fields, null for removed ones', () => {
@@ -29,20 +32,31 @@ describe('podStatusPatch', () => {
       metadata: { uid: 'u1' },
       status: {
         '$setElementOrder/conditions': [{ type: 'Initialized' }, { type: 'Ready' }, { type: 'ContainersReady' }],
-        conditions: [{ type: 'Ready', status: 'True', reason: null, lastTransitionTime: 't1' }, { type: 'ContainersReady', status: 'True', lastTransitionTime: 't1' }, { type: 'Gone', $patch: 'delete' }],
+        conditions: [
+          { type: 'Ready', status: 'True', reason: null, lastTransitionTime: 't1' },
+          { type: 'ContainersReady', status: 'True', lastTransitionTime: 't1' },
+          { type: 'Gone', $patch: 'delete' },
+        ],
       },
     });
   });
 
   it('replaces container statuses (no merge key)', () => {
     const cs = [{ name: 'a', restartCount: 1 }];
-    assert.deepEqual(podStatusPatch('u1', { containerStatuses: [{ name: 'a', restartCount: 0 }] }, { containerStatuses: cs }), { metadata: { uid: 'u1' }, status: { containerStatuses: cs } });
+    assert.deepEqual(podStatusPatch('u1', { containerStatuses: [{ name: 'a', restartCount: 0 }] }, { containerStatuses: cs }), {
+      metadata: { uid: 'u1' },
+      status: { containerStatuses: cs },
+    });
   });
 });
 
 describe('neverRegressTerminal', () => {
   it('keeps a terminal API phase with its reason and message', () => {
-    assert.deepEqual(neverRegressTerminal({ phase: 'Failed', reason: 'Evicted' }, { phase: 'Running', message: 'm', podIP: '1.2.3.4' }), { phase: 'Failed', reason: 'Evicted', podIP: '1.2.3.4' });
+    assert.deepEqual(neverRegressTerminal({ phase: 'Failed', reason: 'Evicted' }, { phase: 'Running', message: 'm', podIP: '1.2.3.4' }), {
+      phase: 'Failed',
+      reason: 'Evicted',
+      podIP: '1.2.3.4',
+    });
   });
 
   it('passes a non-terminal API phase or a terminal computed phase through', () => {

@@ -43,13 +43,9 @@ describe('status-manager (integration)', () => {
     nats = await startNatsServer();
     dir = await makeTempDir('status-manager-it-');
     bus = await connectBus({ servers: nats.url, process: 'test', node: NODE, logger: createLogger({ service: 'test', stream: { write: () => true } }) });
-    await bus.consume(
-      DeadLetter,
-      { stream: Streams.deadLetter, durable: 'test-dlq', filterSubject: Subjects.deadLetter(NODE, 'status-manager'), signal: ac.signal },
-      async (d) => {
-        deadLetters.push(d.data);
-      },
-    );
+    await bus.consume(DeadLetter, { stream: Streams.deadLetter, durable: 'test-dlq', filterSubject: Subjects.deadLetter(NODE, 'status-manager'), signal: ac.signal }, async (d) => {
+      deadLetters.push(d.data);
+    });
     proc = await spawnProcess({
       cmd: process.execPath,
       args: ['--import', 'tsx', join(repoRoot, 'services/status-manager/src/main.ts')],
@@ -86,10 +82,13 @@ describe('status-manager (integration)', () => {
   it('holds a terminal phase back until terminated, in order', async () => {
     await bus.publish(PodStatusUpdate, Subjects.status(NODE, 'uid-1'), update('uid-1', { phase: 'Failed', reason: 'Evicted', containerStatuses: [aRunningStatus('foo1')] }));
     await bus.publish(PodStatusUpdate, Subjects.status(NODE, 'uid-1'), update('uid-1', undefined, false, 'terminated'));
-    const r = await eventually(async () => {
-      const rec = await record('uid-1');
-      return rec?.finished === true ? rec : undefined;
-    }, { message: 'finished record' });
+    const r = await eventually(
+      async () => {
+        const rec = await record('uid-1');
+        return rec?.finished === true ? rec : undefined;
+      },
+      { message: 'finished record' },
+    );
     assert.equal(r.status.phase, 'Failed');
     assert.equal(r.status.reason, 'Evicted');
     assert.equal(r.version, 3);

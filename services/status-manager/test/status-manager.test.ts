@@ -8,7 +8,7 @@ import { FakeClock } from '@splitlet/service/testing';
 import { createLogger } from '@splitlet/telemetry';
 import type { StatusStore } from '../src/ports.js';
 import { createStatusMetrics } from '../src/status/metrics.js';
-import { StatusManager } from '../src/status/status-manager.js';
+import { REMOVED_MEMORY_MS, StatusManager } from '../src/status/status-manager.js';
 
 class MemoryStore implements StatusStore {
   readonly records = new Map<string, PodStatusRecord>();
@@ -73,7 +73,12 @@ describe('StatusManager', () => {
   it('loads the cache from the store (versions continue, an equal status is skipped)', async () => {
     const t = setup();
     await t.manager.handle(update('a', '1'));
-    const again = new StatusManager({ store: t.store, clock: t.clock, logger: createLogger({ service: 't', stream: { write: () => true } }), metrics: createStatusMetrics(new Registry()) });
+    const again = new StatusManager({
+      store: t.store,
+      clock: t.clock,
+      logger: createLogger({ service: 't', stream: { write: () => true } }),
+      metrics: createStatusMetrics(new Registry()),
+    });
     await again.load();
     assert.equal(await again.handle(update('a', '1')), 'unchanged');
     assert.equal(await again.handle(update('a', '3')), 'written');
@@ -106,14 +111,31 @@ describe('StatusManager', () => {
     assert.equal(t.manager.get('a'), undefined);
   });
 
+  it('a set arriving after removed is stale: it does not bring the record back (found by the chaos suite)', async () => {
+    const t = setup();
+    await t.manager.handle(update('a', '1'));
+    assert.equal(await t.manager.handle({ ...update('a', '1'), kind: 'removed' }), 'deleted');
+    assert.equal(await t.manager.handle(update('a', '2')), 'unknown-pod');
+    assert.equal(await t.manager.handle({ ...update('a', '2'), kind: 'terminated' }), 'unknown-pod');
+    assert.equal(t.store.records.has('a'), false);
+    assert.equal(t.manager.get('a'), undefined);
+    // Another pod is not affected; the memory ends after REMOVED_MEMORY_MS.
+    assert.equal(await t.manager.handle(update('b', '1')), 'written');
+    t.clock.advance(REMOVED_MEMORY_MS + 1);
+    await t.manager.handle({ ...update('c', '1'), kind: 'removed' });
+    assert.equal(await t.manager.handle(update('a', '3')), 'written');
+  });
+
   it('observes kubelet_pod_status_sync_duration_seconds from `at` to the write', async () => {
     const t = setup();
     t.clock.advance(1500);
     await t.manager.handle(update('a', '1', '2024-01-01T00:00:00.000Z'));
     const m = await t.registry.getSingleMetric('kubelet_pod_status_sync_duration_seconds')?.get();
-    const sum = m?.values.find((v) => v.metricName === 'kubelet_pod_status_sync_duration_seconds_sum');
+    // A histogram's samples carry `metricName` (the _bucket/_sum/_count series), which MetricValue does not declare.
+    const values: readonly { value: number; labels: Partial<Record<string, string | number>>; metricName?: string }[] | undefined = m?.values;
+    const sum = values?.find((v) => v.metricName === 'kubelet_pod_status_sync_duration_seconds_sum');
     assert.equal(sum?.value, 1.5);
-    const buckets = m?.values.filter((v) => v.metricName?.endsWith('_bucket')).map((v) => v.labels['le']);
+    const buckets = values?.filter((v) => v.metricName?.endsWith('_bucket')).map((v) => v.labels['le']);
     assert.deepEqual(buckets, [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 20, 30, 45, 60, '+Inf']);
   });
 });

@@ -86,7 +86,13 @@ describe('status merge: lastTransitionTime', () => {
     const again = set({ ...running, conditions: running.conditions!.map((c) => ({ ...c, lastTransitionTime: '2024-05-01T10:09:00Z' })) });
     assert.deepEqual(applyStatusUpdate(r1, again, T0 + 10_000), { kind: 'skip', reason: 'unchanged' });
 
-    const notReady = set({ ...running, conditions: [{ type: 'Ready', status: 'False', reason: 'ContainersNotReady' }, { type: 'PodScheduled', status: 'True' }] });
+    const notReady = set({
+      ...running,
+      conditions: [
+        { type: 'Ready', status: 'False', reason: 'ContainersNotReady' },
+        { type: 'PodScheduled', status: 'True' },
+      ],
+    });
     const r2 = written(applyStatusUpdate(r1, notReady, T0 + 10_000));
     assert.equal(r2.status.conditions?.find((c) => c.type === 'Ready')?.lastTransitionTime, '2024-05-01T10:00:10Z');
     assert.equal(r2.status.conditions?.find((c) => c.type === 'PodScheduled')?.lastTransitionTime, '2024-05-01T10:00:00Z');
@@ -94,7 +100,12 @@ describe('status merge: lastTransitionTime', () => {
 });
 
 describe('status merge: terminal phases', () => {
-  const failed: PodStatus = { phase: 'Failed', reason: 'DeadlineExceeded', message: 'Pod was active on the node longer than the specified deadline', containerStatuses: [aRunningStatus('foo1')] };
+  const failed: PodStatus = {
+    phase: 'Failed',
+    reason: 'DeadlineExceeded',
+    message: 'Pod was active on the node longer than the specified deadline',
+    containerStatuses: [aRunningStatus('foo1')],
+  };
 
   it('holds a new terminal phase back while containers could still run (everything else updates)', () => {
     const r1 = written(applyStatusUpdate(undefined, set(running), T0));
@@ -163,7 +174,7 @@ describe('status merge: terminal phases', () => {
     assert.deepEqual(applyStatusUpdate(r, terminated(), T0 + 5000), { kind: 'skip', reason: 'unchanged' });
   });
 
-  it('TerminatePod leaves a static pod\'s phase alone', () => {
+  it("TerminatePod leaves a static pod's phase alone", () => {
     const staticPod = aPod({ metadata: { annotations: { 'kubernetes.io/config.source': 'file' } } });
     const r = run([
       [set(running, true, staticPod), T0],

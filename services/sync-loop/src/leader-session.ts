@@ -9,13 +9,7 @@ import type { Bus, Consumption } from '@splitlet/bus';
 import { ProgressMonitor, sleep, type Clock, type HealthStatus } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
 import { consumeConfig, consumePleg } from './adapters/consumers.js';
-import {
-  createBusEventRecorder,
-  createBusRuntimeGarbageCollector,
-  createBusStatusSink,
-  createBusVolumeCleaner,
-  createBusWorkPoker,
-} from './adapters/bus-publishers.js';
+import { createBusEventRecorder, createBusRuntimeGarbageCollector, createBusStatusSink, createBusVolumeCleaner, createBusWorkPoker } from './adapters/bus-publishers.js';
 import type { NodeCapacityView } from './adapters/kv-node-capacity.js';
 import { createKvDesiredStore, createKvKillStore, createKvSourcesStore } from './adapters/kv-stores.js';
 import { startClusterViews } from './adapters/kv-views.js';
@@ -66,12 +60,7 @@ export interface SessionHealth {
  * Runs one leadership term; `onHealth` receives the session's health check once it runs. Every write
  * to sl_desired, sl_kill and SL_WORK passes `fence` and carries its epoch.
  */
-export async function runLeaderSession(
-  deps: LeaderSessionDeps,
-  signal: AbortSignal,
-  fence: LeaderFence,
-  onHealth: (h: SessionHealth | undefined) => void,
-): Promise<void> {
+export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSignal, fence: LeaderFence, onHealth: (h: SessionHealth | undefined) => void): Promise<void> {
   const { bus, node, partitions, clock, logger } = deps;
   const views = await startClusterViews(bus, node, signal);
   const aborted = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));

@@ -87,7 +87,9 @@ describe('ContainerGarbageCollector (StartGarbageCollection)', () => {
     const t = collector({ allSourcesReady: true, keep: ['a', 'b'] });
     t.runtime.answers.push({ removedContainers: 3, removedSandboxes: 1, removedLogDirs: 1 });
     assert.equal(await t.gc.garbageCollect(), true);
-    assert.deepEqual(t.runtime.requests, [{ type: 'kubelet.runtime.GarbageCollectRequest.v1', policy: { minAgeMs: 0, maxPerPodContainer: 1, maxContainers: -1 }, allSourcesReady: true, keep: ['a', 'b'] }]);
+    assert.deepEqual(t.runtime.requests, [
+      { type: 'kubelet.runtime.GarbageCollectRequest.v1', policy: { minAgeMs: 0, maxPerPodContainer: 1, maxContainers: -1 }, allSourcesReady: true, keep: ['a', 'b'] },
+    ]);
     assert.deepEqual(DEFAULT_CONTAINER_GC_POLICY, { minAgeMs: 0, maxPerPodContainer: 1, maxContainers: -1 });
     assert.deepEqual(
       t.logs.filter((l) => l.msg.startsWith('Container garbage collection')).map((l) => `${l.level} ${l.msg}`),
@@ -132,14 +134,19 @@ describe('ContainerGarbageCollector (StartGarbageCollection)', () => {
 
   it('no responder before any run succeeded is cri-adapter still starting, not a failure', async () => {
     const t = collector();
-    const noResponder = (): BusError => new BusError('NoResponders', 'no responder for sl.node-1_example.rpc.runtime.garbageCollect: is the process that serves it running?', { retryable: true });
+    const noResponder = (): BusError =>
+      new BusError('NoResponders', 'no responder for sl.node-1_example.rpc.runtime.garbageCollect: is the process that serves it running?', { retryable: true });
     t.runtime.answers.push(noResponder(), {}, noResponder());
     assert.equal(await t.gc.garbageCollect(), false);
     assert.equal(t.events.events.length, 0);
     assert.equal(t.logs.find((l) => l.msg.startsWith('Container garbage collection'))?.msg, 'Container garbage collection skipped: the runtime does not serve it yet');
     assert.equal(await t.gc.garbageCollect(), true);
     assert.equal(await t.gc.garbageCollect(), false);
-    assert.deepEqual(t.events.events.map((e) => e.reason), ['ContainerGCFailed'], 'once a run succeeded, no responder is a failure');
+    assert.deepEqual(
+      t.events.events.map((e) => e.reason),
+      ['ContainerGCFailed'],
+      'once a run succeeded, no responder is a failure',
+    );
   });
 
   it('runs right away, then a period after each run, until aborted', async () => {

@@ -69,6 +69,16 @@ describe('planHousekeeping: orphan decisions', () => {
       ['new'],
     );
   });
+
+  it('sends a pod that stays unknown `create` again only restartAfterMs after the last time, not at every pass', () => {
+    const input = { desired: [desired('new')], workers: [], runtime: [], kills: kills() };
+    const restartedAt = new Map([['new', START + 10_000]]);
+    for (const now of [START + 12_000, START + 19_999]) assert.deepEqual(planHousekeeping({ ...input, restartedAt, now }).restart, [], `at +${now - START} ms`);
+    assert.deepEqual(
+      planHousekeeping({ ...input, restartedAt, now: START + 20_000 }).restart.map((d) => d.pod.metadata.uid),
+      ['new'],
+    );
+  });
 });
 
 describe('kill grace', () => {

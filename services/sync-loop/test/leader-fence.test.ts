@@ -18,7 +18,10 @@ describe('LeaderFence', () => {
     clock.advance(8_000);
     assert.equal(fence.closedReason(), undefined);
     clock.advance(1_000);
-    assert.throws(() => fence.check('x'), (e: unknown) => e instanceof FencedError && /refused x: leader term 7: the lease was last confirmed 9100 ms ago/.test(e.message));
+    assert.throws(
+      () => fence.check('x'),
+      (e: unknown) => e instanceof FencedError && e.retryable && /refused x: leader term 7: the lease was last confirmed 9100 ms ago/.test(e.message),
+    );
   });
 
   it('refuses once the term ended', () => {

@@ -53,7 +53,9 @@ describe('sync-loop leadership (integration)', () => {
     bus = await connectBus({ servers: nats.url, process: 'test', node: NODE, logger: createLogger({ service: 'test', stream: { write: () => true } }) });
     // The node's capacity, as its volume-manager publishes it: admission needs it.
     const resources = { cpu: '4', memory: '8Gi', 'ephemeral-storage': '100Gi', pods: '110' };
-    await (await bus.kv(Buckets.nodeCapacity, NodeCapacity)).put(Keys.node(NODE), {
+    await (
+      await bus.kv(Buckets.nodeCapacity, NodeCapacity)
+    ).put(Keys.node(NODE), {
       type: 'kubelet.node.NodeCapacity.v1',
       node: NODE,
       capacity: resources,
@@ -129,6 +131,9 @@ describe('sync-loop leadership (integration)', () => {
     await bus.publish(PodUpdate, Subjects.config(NODE, 'file'), add('before-stop'));
     const before = await eventually(async () => (await desired.get(key('before-stop')))?.value, { message: 'desired before-stop' });
     assert.equal(before.leaderEpoch, epochA, 'the leader stamps its epoch on what it writes');
+    // The poke follows the desired write: wait until it reached the server too, so nothing the leader
+    // sent while it held its lease is still in its socket when it is stopped (a loaded machine).
+    await eventually(() => seen.some((w) => w.subject.startsWith(`sl.${NODE}.work.`) && w.subject.endsWith('.before-stop')), { message: 'the poke of before-stop' });
 
     process.kill(a.pid, 'SIGSTOP');
     let continued = false;
@@ -158,7 +163,9 @@ describe('sync-loop leadership (integration)', () => {
     const late = seen.filter((w) => w.at >= resumedAt && w.epoch === epochA);
     assert.deepEqual(late, [], 'no write of the paused leader landed after SIGCONT');
     const refused = a.lines.filter((l) => l.includes(`leader term ${epochA}`)).length;
-    console.log(`fencing: ${seen.length} leader writes observed, ${seen.filter((w) => w.at >= resumedAt).length} after SIGCONT, 0 of epoch ${epochA}; the old leader logged ${refused} refused writes`);
+    console.log(
+      `fencing: ${seen.length} leader writes observed, ${seen.filter((w) => w.at >= resumedAt).length} after SIGCONT, 0 of epoch ${epochA}; the old leader logged ${refused} refused writes`,
+    );
     await a.stop();
     await b.stop();
   });

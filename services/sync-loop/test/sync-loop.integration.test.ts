@@ -19,12 +19,13 @@ import {
   PodStatusUpdate,
   PodUpdate,
   SpanBatch,
-  SpanRecord,
+  type SpanRecord,
   Streams,
   Subjects,
   WorkPoke,
   partitionOf,
 } from '@splitlet/api';
+import type { MsgHdrs } from '@nats-io/transport-node';
 import { connectBus, type NatsBus } from '@splitlet/bus';
 import { aPod } from '@splitlet/kube/testing';
 import { createLogger } from '@splitlet/telemetry';
@@ -69,8 +70,13 @@ describe('sync-loop (integration)', () => {
     nats = await startNatsServer();
     dir = await makeTempDir('sync-loop-it-');
     bus = await connectBus({ servers: nats.url, process: 'test', node: NODE, logger: createLogger({ service: 'test', stream: { write: () => true } }) });
-    const consume = <T>(schema: Parameters<NatsBus['consume']>[0], stream: string, durable: string, filterSubject: string, sink: (d: { data: T; subject: string; headers: import('@nats-io/transport-node').MsgHdrs | undefined }) => void) =>
-      bus.consume(schema, { stream, durable, filterSubject, signal: ac.signal }, async (d) => sink(d as never));
+    const consume = <T>(
+      schema: Parameters<NatsBus['consume']>[0],
+      stream: string,
+      durable: string,
+      filterSubject: string,
+      sink: (d: { data: T; subject: string; headers: MsgHdrs | undefined }) => void,
+    ) => bus.consume(schema, { stream, durable, filterSubject, signal: ac.signal }, async (d) => sink(d as never));
     await consume<WorkPoke>(WorkPoke, Streams.work, 'test-work', `sl.${NODE.replaceAll('.', '_')}.work.*.*`, (d) =>
       pokes.push({ poke: d.data, subject: d.subject, traceparent: d.headers?.get('traceparent') || undefined }),
     );
@@ -115,12 +121,18 @@ describe('sync-loop (integration)', () => {
     assert.match(await ready.text(), /node-capacity: no capacity published for node node-c\.local yet \(volume-manager publishes it\)/);
     await bus.publish(PodUpdate, Subjects.config(NODE, 'file'), podUpdate('ADD', [pod('uid-early')]));
     const desired = await bus.kv(Buckets.desired, DesiredPod);
-    assert.equal(proc.lines.some((l) => l.includes('sync loop running')), false, 'the leader session waits for the capacity');
+    assert.equal(
+      proc.lines.some((l) => l.includes('sync loop running')),
+      false,
+      'the leader session waits for the capacity',
+    );
     assert.equal(await desired.get(key('uid-early')), null);
 
     // What volume-manager publishes on the node (here: 1 CPU, 4Gi allocatable).
     const resources = { cpu: '1', memory: String(4 * 1024 ** 3), 'ephemeral-storage': String(20 * 1024 ** 3), pods: '110' };
-    await (await bus.kv(Buckets.nodeCapacity, NodeCapacity)).put(Keys.node(NODE), {
+    await (
+      await bus.kv(Buckets.nodeCapacity, NodeCapacity)
+    ).put(Keys.node(NODE), {
       type: 'kubelet.node.NodeCapacity.v1',
       node: NODE,
       capacity: { ...resources, cpu: '2' },
@@ -134,7 +146,7 @@ describe('sync-loop (integration)', () => {
     await eventually(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200 || undefined, { message: 'ready once the capacity is known' });
   });
 
-  it('ADD → a desired record and a create poke that continues the pod\'s trace', async () => {
+  it("ADD → a desired record and a create poke that continues the pod's trace", async () => {
     await bus.publish(PodUpdate, Subjects.config(NODE, 'file'), podUpdate('ADD', [pod('uid-1')]));
     const kv = await bus.kv(Buckets.desired, DesiredPod);
     const d = await eventually(async () => (await kv.get(key('uid-1')))?.value, { message: 'desired uid-1' });
@@ -162,7 +174,10 @@ describe('sync-loop (integration)', () => {
     assert.equal(e.source.host, NODE);
     const kv = await bus.kv(Buckets.desired, DesiredPod);
     assert.equal((await kv.get(key('uid-big')))?.value?.rejected?.reason, 'OutOfcpu');
-    assert.equal(pokes.some((x) => x.poke.uid === 'uid-big'), false);
+    assert.equal(
+      pokes.some((x) => x.poke.uid === 'uid-big'),
+      false,
+    );
     const port = (await readFile(join(dir.path, 'port'), 'utf8')).trim();
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     assert.match(metrics, /kubelet_admission_rejections_total\{reason="OutOfcpu",service="sync-loop"\} 1/);

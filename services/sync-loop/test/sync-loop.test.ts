@@ -31,7 +31,7 @@ describe('HandlePodAdditions', () => {
     assert.equal(h.desired.map.get('late')?.rejected?.reason, 'OutOfcpu');
   });
 
-  it('an admitted pod: DesiredPod{create, startTime, trace, creationTrace} then a create poke in the pod\'s trace', async () => {
+  it("an admitted pod: DesiredPod{create, startTime, trace, creationTrace} then a create poke in the pod's trace", async () => {
     const h = await harness();
     await h.loop.handlePodUpdate(update('ADD', [item(pod('a'), TRACE)]));
     const d = h.desired.map.get('a');
@@ -119,7 +119,10 @@ describe('HandlePodAdditions', () => {
   it('a write failure is retryable and leaves the pod manager as if the update never came', async () => {
     const h = await harness();
     h.desired.failPut = true;
-    await assert.rejects(h.loop.handlePodUpdate(update('ADD', [item(pod('a'))])), (e: unknown) => hasErrorCode(e, 'SyncLoopWriteFailed') && (e as { retryable: boolean }).retryable);
+    await assert.rejects(
+      h.loop.handlePodUpdate(update('ADD', [item(pod('a'))])),
+      (e: unknown) => hasErrorCode(e, 'SyncLoopWriteFailed') && (e as { retryable: boolean }).retryable,
+    );
     assert.equal(h.loop.desiredPod('a'), undefined);
     h.desired.failPut = false;
     await h.loop.handlePodUpdate(update('ADD', [item(pod('a'))]));
@@ -215,7 +218,7 @@ describe('HandlePodRemoves', () => {
     assert.deepEqual(h.poker.take(), ['kill:a']);
   });
 
-  it('a pending kill\'s grace only ever shrinks', async () => {
+  it("a pending kill's grace only ever shrinks", async () => {
     const h = await harness({ sources: READY });
     await h.loop.handlePodUpdate(update('REMOVE', [item(pod('a', { grace: 30 }))]));
     const first = h.kills.map.get('a');
@@ -273,7 +276,7 @@ describe('tick (the work queue)', () => {
     assert.deepEqual(h.poker.take().sort(), ['sync:due', 'sync:later']);
   });
 
-  it('a retry continues the worker\'s nextSyncTrace; a plain resync pokes unsampled', async () => {
+  it("a retry continues the worker's nextSyncTrace; a plain resync pokes unsampled", async () => {
     const h = await harness();
     h.workers.map.set('retry', worker('retry', { nextSyncAt: START - 1, nextSyncTrace: TRACE }));
     h.workers.map.set('resync', worker('resync', { nextSyncAt: START - 1 }));
@@ -414,4 +417,3 @@ describe('start', () => {
     assert.equal(second.loop.sourcesReady.allReady(), true);
   });
 });
-

@@ -2,11 +2,14 @@
  * volume-manager's composition root: domain → adapters (and the node's capacity publisher), on the
  * common process bootstrap. No logic lives here.
  */
+import { openNodeObjects } from '@splitlet/kube-client';
 import { realClock, runNodeProcess } from '@splitlet/service';
+import { apiObjectReader } from './adapters/api-objects.js';
 import { configSchema, processEnv } from './config.js';
 import { busEventRecorder } from './adapters/event-publisher.js';
 import { execMounter } from './adapters/exec-mounter.js';
 import { hostNodeProbe } from './adapters/host-node-probe.js';
+import { observeHostPressure } from './adapters/host-pressure-probe.js';
 import { kvNodeCapacityStore } from './adapters/kv-node-capacity-store.js';
 import { kvVolumeStore } from './adapters/kv-volume-store.js';
 import { promVolumeMetrics } from './adapters/metrics.js';
@@ -24,6 +27,9 @@ await runNodeProcess({
   env: processEnv(),
   start: async ({ config, bus, telemetry, registry, logger, signal, health, onClose }) => {
     const node = config.NODE_NAME;
+    // Cluster mode: configMaps and secrets are read here on the node, from the API server.
+    const objects = config.KUBECONFIG === undefined ? undefined : openNodeObjects(config.KUBECONFIG, { logger });
+    if (objects !== undefined) onClose({ name: 'api-objects', close: () => objects.close() });
     const vm = new VolumeManager({
       nodeName: node,
       paths: podPaths(config.ROOT_DIR),
@@ -35,9 +41,10 @@ await runNodeProcess({
       tracer: telemetry.tracer,
       allowTmpfs: config.ALLOW_TMPFS,
       metrics: promVolumeMetrics(registry),
+      ...(objects !== undefined ? { objects: apiObjectReader(objects) } : {}),
     });
     const restored = await vm.reconstruct();
-    logger.info('volume state reconstructed', { pods: restored, rootDir: config.ROOT_DIR, allowTmpfs: config.ALLOW_TMPFS });
+    logger.info('volume state reconstructed', { pods: restored, rootDir: config.ROOT_DIR, allowTmpfs: config.ALLOW_TMPFS, mode: objects === undefined ? 'standalone' : 'cluster' });
 
     // The node's capacity, measured here on the node, for sync-loop's admission.
     const capacity = new NodeCapacityPublisher({
@@ -46,6 +53,7 @@ await runNodeProcess({
       maxPods: config.NODE_MAX_PODS,
       overrides: { cpu: config.NODE_CPU, memory: config.NODE_MEMORY, ephemeralStorage: config.NODE_EPHEMERAL_STORAGE },
       probe: hostNodeProbe(),
+      pressure: { observe: () => observeHostPressure(config.ROOT_DIR), thresholds: config.EVICTION_HARD, transitionMs: config.EVICTION_PRESSURE_TRANSITION_PERIOD_MS },
       store: await kvNodeCapacityStore(bus, node),
       clock: realClock,
       logger,

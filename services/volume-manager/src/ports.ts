@@ -65,3 +65,28 @@ export interface NodeProbe {
 export interface NodeCapacityStore {
   put(capacity: NodeCapacity): Promise<void>;
 }
+
+/** A configMap or secret a volume reads. */
+export interface ApiObjectRef {
+  readonly kind: 'configmap' | 'secret';
+  readonly namespace: string;
+  readonly name: string;
+}
+
+/**
+ * The API objects volumes read, on the node (cluster mode; absent in standalone mode): a watch-based
+ * cache, so a read is local once the object is watched, and a change is pushed. Values are only
+ * ever held here and written into the pod's volume: never logged, traced or published.
+ */
+export interface ApiObjectReader {
+  /** The object's values by key (configMap `data` + `binaryData`, secret `data`, decoded). Rejects: NotFound (`configmap "x" not found`), or the cache's error. */
+  read(ref: ApiObjectRef): Promise<Map<string, Buffer>>;
+  /** True for a read's NotFound rejection. */
+  isNotFound(e: unknown): boolean;
+  /** Keeps exactly `refs` watched on behalf of `holder` (a pod UID). */
+  hold(holder: string, refs: readonly ApiObjectRef[]): void;
+  /** The holders of `ref`. */
+  holders(ref: ApiObjectRef): string[];
+  /** Called after a watched object changed. */
+  onChange(listener: (ref: ApiObjectRef) => void): void;
+}

@@ -39,7 +39,7 @@ const podinfo: Volume = {
       { path: 'sub/name', fieldRef: { fieldPath: 'metadata.name' }, mode: 0o600 },
     ],
   },
-} as Volume;
+};
 
 describe('downwardAPI payload', () => {
   it('projects labels and annotations as the documentation shows, resources with divisors, modes', () => {
@@ -53,7 +53,12 @@ describe('downwardAPI payload', () => {
   });
 
   it('names every item that cannot be projected (status fields are for env only)', () => {
-    const bad = { items: [{ path: 'ip', fieldRef: { fieldPath: 'status.podIP' } }, { path: 'x', resourceFieldRef: { containerName: 'nope', resource: 'limits.cpu' } }] };
+    const bad = {
+      items: [
+        { path: 'ip', fieldRef: { fieldPath: 'status.podIP' } },
+        { path: 'x', resourceFieldRef: { containerName: 'nope', resource: 'limits.cpu' } },
+      ],
+    };
     assert.throws(
       () => downwardApiPayload(labelledPod({}, []), bad, ctx),
       (e: Error) =>
@@ -78,13 +83,31 @@ describe('atomic writer', () => {
 
   it('swaps ..data, keeps user paths as symlinks, skips identical content, drops removed paths', async () => {
     const dir = tmp.path;
-    assert.equal(await writeAtomically(dir, new Map([['a', { data: 'one', mode: 0o644 }], ['b/c', { data: 'x', mode: 0o644 }]])), true);
+    assert.equal(
+      await writeAtomically(
+        dir,
+        new Map([
+          ['a', { data: 'one', mode: 0o644 }],
+          ['b/c', { data: 'x', mode: 0o644 }],
+        ]),
+      ),
+      true,
+    );
     const first = await readlink(join(dir, '..data'));
     assert.match(first, /^\.\.\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}\.\d+$/);
     assert.equal(await readlink(join(dir, 'a')), '..data/a');
     assert.equal(await readFile(join(dir, 'b', 'c'), 'utf8'), 'x');
 
-    assert.equal(await writeAtomically(dir, new Map([['a', { data: 'one', mode: 0o644 }], ['b/c', { data: 'x', mode: 0o644 }]])), false);
+    assert.equal(
+      await writeAtomically(
+        dir,
+        new Map([
+          ['a', { data: 'one', mode: 0o644 }],
+          ['b/c', { data: 'x', mode: 0o644 }],
+        ]),
+      ),
+      false,
+    );
     assert.equal(await readlink(join(dir, '..data')), first);
 
     assert.equal(await writeAtomically(dir, new Map([['a', { data: 'two', mode: 0o644 }]])), true);

@@ -91,7 +91,12 @@ describe('volume-manager process (real nats-server)', () => {
     const host = join(tmp.path, 'host-data');
     await mkdir(host);
     const spans = collect(bus, Subjects.spansAll(NODE));
-    const reply = await mount(podWith('uid-1', [{ name: 'cache', emptyDir: {} }, { name: 'data', hostPath: { path: host, type: 'Directory' } }]));
+    const reply = await mount(
+      podWith('uid-1', [
+        { name: 'cache', emptyDir: {} },
+        { name: 'data', hostPath: { path: host, type: 'Directory' } },
+      ]),
+    );
     const podDir = join(root, 'pods', 'uid-1');
     const cache = join(podDir, 'volumes', 'kubernetes.io~empty-dir', 'cache');
     assert.deepEqual(reply, { type: 'kubelet.volume.MountReply.v1', podDir, volumes: { cache: { hostPath: cache }, data: { hostPath: host } } });
@@ -102,10 +107,13 @@ describe('volume-manager process (real nats-server)', () => {
     assert.equal(entry?.value?.mounted, true);
     assert.deepEqual(entry?.value?.volumes, reply.volumes);
     // One span per volume, each a child of the bus's SERVER span for the request.
-    const records = (await eventually(() => {
-      const rs = spans.msgs.flatMap((m) => SpanBatch.parse(m).spans);
-      return rs.filter((r) => r.name.startsWith('volume.mount ')).length === 2 ? rs : undefined;
-    }, { timeoutMs: 5000 }))!;
+    const records = (await eventually(
+      () => {
+        const rs = spans.msgs.flatMap((m) => SpanBatch.parse(m).spans);
+        return rs.filter((r) => r.name.startsWith('volume.mount ')).length === 2 ? rs : undefined;
+      },
+      { timeoutMs: 5000 },
+    ))!;
     spans.sub.unsubscribe();
     const server = records.find((r) => r.name === 'process sl.{node}.rpc.volume.mount');
     assert.ok(server, 'the SERVER span was recorded');
@@ -125,7 +133,10 @@ describe('volume-manager process (real nats-server)', () => {
       assert.ok(isBusError(e, 'Remote'));
       assert.equal(e.remoteCode, 'FailedMount');
       assert.equal(e.retryable, true);
-      assert.equal(e.message, `unmounted volumes=[data], unattached volumes=[]: MountVolume.SetUp failed for volume "data" : hostPath type check failed: ${missing} is not a directory`);
+      assert.equal(
+        e.message,
+        `unmounted volumes=[data], unattached volumes=[]: MountVolume.SetUp failed for volume "data" : hostPath type check failed: ${missing} is not a directory`,
+      );
       return true;
     });
     await eventually(() => events.msgs.length === 1, { timeoutMs: 5000 });
@@ -191,9 +202,28 @@ describe('volume-manager process (real nats-server)', () => {
   });
 
   it('a stale fence is FencedOff', async () => {
-    await bus.request(VolumeMountRequest, VolumeMountReply, Subjects.rpc.volume(NODE, 'mount'), { type: 'kubelet.volume.MountRequest.v1', pod: podWith('uid-1', [{ name: 'cache', emptyDir: {} }, { name: 'data', hostPath: { path: join(tmp.path, 'host-data'), type: 'Directory' } }]), fence: { partition: 5, epoch: 9 } }, { timeoutMs: 5000 });
+    await bus.request(
+      VolumeMountRequest,
+      VolumeMountReply,
+      Subjects.rpc.volume(NODE, 'mount'),
+      {
+        type: 'kubelet.volume.MountRequest.v1',
+        pod: podWith('uid-1', [
+          { name: 'cache', emptyDir: {} },
+          { name: 'data', hostPath: { path: join(tmp.path, 'host-data'), type: 'Directory' } },
+        ]),
+        fence: { partition: 5, epoch: 9 },
+      },
+      { timeoutMs: 5000 },
+    );
     await assert.rejects(
-      bus.request(VolumeUnmountRequest, VolumeUnmountReply, Subjects.rpc.volume(NODE, 'unmount'), { type: 'kubelet.volume.UnmountRequest.v1', uid: 'uid-1', removeContent: false, fence: { partition: 5, epoch: 8 } }, { timeoutMs: 5000 }),
+      bus.request(
+        VolumeUnmountRequest,
+        VolumeUnmountReply,
+        Subjects.rpc.volume(NODE, 'unmount'),
+        { type: 'kubelet.volume.UnmountRequest.v1', uid: 'uid-1', removeContent: false, fence: { partition: 5, epoch: 8 } },
+        { timeoutMs: 5000 },
+      ),
       (e: unknown) => isBusError(e, 'Remote') && e.remoteCode === 'FencedOff' && e.retryable === false,
     );
   });

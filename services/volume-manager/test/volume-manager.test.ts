@@ -63,7 +63,7 @@ describe('VolumeManager', () => {
     assert.equal(volumeType({ name: 'a', emptyDir: {} }), 'emptyDir');
     assert.equal(volumeType({ name: 'a', hostPath: { path: '/x' } }), 'hostPath');
     assert.equal(volumeType({ name: 'a', configMap: { name: 'c' } }), 'configMap');
-    assert.equal(volumeType({ name: 'a', nfs: { server: 's' } } as Volume), 'nfs');
+    assert.equal(volumeType({ name: 'a', nfs: { server: 's' } }), 'nfs');
   });
 
   it('mounts an emptyDir and a hostPath: dirs, reply, state, spans, metrics', async () => {
@@ -141,17 +141,25 @@ describe('VolumeManager', () => {
     assert.equal(store.states.get('u2')?.mounted, true);
   });
 
-  it('API-backed volumes are not available in standalone mode (unattached too)', async () => {
-    const pod = podWith('u3', [{ name: 'cfg', configMap: { name: 'c' } }, { name: 's', secret: { secretName: 'x' } }]);
-    await assert.rejects(vm.mount(pod, fence), {
-      code: 'FailedMount',
-      message:
-        'unmounted volumes=[cfg s], unattached volumes=[cfg s]: MountVolume.SetUp failed for volume "cfg" : configMap volumes are not available in standalone mode yet; MountVolume.SetUp failed for volume "s" : secret volumes are not available in standalone mode yet',
-    });
-    assert.deepEqual(events.events.map((e) => e.event.message), [
-      'MountVolume.SetUp failed for volume "cfg" : configMap volumes are not available in standalone mode yet',
-      'MountVolume.SetUp failed for volume "s" : secret volumes are not available in standalone mode yet',
+  it('standalone mode (no API client): configMap, secret and projected volumes fail as the kubelet without a client; a PVC is unattached', async () => {
+    const pod = podWith('u3', [
+      { name: 'cfg', configMap: { name: 'c' } },
+      { name: 's', secret: { secretName: 'x' } },
+      { name: 'p', projected: { sources: [] } },
+      { name: 'pvc', persistentVolumeClaim: { claimName: 'claim' } },
     ]);
+    const ns = pod.metadata.namespace;
+    const want = [
+      `MountVolume.SetUp failed for volume "cfg" : couldn't get configMap ${ns}/c, no kubeClient defined`,
+      `MountVolume.SetUp failed for volume "s" : couldn't get secret ${ns}/x, no kubeClient defined`,
+      'MountVolume.SetUp failed for volume "p" : cannot setup projected volume p because kube client is not configured',
+      'MountVolume.SetUp failed for volume "pvc" : persistentVolumeClaim volumes are not supported by this node yet',
+    ];
+    await assert.rejects(vm.mount(pod, fence), { code: 'FailedMount', message: `unmounted volumes=[cfg p pvc s], unattached volumes=[pvc]: ${want.join('; ')}` });
+    assert.deepEqual(
+      events.events.map((e) => e.event.message),
+      want,
+    );
   });
 
   it('medium Memory mounts a tmpfs sized by sizeLimit and the pod memory limit', async () => {

@@ -25,6 +25,10 @@ export interface NodeOptions {
   readonly spans: boolean;
   /** The checkout whose build runs (its services/cli/bin/splitlet.js), to compare two builds. @default this one */
   readonly splitletRoot?: string;
+  /** Extra environment of `splitlet up` and so of every process (e.g. NODE_OPTIONS=--cpu-prof). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Extra arguments of `splitlet up` (e.g. `--no-apiserver`, to compare with a build that had none). */
+  readonly upArgs?: readonly string[];
 }
 
 /** A pod manifest the benchmark applies: one busybox container that exits at once on TERM. */
@@ -60,18 +64,33 @@ export class NodeUnderTest {
   static async start(o: NodeOptions): Promise<NodeUnderTest> {
     const nats = await startNatsServer();
     const stateDir = mkdtempSync(join(tmpdir(), 'splitlet-bench-'));
-    const child = spawn(process.execPath, [join(o.splitletRoot ?? ownRoot, 'services/cli/bin/splitlet.js'), 'up', '--runtime', 'sim', '--node-name', 'bench-node', '--pod-workers', String(o.podWorkers)], {
-      env: {
-        ...process.env,
-        NATS_URL: nats.url,
-        SPLITLET_STATE_DIR: stateDir,
-        LOG_LEVEL: 'warn',
-        NODE_MAX_PODS: String(o.maxPods),
-        PUBLISH_SPANS: String(o.spans),
-        SIM_LATENCY_MS: String(o.simLatencyMs ?? 0),
+    const child = spawn(
+      process.execPath,
+      [
+        join(o.splitletRoot ?? ownRoot, 'services/cli/bin/splitlet.js'),
+        'up',
+        '--runtime',
+        'sim',
+        '--node-name',
+        'bench-node',
+        '--pod-workers',
+        String(o.podWorkers),
+        ...(o.upArgs ?? []),
+      ],
+      {
+        env: {
+          ...process.env,
+          NATS_URL: nats.url,
+          SPLITLET_STATE_DIR: stateDir,
+          LOG_LEVEL: 'warn',
+          NODE_MAX_PODS: String(o.maxPods),
+          PUBLISH_SPANS: String(o.spans),
+          SIM_LATENCY_MS: String(o.simLatencyMs ?? 0),
+          ...o.env,
+        },
+        stdio: ['ignore', 'ignore', 'inherit'],
       },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
+    );
     let exited: string | undefined;
     child.once('exit', (code, sig) => (exited = `splitlet up exited (${code ?? sig})`));
     try {

@@ -29,3 +29,23 @@ export interface BenchResult {
   readonly settings: Record<string, number>;
   readonly rows: readonly BenchRow[];
 }
+
+/** What `burst-probe.ts --json` writes: one burst's cost per pod, with the CPU profile when `--cpu-prof` was given. */
+export interface BurstProbeResult {
+  readonly date?: string;
+  readonly pods: number;
+  readonly workers: number;
+  readonly latencyMs: number;
+  readonly podsPerSec: number;
+  readonly load: readonly (readonly number[])[];
+  readonly cpuMsPerPod: Record<string, number>;
+  readonly messagesPerPod: Record<string, number>;
+  readonly rpc: Record<string, { perPod: number; p50: number; p90: number }>;
+  /** Per process, busiest first: sampled CPU ms per pod, and the files and functions it went to. */
+  readonly profile?: ReadonlyArray<{
+    readonly process: string;
+    readonly msPerPod: number;
+    readonly files: ReadonlyArray<{ readonly name: string; readonly msPerPod: number }>;
+    readonly functions: ReadonlyArray<{ readonly name: string; readonly msPerPod: number }>;
+  }>;
+}

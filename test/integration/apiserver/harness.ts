@@ -73,7 +73,15 @@ export async function startApiServer(): Promise<ApiServerUnderTest> {
       return new Promise((resolve, reject) => {
         const req = httpsRequest(
           url + path,
-          { method, ca, headers: { authorization: `Bearer ${token}`, ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) }), ...headers } },
+          {
+            method,
+            ca,
+            headers: {
+              authorization: `Bearer ${token}`,
+              ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) }),
+              ...headers,
+            },
+          },
           (res) => {
             const chunks: Buffer[] = [];
             res.on('data', (c: Buffer) => chunks.push(c));

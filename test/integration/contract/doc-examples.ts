@@ -51,7 +51,9 @@ export const DOC_EXAMPLES: readonly PodScenario[] = [
     manifest: pod('doc-shared-volume', {
       restartPolicy: 'Never',
       volumes: [{ name: 'shared-data', emptyDir: {} }],
-      initContainers: [container('install', ['sh', '-c', 'echo "<h1>from the init container</h1>" > /work-dir/index.html'], { volumeMounts: [{ name: 'shared-data', mountPath: '/work-dir' }] })],
+      initContainers: [
+        container('install', ['sh', '-c', 'echo "<h1>from the init container</h1>" > /work-dir/index.html'], { volumeMounts: [{ name: 'shared-data', mountPath: '/work-dir' }] }),
+      ],
       containers: [
         container('debian-container', ['/bin/sh', '-c'], {
           args: ['echo Hello from the debian container >> /pod-data/index.html; touch /pod-data/written'],
@@ -131,17 +133,15 @@ export const DOC_EXAMPLES: readonly PodScenario[] = [
       ['burstable', 'Burstable', { limits: { memory: '200Mi' }, requests: { memory: '100Mi' } }],
       ['besteffort', 'BestEffort', undefined],
     ] as const
-  ).map(
-    ([id, qosClass, resources]): PodScenario => ({
-      id: `doc-qos-${id}`,
-      covers: `docs: a ${qosClass} pod reports status.qosClass ${qosClass}`,
-      manifest: pod(`doc-qos-${id}`, { containers: [{ name: `qos-demo-ctr`, image: IMAGE, command: ['sleep', '3600'], ...(resources === undefined ? {} : { resources }) }] }),
-      expect: {
-        phase: 'Running',
-        qosClass,
-        containers: [{ name: 'qos-demo-ctr', state: 'running', restartCount: 0 }],
-        events: started('qos-demo-ctr'),
-      },
-    }),
-  ),
+  ).map(([id, qosClass, resources]): PodScenario => ({
+    id: `doc-qos-${id}`,
+    covers: `docs: a ${qosClass} pod reports status.qosClass ${qosClass}`,
+    manifest: pod(`doc-qos-${id}`, { containers: [{ name: `qos-demo-ctr`, image: IMAGE, command: ['sleep', '3600'], ...(resources === undefined ? {} : { resources }) }] }),
+    expect: {
+      phase: 'Running',
+      qosClass,
+      containers: [{ name: 'qos-demo-ctr', state: 'running', restartCount: 0 }],
+      events: started('qos-demo-ctr'),
+    },
+  })),
 ];

@@ -8,6 +8,7 @@ import type { Pod } from '@splitlet/api';
 import type { Bus } from '@splitlet/bus';
 import { listPods } from '../../../services/cli/src/node-view.ts';
 import { connectCliBus } from '../../../services/cli/src/target.ts';
+import type { NatsCredential } from '@splitlet/bus';
 import type { InstanceInfo } from '../../../services/cli/src/state-dir.ts';
 
 /** A pod's status as observed at `at` (ms since the epoch). */
@@ -35,8 +36,8 @@ export class NodeObserver {
   }
 
   /** Connects to the instance's NATS and starts polling pods and following events. */
-  static async start(info: InstanceInfo): Promise<NodeObserver> {
-    const o = new NodeObserver(await connectCliBus(info.natsUrl, info.nodeName), info.nodeName);
+  static async start(info: InstanceInfo, credential?: NatsCredential): Promise<NodeObserver> {
+    const o = new NodeObserver(await connectCliBus(info.natsUrl, info.nodeName, undefined, credential), info.nodeName);
     o.#loop = o.#poll();
     o.#follow = o.#bus
       .readStream(KubeEvent, Streams.events, Subjects.eventsAll(info.nodeName), (e) => o.#events.push(e), { follow: true, signal: o.#ac.signal })

@@ -102,6 +102,11 @@ export interface PodScenario {
   readonly checks?: readonly ScenarioCheck[];
   /** The outcome depends on timing (restart counts, backoff events): compared by the checks only. */
   readonly volatile?: boolean;
+  /**
+   * Its checks measure the kubelet's timings (backoffs, grace periods): the pod is written once every
+   * other scenario has settled, so that ~45 pods starting at once on a 2-core machine do not stretch them.
+   */
+  readonly timed?: boolean;
 }
 
 export const IMAGE = 'busybox:1.36';
@@ -251,16 +256,14 @@ export const POD_SCENARIOS: readonly PodScenario[] = [
   },
   {
     id: 'crashloop',
+    timed: true,
     covers: 'done when 2: Always restarts with CrashLoopBackOff, delays 10 s, 20 s, 40 s',
     manifest: pod('crashloop', { restartPolicy: 'Always', containers: [container('main', ['sh', '-c', 'echo crashing; sleep 1; exit 1'])] }),
     volatile: true,
     expect: {
       phase: 'Running',
       containers: [{ name: 'main', state: 'waiting', reason: 'CrashLoopBackOff', restartCount: { min: 1 }, last: { reason: 'Error', exitCode: 1 } }],
-      events: [
-        ...started('main'),
-        { type: 'Warning', reason: 'BackOff', message: (p) => `Back-off restarting failed container main in pod ${podDesc(p)}` },
-      ],
+      events: [...started('main'), { type: 'Warning', reason: 'BackOff', message: (p) => `Back-off restarting failed container main in pod ${podDesc(p)}` }],
     },
     checks: [
       { kind: 'logs', container: 'main', previous: true, lines: ['crashing'] },
@@ -311,7 +314,7 @@ export const POD_SCENARIOS: readonly PodScenario[] = [
   },
   {
     id: 'term-msg-restart',
-    covers: 'termination message: each instance gets a fresh file; the first run\'s message stays in lastState',
+    covers: "termination message: each instance gets a fresh file; the first run's message stays in lastState",
     manifest: pod('term-msg-restart', {
       restartPolicy: 'OnFailure',
       volumes: [{ name: 'shared', emptyDir: {} }],
@@ -321,7 +324,17 @@ export const POD_SCENARIOS: readonly PodScenario[] = [
     }),
     expect: {
       phase: 'Succeeded',
-      containers: [{ name: 'main', state: 'terminated', reason: 'Completed', exitCode: 0, message: null, restartCount: 1, last: { reason: 'Error', exitCode: 1, message: 'first run failed\n' } }],
+      containers: [
+        {
+          name: 'main',
+          state: 'terminated',
+          reason: 'Completed',
+          exitCode: 0,
+          message: null,
+          restartCount: 1,
+          last: { reason: 'Error', exitCode: 1, message: 'first run failed\n' },
+        },
+      ],
       events: started('main'),
     },
   },
@@ -424,6 +437,7 @@ export const POD_SCENARIOS: readonly PodScenario[] = [
   // ---------------------------------------------------------------- done when 3
   {
     id: 'term-trap',
+    timed: true,
     covers: 'done when 3: a container that traps SIGTERM and exits takes about the time it needs (grace 30 s)',
     manifest: pod('term-trap', { terminationGracePeriodSeconds: 30, containers: [container('main', ['sh', '-c', "trap 'echo bye; exit 0' TERM; echo ready; sleep 3600 & wait"])] }),
     expect: { phase: 'Running', containers: [{ name: 'main', state: 'running' }], events: started('main') },
@@ -434,6 +448,7 @@ export const POD_SCENARIOS: readonly PodScenario[] = [
   },
   {
     id: 'term-ignore',
+    timed: true,
     covers: 'done when 3: a container that ignores SIGTERM (sleep as PID 1) is killed at the grace period (4 s)',
     manifest: pod('term-ignore', { terminationGracePeriodSeconds: 4, containers: [container('main', ['sleep', '3600'])] }),
     expect: { phase: 'Running', containers: [{ name: 'main', state: 'running' }], events: started('main') },
@@ -502,7 +517,9 @@ export const POD_SCENARIOS: readonly PodScenario[] = [
     manifest: pod('never-pull', { containers: [container('main', ['true'], { image: 'nosuch:1.0', imagePullPolicy: 'Never' })] }),
     expect: {
       phase: 'Pending',
-      containers: [{ name: 'main', state: 'waiting', reason: 'ErrImageNeverPull', message: 'Container image "nosuch:1.0" is not present with pull policy of Never', restartCount: 0 }],
+      containers: [
+        { name: 'main', state: 'waiting', reason: 'ErrImageNeverPull', message: 'Container image "nosuch:1.0" is not present with pull policy of Never', restartCount: 0 },
+      ],
       events: [
         { type: 'Warning', reason: 'ErrImageNeverPull', message: 'Container image "nosuch:1.0" is not present with pull policy of Never' },
         { type: 'Warning', reason: 'Failed', message: 'Error: ErrImageNeverPull' },
@@ -521,7 +538,8 @@ export const POD_SCENARIOS: readonly PodScenario[] = [
           name: 'main',
           state: 'waiting',
           reason: 'InvalidImageName',
-          message: 'Failed to apply default image tag "Busybox:UPPER": couldn\'t parse image name "Busybox:UPPER": invalid reference format: repository name (library/Busybox) must be lowercase',
+          message:
+            'Failed to apply default image tag "Busybox:UPPER": couldn\'t parse image name "Busybox:UPPER": invalid reference format: repository name (library/Busybox) must be lowercase',
           restartCount: 0,
         },
       ],
@@ -529,7 +547,8 @@ export const POD_SCENARIOS: readonly PodScenario[] = [
         {
           type: 'Warning',
           reason: 'InspectFailed',
-          message: 'Failed to apply default image tag "Busybox:UPPER": couldn\'t parse image name "Busybox:UPPER": invalid reference format: repository name (library/Busybox) must be lowercase',
+          message:
+            'Failed to apply default image tag "Busybox:UPPER": couldn\'t parse image name "Busybox:UPPER": invalid reference format: repository name (library/Busybox) must be lowercase',
         },
         { type: 'Warning', reason: 'Failed', message: 'Error: InvalidImageName' },
       ],
@@ -573,7 +592,13 @@ export const POD_SCENARIOS: readonly PodScenario[] = [
       ],
       events: [
         { type: 'Normal', reason: 'Created', message: 'Created container: main' },
-        { type: 'Warning', reason: 'Failed', message: new RegExp(`^Error: ${esc('failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: "nosuchcmd": executable file not found in $PATH: unknown')}$`) },
+        {
+          type: 'Warning',
+          reason: 'Failed',
+          message: new RegExp(
+            `^Error: ${esc('failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: "nosuchcmd": executable file not found in $PATH: unknown')}$`,
+          ),
+        },
         { type: 'Warning', reason: 'BackOff', message: (p) => `Back-off restarting failed container main in pod ${podDesc(p)}` },
       ],
       noEvents: ['Started'],
@@ -585,7 +610,15 @@ export const POD_SCENARIOS: readonly PodScenario[] = [
     manifest: pod('nonroot-root-image', { containers: [container('main', ['sleep', '3600'], { securityContext: { runAsNonRoot: true } })] }),
     expect: {
       phase: 'Pending',
-      containers: [{ name: 'main', state: 'waiting', reason: 'CreateContainerConfigError', message: (p) => `container has runAsNonRoot and image will run as root (pod: "${podDesc(p)}", container: main)`, restartCount: 0 }],
+      containers: [
+        {
+          name: 'main',
+          state: 'waiting',
+          reason: 'CreateContainerConfigError',
+          message: (p) => `container has runAsNonRoot and image will run as root (pod: "${podDesc(p)}", container: main)`,
+          restartCount: 0,
+        },
+      ],
       events: [{ type: 'Warning', reason: 'Failed', message: (p) => `Error: container has runAsNonRoot and image will run as root (pod: "${podDesc(p)}", container: main)` }],
       noEvents: ['Created', 'Started'],
     },
@@ -604,6 +637,7 @@ export const POD_SCENARIOS: readonly PodScenario[] = [
   },
   {
     id: 'negative-grace',
+    timed: true,
     covers: 'bad input: a negative grace period runs as 1 s (decoding since 1.27); deleting kills at the 2 s minimum',
     manifest: pod('negative-grace', { terminationGracePeriodSeconds: -5, containers: [container('main', ['sleep', '3600'])] }),
     expect: { phase: 'Running', containers: [{ name: 'main', state: 'running', restartCount: 0 }], events: started('main') },

@@ -8,7 +8,8 @@
 
 const IMAGE = 'busybox:1.36';
 
-export type ProbeScenarioId = 'readiness-flap' | 'liveness-restart' | 'startup-gate' | 'startup-fail' | 'exec-timeout' | 'sidecar-startup' | 'http-tcp' | 'steady' | 'web-deployment';
+export type ProbeScenarioId =
+  'readiness-flap' | 'liveness-restart' | 'startup-gate' | 'startup-fail' | 'exec-timeout' | 'sidecar-startup' | 'http-tcp' | 'steady' | 'web-deployment';
 
 export interface ProbeScenario {
   readonly id: ProbeScenarioId;
@@ -59,7 +60,13 @@ function webDeployment(runtime: RuntimeName): Record<string, unknown> {
           lifecycle: { postStart: { exec: { command: ['sh', '-c', `mkdir -p ${HTML} && echo ok > ${HTML}/healthz`] } } },
           startupProbe: { httpGet: { path: '/', port: 'http' }, periodSeconds: 1, failureThreshold: 30 },
           readinessProbe: { httpGet: { path: '/ready', port: 'http' }, periodSeconds: 1, timeoutSeconds: 2, successThreshold: 1, failureThreshold: 1 },
-          livenessProbe: { httpGet: { path: '/healthz', port: 'http', httpHeaders: [{ name: 'X-Probe', value: 'liveness' }] }, initialDelaySeconds: 2, periodSeconds: 1, timeoutSeconds: 2, failureThreshold: 2 },
+          livenessProbe: {
+            httpGet: { path: '/healthz', port: 'http', httpHeaders: [{ name: 'X-Probe', value: 'liveness' }] },
+            initialDelaySeconds: 2,
+            periodSeconds: 1,
+            timeoutSeconds: 2,
+            failureThreshold: 2,
+          },
         },
       ],
     },
@@ -125,9 +132,7 @@ export const PROBE_SCENARIOS: readonly ProbeScenario[] = [
     covers: 'a startup probe past its failureThreshold kills and restarts the container',
     runtimes: both,
     manifest: pod('startup-fail', {
-      containers: [
-        { name: 'app', image: IMAGE, command: ['sleep', '3600'], startupProbe: { exec: { command: ['cat', '/tmp/never'] }, periodSeconds: 1, failureThreshold: 2 } },
-      ],
+      containers: [{ name: 'app', image: IMAGE, command: ['sleep', '3600'], startupProbe: { exec: { command: ['cat', '/tmp/never'] }, periodSeconds: 1, failureThreshold: 2 } }],
     }),
   },
   {

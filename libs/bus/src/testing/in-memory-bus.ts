@@ -214,7 +214,7 @@ export class InMemoryBus extends BusBase implements Bus {
       const raw = this.server.buckets.get(bucket);
       if (raw === undefined) throw new BusError('NotFound', `bucket ${bucket} is not in the topology`);
       kv = new TypedKv<z.output<S>>(raw, bucket, schema as unknown as z.ZodType<z.output<S>>, this);
-      this.#kvs.set(bucket, kv as TypedKv<unknown>);
+      this.#kvs.set(bucket, kv);
     }
     return kv;
   }

@@ -9,6 +9,8 @@
  *
  *   CreateContainer ─▶ CREATED ─ StartContainer ─▶ RUNNING ─ program returns / StopContainer ─▶ EXITED
  *   RunPodSandbox ─▶ READY ─ StopPodSandbox (kills its containers) ─▶ NOTREADY ─ RemovePodSandbox
+ *
+ * One file on purpose: a fake for unit tests whose whole behaviour is read at once (it is kept honest by the contract test against the simulator).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import * as path from 'node:path';
@@ -57,7 +59,7 @@ export const runUntilStopped: FakeProgram = (p) => p.signalled.then(() => 0);
 
 /** An injected failure for one RPC. */
 export interface FakeFailure {
-  code: CriErrorCode | string;
+  code: CriErrorCode | (string & {});
   /** @default `injected failure` */
   message?: string;
   /** Fail only the next `times` calls. @default every call */
@@ -202,7 +204,16 @@ class FakeRuntime implements FakeRuntimeService {
   #addImage(ref: string): Image {
     const r = normalizeImageRef(ref);
     const digest = createHash('sha256').update(r.normalized).digest('hex');
-    const image: Image = { id: `sha256:${digest}`, repoTags: [r.normalized], repoDigests: [`${r.repository}@sha256:${digest}`], size: '1000000', uid: null, username: '', spec: null, pinned: false };
+    const image: Image = {
+      id: `sha256:${digest}`,
+      repoTags: [r.normalized],
+      repoDigests: [`${r.repository}@sha256:${digest}`],
+      size: '1000000',
+      uid: null,
+      username: '',
+      spec: null,
+      pinned: false,
+    };
     this.#images.set(r.normalized, image);
     return image;
   }
@@ -245,7 +256,8 @@ class FakeRuntime implements FakeRuntimeService {
   async RunPodSandbox(req: Parameters<RuntimeService['RunPodSandbox']>[0]): Promise<Awaited<ReturnType<RuntimeService['RunPodSandbox']>>> {
     await this.#enter('RunPodSandbox');
     const md = req.config?.metadata;
-    if (s(md?.name) === '' || s(md?.uid) === '' || s(md?.namespace) === '') throw new CriError('InvalidArgument', 'sandbox config must include metadata with name, uid and namespace');
+    if (s(md?.name) === '' || s(md?.uid) === '' || s(md?.namespace) === '')
+      throw new CriError('InvalidArgument', 'sandbox config must include metadata with name, uid and namespace');
     const metadata = { name: s(md?.name), uid: s(md?.uid), namespace: s(md?.namespace), attempt: md?.attempt ?? 0 };
     const id = newId();
     const name = `${metadata.name}_${metadata.namespace}_${metadata.uid}_${metadata.attempt}`;
@@ -363,7 +375,8 @@ class FakeRuntime implements FakeRuntimeService {
   async StartContainer(req: Parameters<RuntimeService['StartContainer']>[0]): Promise<Awaited<ReturnType<RuntimeService['StartContainer']>>> {
     await this.#enter('StartContainer');
     const c = this.#container(req.containerId);
-    if (c.status.state !== ContainerState.CREATED) throw new CriError('Unknown', `failed to set starting state for container "${c.status.id}": container is in ${c.status.state} state`);
+    if (c.status.state !== ContainerState.CREATED)
+      throw new CriError('Unknown', `failed to set starting state for container "${c.status.id}": container is in ${c.status.state} state`);
     c.log.open();
     const kill = new AbortController();
     let signal: (sig: string) => void = () => undefined;
@@ -425,7 +438,18 @@ class FakeRuntime implements FakeRuntimeService {
       )
       .map((c) => {
         const x = c.status;
-        return { id: x.id, podSandboxId: c.sandboxId, metadata: x.metadata, image: x.image, imageRef: x.imageId, state: x.state, createdAt: x.createdAt, labels: x.labels, annotations: x.annotations, imageId: x.imageId };
+        return {
+          id: x.id,
+          podSandboxId: c.sandboxId,
+          metadata: x.metadata,
+          image: x.image,
+          imageRef: x.imageId,
+          state: x.state,
+          createdAt: x.createdAt,
+          labels: x.labels,
+          annotations: x.annotations,
+          imageId: x.imageId,
+        };
       });
     return { containers };
   }

@@ -4,17 +4,7 @@
  *
  * Models the fixtures of pkg/kubelet tests (makeBasePodAndStatus, runningState, waitingState …).
  */
-import type {
-  BoundPod,
-  Container,
-  ContainerStatus,
-  ObjectMeta,
-  PodSpec,
-  PodStatus,
-  RuntimeContainerStatus,
-  RuntimePodStatus,
-  RuntimeSandboxStatus,
-} from '@splitlet/api';
+import type { BoundPod, Container, ContainerStatus, ObjectMeta, PodSpec, PodStatus, RuntimeContainerStatus, RuntimePodStatus, RuntimeSandboxStatus } from '@splitlet/api';
 import type { AdmissionNode } from '../admission.js';
 import { hashContainer } from '../hash-container.js';
 
@@ -49,7 +39,7 @@ export function aPod(overrides: PodOverrides = {}): BoundPod {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name: 'foo', namespace: 'default', uid: '12345678', ...overrides.metadata } as BoundPod['metadata'],
-    spec: { containers: [aContainer()], restartPolicy: 'Always', ...overrides.spec } as PodSpec,
+    spec: { containers: [aContainer()], restartPolicy: 'Always', ...overrides.spec },
   };
   if (overrides.status !== undefined) pod.status = overrides.status;
   return pod;

@@ -120,14 +120,23 @@ describe('canAdmitPod', () => {
       ['DoesNotExist', [{ matchExpressions: [{ key: 'gpu', operator: 'DoesNotExist' }] }], true],
       ['Gt', [{ matchExpressions: [{ key: 'size', operator: 'Gt', values: ['5'] }] }], true],
       ['Lt', [{ matchExpressions: [{ key: 'size', operator: 'Lt', values: ['5'] }] }], false],
-      ['terms are ORed', [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['x'] }] }, { matchFields: [{ key: 'metadata.name', operator: 'In', values: ['node-1'] }] }], true],
+      [
+        'terms are ORed',
+        [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['x'] }] }, { matchFields: [{ key: 'metadata.name', operator: 'In', values: ['node-1'] }] }],
+        true,
+      ],
       ['an empty term matches nothing', [{}], false],
     ];
     for (const [name, terms, admit] of rows2) it(name, () => assert.equal(canAdmitPod(n, [], withTerms(terms)).admit, admit));
   });
 
   describe('NoExecute taints', () => {
-    const tainted = aNode({ taints: [{ key: 'dedicated', value: 'infra', effect: 'NoExecute' }, { key: 'other', effect: 'NoSchedule' }] });
+    const tainted = aNode({
+      taints: [
+        { key: 'dedicated', value: 'infra', effect: 'NoExecute' },
+        { key: 'other', effect: 'NoSchedule' },
+      ],
+    });
     it('an untolerated NoExecute taint rejects an API pod', () =>
       assert.deepEqual(canAdmitPod(tainted, [], aPod()), {
         admit: false,
@@ -156,7 +165,16 @@ describe('rejectedPodStatus', () => {
 describe('sortPodsByCreationTime', () => {
   it('oldest first, missing timestamps first, stable', () => {
     const p = (uid: string, ts?: string) => aPod({ metadata: ts === undefined ? { uid } : { uid, creationTimestamp: ts } });
-    const sorted = sortPodsByCreationTime([p('c', '2024-01-03T00:00:00Z'), p('a', '2024-01-01T00:00:00Z'), p('none'), p('b1', '2024-01-02T00:00:00Z'), p('b2', '2024-01-02T00:00:00Z')]);
-    assert.deepEqual(sorted.map((x) => x.metadata.uid), ['none', 'a', 'b1', 'b2', 'c']);
+    const sorted = sortPodsByCreationTime([
+      p('c', '2024-01-03T00:00:00Z'),
+      p('a', '2024-01-01T00:00:00Z'),
+      p('none'),
+      p('b1', '2024-01-02T00:00:00Z'),
+      p('b2', '2024-01-02T00:00:00Z'),
+    ]);
+    assert.deepEqual(
+      sorted.map((x) => x.metadata.uid),
+      ['none', 'a', 'b1', 'b2', 'c'],
+    );
   });
 });

@@ -111,7 +111,10 @@ describe('Backoff', () => {
     const restored = Backoff.fromJSON(json, clock);
     restored.next('c', 0);
     assert.equal(restored.get('c'), 40_000);
-    assert.throws(() => Backoff.fromJSON({ version: 2 } as unknown as BackoffState, clock), (e: unknown) => isKubeError(e, 'InvalidBackoffState'));
+    assert.throws(
+      () => Backoff.fromJSON({ version: 2 } as unknown as BackoffState, clock),
+      (e: unknown) => isKubeError(e, 'InvalidBackoffState'),
+    );
   });
 
   it('crashLoopBackOffKey = name_namespace_uid_container_hash', () => {

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { BoundPod, RuntimePodStatus } from '@splitlet/api';
-import { computePodActions, findNextInitContainerToRun, shouldContainerBeRestarted, type ProbeResults } from '../../src/index.js';
+import { computePodActions, findNextInitContainerToRun, shouldContainerBeRestarted } from '../../src/index.js';
 import { aContainer, aPod, aRunningContainer, aRuntimeStatus, anExitedContainer, aSandbox } from '../../src/testing/index.js';
 
 interface Expected {
@@ -63,7 +63,7 @@ function run(cases: Case[], make: () => { pod: BoundPod; status: RuntimePodStatu
       const probes = probesFor();
       tc.mutatePod?.(pod);
       tc.mutateStatus?.(status, probes);
-      const actions = computePodActions(pod, status, probes as ProbeResults);
+      const actions = computePodActions(pod, status, probes);
       const e = tc.expected;
       assert.deepEqual(
         {
@@ -389,187 +389,187 @@ describe('TestComputePodActionsWithRestartableInitContainers', () => {
     startup: { initid2: 'Success', initid3: 'Success' },
   });
   const restartableCases: Case[] = [
-      { name: 'initialization completed; start all containers', expected: { containersToStart: [0, 1, 2] } },
-      {
-        name: 'no init containers have been started; start the first one',
-        mutateStatus: (s) => {
-          s.containers = [];
-        },
-        expected: { initContainersToStart: [0] },
+    { name: 'initialization completed; start all containers', expected: { containersToStart: [0, 1, 2] } },
+    {
+      name: 'no init containers have been started; start the first one',
+      mutateStatus: (s) => {
+        s.containers = [];
       },
-      {
-        name: 'an init container is stuck in the created state; restart it',
-        mutatePod: setPolicy('Always'),
-        mutateStatus: (s) => {
-          c(s, 2).state = 'CONTAINER_CREATED';
-        },
-        expected: { initContainersToStart: [2] },
+      expected: { initContainersToStart: [0] },
+    },
+    {
+      name: 'an init container is stuck in the created state; restart it',
+      mutatePod: setPolicy('Always'),
+      mutateStatus: (s) => {
+        c(s, 2).state = 'CONTAINER_CREATED';
       },
-      {
-        name: 'restartable init container has started; start the next',
-        mutatePod: setPolicy('Always'),
-        mutateStatus: (s) => {
-          s.containers = s.containers.slice(0, 1);
-        },
-        expected: { initContainersToStart: [1] },
+      expected: { initContainersToStart: [2] },
+    },
+    {
+      name: 'restartable init container has started; start the next',
+      mutatePod: setPolicy('Always'),
+      mutateStatus: (s) => {
+        s.containers = s.containers.slice(0, 1);
       },
-      {
-        name: 'livenessProbe has not been run; start the nothing',
-        mutatePod: setPolicy('Always'),
-        mutateStatus: (s, p) => {
-          delete p.liveness['initid2'];
-          s.containers = s.containers.slice(0, 2);
-        },
-        expected: { initContainersToStart: [2] },
+      expected: { initContainersToStart: [1] },
+    },
+    {
+      name: 'livenessProbe has not been run; start the nothing',
+      mutatePod: setPolicy('Always'),
+      mutateStatus: (s, p) => {
+        delete p.liveness['initid2'];
+        s.containers = s.containers.slice(0, 2);
       },
-      {
-        name: 'livenessProbe in progress; start the next',
-        mutatePod: setPolicy('Always'),
-        mutateStatus: (s, p) => {
-          p.liveness['initid2'] = 'Unknown';
-          s.containers = s.containers.slice(0, 2);
-        },
-        expected: { initContainersToStart: [2] },
+      expected: { initContainersToStart: [2] },
+    },
+    {
+      name: 'livenessProbe in progress; start the next',
+      mutatePod: setPolicy('Always'),
+      mutateStatus: (s, p) => {
+        p.liveness['initid2'] = 'Unknown';
+        s.containers = s.containers.slice(0, 2);
       },
-      {
-        name: 'livenessProbe has completed; start the next',
-        mutatePod: setPolicy('Always'),
-        mutateStatus: (s) => {
-          s.containers = s.containers.slice(0, 2);
-        },
-        expected: { initContainersToStart: [2] },
+      expected: { initContainersToStart: [2] },
+    },
+    {
+      name: 'livenessProbe has completed; start the next',
+      mutatePod: setPolicy('Always'),
+      mutateStatus: (s) => {
+        s.containers = s.containers.slice(0, 2);
       },
-      {
-        name: 'kill and recreate the restartable init container if the liveness check has failed',
-        mutatePod: setPolicy('Always'),
-        mutateStatus: (_s, p) => {
-          p.liveness['initid3'] = 'Failure';
-        },
-        expected: { initContainersToStart: [2], kill: ['initid3'], containersToStart: [0, 1, 2] },
+      expected: { initContainersToStart: [2] },
+    },
+    {
+      name: 'kill and recreate the restartable init container if the liveness check has failed',
+      mutatePod: setPolicy('Always'),
+      mutateStatus: (_s, p) => {
+        p.liveness['initid3'] = 'Failure';
       },
-      {
-        name: 'startupProbe has not been run; do nothing',
-        mutatePod: setPolicy('Always'),
-        mutateStatus: (s, p) => {
-          delete p.startup['initid2'];
-          s.containers = s.containers.slice(0, 2);
-        },
-        expected: {},
+      expected: { initContainersToStart: [2], kill: ['initid3'], containersToStart: [0, 1, 2] },
+    },
+    {
+      name: 'startupProbe has not been run; do nothing',
+      mutatePod: setPolicy('Always'),
+      mutateStatus: (s, p) => {
+        delete p.startup['initid2'];
+        s.containers = s.containers.slice(0, 2);
       },
-      {
-        name: 'startupProbe in progress; do nothing',
-        mutatePod: setPolicy('Always'),
-        mutateStatus: (s, p) => {
-          p.startup['initid2'] = 'Unknown';
-          s.containers = s.containers.slice(0, 2);
-        },
-        expected: {},
+      expected: {},
+    },
+    {
+      name: 'startupProbe in progress; do nothing',
+      mutatePod: setPolicy('Always'),
+      mutateStatus: (s, p) => {
+        p.startup['initid2'] = 'Unknown';
+        s.containers = s.containers.slice(0, 2);
       },
-      {
-        name: 'startupProbe has completed; start the next',
-        mutatePod: setPolicy('Always'),
-        mutateStatus: (s) => {
-          s.containers = s.containers.slice(0, 2);
-        },
-        expected: { initContainersToStart: [2] },
+      expected: {},
+    },
+    {
+      name: 'startupProbe has completed; start the next',
+      mutatePod: setPolicy('Always'),
+      mutateStatus: (s) => {
+        s.containers = s.containers.slice(0, 2);
       },
-      {
-        name: 'kill and recreate the restartable init container if the startup check has failed',
-        mutatePod: setPolicy('Always'),
-        mutateStatus: (_s, p) => {
-          p.startup['initid3'] = 'Failure';
-        },
-        expected: { initContainersToStart: [2], kill: ['initid3'] },
+      expected: { initContainersToStart: [2] },
+    },
+    {
+      name: 'kill and recreate the restartable init container if the startup check has failed',
+      mutatePod: setPolicy('Always'),
+      mutateStatus: (_s, p) => {
+        p.startup['initid3'] = 'Failure';
       },
-      {
-        name: 'kill and recreate the restartable init container if the container definition changes',
-        mutatePod: (pod) => {
-          pod.spec.restartPolicy = 'Always';
-          pod.spec.initContainers![2]!.image = 'foo-image';
-        },
-        expected: { initContainersToStart: [2], kill: ['initid3'], containersToStart: [0, 1, 2] },
+      expected: { initContainersToStart: [2], kill: ['initid3'] },
+    },
+    {
+      name: 'kill and recreate the restartable init container if the container definition changes',
+      mutatePod: (pod) => {
+        pod.spec.restartPolicy = 'Always';
+        pod.spec.initContainers![2]!.image = 'foo-image';
       },
-      {
-        name: 'restart terminated restartable init container and next init container',
-        mutatePod: setPolicy('Always'),
-        mutateStatus: (s) => {
-          c(s, 0).state = 'CONTAINER_EXITED';
-          c(s, 2).state = 'CONTAINER_EXITED';
-        },
-        expected: { initContainersToStart: [0, 2] },
+      expected: { initContainersToStart: [2], kill: ['initid3'], containersToStart: [0, 1, 2] },
+    },
+    {
+      name: 'restart terminated restartable init container and next init container',
+      mutatePod: setPolicy('Always'),
+      mutateStatus: (s) => {
+        c(s, 0).state = 'CONTAINER_EXITED';
+        c(s, 2).state = 'CONTAINER_EXITED';
       },
-      {
-        name: 'restart terminated restartable init container and regular containers',
-        mutatePod: setPolicy('Always'),
-        mutateStatus: (s) => {
-          c(s, 0).state = 'CONTAINER_EXITED';
-        },
-        expected: { initContainersToStart: [0], containersToStart: [0, 1, 2] },
+      expected: { initContainersToStart: [0, 2] },
+    },
+    {
+      name: 'restart terminated restartable init container and regular containers',
+      mutatePod: setPolicy('Always'),
+      mutateStatus: (s) => {
+        c(s, 0).state = 'CONTAINER_EXITED';
       },
-      {
-        name: 'Pod sandbox not ready, restartable init container failed, but RestartPolicy == Never; kill pod only',
-        mutatePod: setPolicy('Never'),
-        mutateStatus: (s) => {
-          s.sandboxes[0]!.state = 'SANDBOX_NOTREADY';
-          Object.assign(c(s, 2), { state: 'CONTAINER_EXITED', exitCode: 137 });
-        },
-        expected: { killPod: true, createSandbox: false, attempt: 1 },
+      expected: { initContainersToStart: [0], containersToStart: [0, 1, 2] },
+    },
+    {
+      name: 'Pod sandbox not ready, restartable init container failed, but RestartPolicy == Never; kill pod only',
+      mutatePod: setPolicy('Never'),
+      mutateStatus: (s) => {
+        s.sandboxes[0]!.state = 'SANDBOX_NOTREADY';
+        Object.assign(c(s, 2), { state: 'CONTAINER_EXITED', exitCode: 137 });
       },
-      {
-        name: 'Pod sandbox not ready, and RestartPolicy == Never, but no visible restartable init containers;  create a new pod sandbox',
-        mutatePod: setPolicy('Never'),
-        mutateStatus: (s) => {
-          s.sandboxes[0]!.state = 'SANDBOX_NOTREADY';
-          s.containers = [];
-        },
-        expected: { killPod: true, createSandbox: true, attempt: 1, initContainersToStart: [0] },
+      expected: { killPod: true, createSandbox: false, attempt: 1 },
+    },
+    {
+      name: 'Pod sandbox not ready, and RestartPolicy == Never, but no visible restartable init containers;  create a new pod sandbox',
+      mutatePod: setPolicy('Never'),
+      mutateStatus: (s) => {
+        s.sandboxes[0]!.state = 'SANDBOX_NOTREADY';
+        s.containers = [];
       },
-      ...(['OnFailure', 'Always'] as const).map((p) => ({
-        name: `Pod sandbox not ready, restartable init container failed, and RestartPolicy == ${p}; create a new pod sandbox`,
-        mutatePod: setPolicy(p),
-        mutateStatus: (s: RuntimePodStatus) => {
-          s.sandboxes[0]!.state = 'SANDBOX_NOTREADY';
-          Object.assign(c(s, 2), { state: 'CONTAINER_EXITED', exitCode: 137 });
-        },
-        expected: { killPod: true, createSandbox: true, attempt: 1, initContainersToStart: [0] },
-      })),
-      {
-        name: "initialization failed; restart the last restartable init container even if pod's RestartPolicy == Never",
-        mutatePod: setPolicy('Never'),
-        mutateStatus: (s) => {
-          Object.assign(c(s, 2), { state: 'CONTAINER_EXITED', exitCode: 137 });
-        },
-        expected: { initContainersToStart: [2] },
+      expected: { killPod: true, createSandbox: true, attempt: 1, initContainersToStart: [0] },
+    },
+    ...(['OnFailure', 'Always'] as const).map((p) => ({
+      name: `Pod sandbox not ready, restartable init container failed, and RestartPolicy == ${p}; create a new pod sandbox`,
+      mutatePod: setPolicy(p),
+      mutateStatus: (s: RuntimePodStatus) => {
+        s.sandboxes[0]!.state = 'SANDBOX_NOTREADY';
+        Object.assign(c(s, 2), { state: 'CONTAINER_EXITED', exitCode: 137 });
       },
-      {
-        name: "restartable init container state unknown; kill and recreate the last restartable init container even if pod's RestartPolicy == Never",
-        mutatePod: setPolicy('Never'),
-        mutateStatus: (s) => {
-          c(s, 2).state = 'CONTAINER_UNKNOWN';
-        },
-        expected: { initContainersToStart: [2], kill: ['initid3'] },
+      expected: { killPod: true, createSandbox: true, attempt: 1, initContainersToStart: [0] },
+    })),
+    {
+      name: "initialization failed; restart the last restartable init container even if pod's RestartPolicy == Never",
+      mutatePod: setPolicy('Never'),
+      mutateStatus: (s) => {
+        Object.assign(c(s, 2), { state: 'CONTAINER_EXITED', exitCode: 137 });
       },
-      {
-        name: "restart restartable init container if regular containers are running even if pod's RestartPolicy == Never",
-        mutatePod: setPolicy('Never'),
-        mutateStatus: (s) => {
-          Object.assign(c(s, 2), { state: 'CONTAINER_EXITED', exitCode: 137 });
-        },
-        expected: { initContainersToStart: [2] },
+      expected: { initContainersToStart: [2] },
+    },
+    {
+      name: "restartable init container state unknown; kill and recreate the last restartable init container even if pod's RestartPolicy == Never",
+      mutatePod: setPolicy('Never'),
+      mutateStatus: (s) => {
+        c(s, 2).state = 'CONTAINER_UNKNOWN';
       },
-      {
-        name: "kill the pod if all main containers succeeded if pod's RestartPolicy == Never",
-        mutatePod: setPolicy('Never'),
-        expected: { killPod: true },
+      expected: { initContainersToStart: [2], kill: ['initid3'] },
+    },
+    {
+      name: "restart restartable init container if regular containers are running even if pod's RestartPolicy == Never",
+      mutatePod: setPolicy('Never'),
+      mutateStatus: (s) => {
+        Object.assign(c(s, 2), { state: 'CONTAINER_EXITED', exitCode: 137 });
       },
-      {
-        name: 'some of the init container statuses are missing but the last init container is running, restart restartable init and regular containers',
-        mutatePod: setPolicy('Always'),
-        mutateStatus: (s) => {
-          s.containers = s.containers.slice(2);
-        },
-        expected: { initContainersToStart: [0, 1], containersToStart: [0, 1, 2] },
+      expected: { initContainersToStart: [2] },
+    },
+    {
+      name: "kill the pod if all main containers succeeded if pod's RestartPolicy == Never",
+      mutatePod: setPolicy('Never'),
+      expected: { killPod: true },
+    },
+    {
+      name: 'some of the init container statuses are missing but the last init container is running, restart restartable init and regular containers',
+      mutatePod: setPolicy('Always'),
+      mutateStatus: (s) => {
+        s.containers = s.containers.slice(2);
       },
+      expected: { initContainersToStart: [0, 1], containersToStart: [0, 1, 2] },
+    },
   ];
   run(
     restartableCases.map((tc): Case => {

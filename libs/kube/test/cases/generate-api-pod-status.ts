@@ -4,20 +4,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { PodStatus } from '@splitlet/api';
 import { generateAPIPodStatus, type GenerateStatusInput } from '../../src/index.js';
-import {
-  aContainer,
-  anEmptyRuntimeStatus,
-  anExitedContainer,
-  anUnknownContainer,
-  aPod,
-  aRunningContainer,
-  aRuntimeStatus,
-} from '../../src/testing/index.js';
+import { aContainer, anEmptyRuntimeStatus, anExitedContainer, anUnknownContainer, aPod, aRunningContainer, aRuntimeStatus } from '../../src/testing/index.js';
 
 const NOW = Date.parse('2024-05-01T10:00:00Z');
 const T = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
-const gen = (i: Omit<GenerateStatusInput, 'runtimeName' | 'now'> & Partial<GenerateStatusInput>) =>
-  generateAPIPodStatus({ runtimeName: 'containerd', now: NOW, ...i });
+const gen = (i: Omit<GenerateStatusInput, 'runtimeName' | 'now'> & Partial<GenerateStatusInput>) => generateAPIPodStatus({ runtimeName: 'containerd', now: NOW, ...i });
 const condOf = (s: PodStatus, type: string) => s.conditions?.find((c) => c.type === type);
 
 describe('generateAPIPodStatus', () => {
@@ -227,23 +218,42 @@ describe('generateAPIPodStatus', () => {
     });
     const rs = aRuntimeStatus(pod, { containers: [anExitedContainer(pod.spec.initContainers![0]!, 0), anExitedContainer(pod.spec.initContainers![1]!, 0)] });
     const s = gen({ pod, runtimeStatus: rs, reasons: { 'z-init': { reason: 'CrashLoopBackOff', message: 'x' } } });
-    assert.deepEqual(s.containerStatuses?.map((c) => c.name), ['a', 'b']);
-    assert.deepEqual(s.initContainerStatuses?.map((c) => c.name), ['z-init', 'a-init']);
-    assert.deepEqual(s.initContainerStatuses?.map((c) => c.ready), [true, true]);
+    assert.deepEqual(
+      s.containerStatuses?.map((c) => c.name),
+      ['a', 'b'],
+    );
+    assert.deepEqual(
+      s.initContainerStatuses?.map((c) => c.name),
+      ['z-init', 'a-init'],
+    );
+    assert.deepEqual(
+      s.initContainerStatuses?.map((c) => c.ready),
+      [true, true],
+    );
     assert.equal(s.initContainerStatuses?.[0]?.state?.terminated?.exitCode, 0);
     assert.equal(condOf(s, 'Initialized')?.status, 'True');
     assert.equal(s.containerStatuses?.[0]?.state?.waiting?.reason, 'PodInitializing');
   });
 
   it('preserves non-kubelet conditions and DisruptionTarget; evict forces Failed', () => {
-    const pod = aPod({ status: { conditions: [{ type: 'example.com/gate', status: 'True' }, { type: 'Ready', status: 'True' }] } });
+    const pod = aPod({
+      status: {
+        conditions: [
+          { type: 'example.com/gate', status: 'True' },
+          { type: 'Ready', status: 'True' },
+        ],
+      },
+    });
     const s = gen({
       pod,
       runtimeStatus: aRuntimeStatus(pod),
       oldStatus: { conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI' }] },
       evict: { reason: 'DeadlineExceeded', message: 'Pod was active on the node longer than the specified deadline' },
     });
-    assert.deepEqual(s.conditions?.map((c) => c.type), ['example.com/gate', 'DisruptionTarget', 'PodReadyToStartContainers', 'Initialized', 'Ready', 'ContainersReady', 'PodScheduled']);
+    assert.deepEqual(
+      s.conditions?.map((c) => c.type),
+      ['example.com/gate', 'DisruptionTarget', 'PodReadyToStartContainers', 'Initialized', 'Ready', 'ContainersReady', 'PodScheduled'],
+    );
     assert.equal(s.phase, 'Failed');
     assert.equal(s.reason, 'DeadlineExceeded');
     assert.equal(condOf(s, 'ContainersReady')?.reason, 'PodFailed');
@@ -251,7 +261,7 @@ describe('generateAPIPodStatus', () => {
 
   it('hostNetwork pods take the node IPs; dual-stack pod IPs are ordered by the node family', () => {
     const hn = aPod({ spec: { hostNetwork: true } });
-    const s = gen({ pod: hn, runtimeStatus: aRuntimeStatus(hn, { ips: [] , sandboxes: [] }), hostIPs: ['192.168.1.10', 'fd00::10'] });
+    const s = gen({ pod: hn, runtimeStatus: aRuntimeStatus(hn, { ips: [], sandboxes: [] }), hostIPs: ['192.168.1.10', 'fd00::10'] });
     assert.equal(s.podIP, '192.168.1.10');
     assert.deepEqual(s.podIPs, [{ ip: '192.168.1.10' }, { ip: 'fd00::10' }]);
     const pod = aPod();
@@ -267,7 +277,12 @@ describe('generated statuses are valid bus payloads', () => {
     const ct = pod.spec.containers[0]!;
     const statuses = [
       gen({ pod, runtimeStatus: anEmptyRuntimeStatus(pod) }),
-      gen({ pod, runtimeStatus: aRuntimeStatus(pod, { containers: [anExitedContainer(pod.spec.initContainers![0]!, 0), anExitedContainer(ct, 1, { createdAt: 1 }), aRunningContainer(ct, { createdAt: 9 })] }) }),
+      gen({
+        pod,
+        runtimeStatus: aRuntimeStatus(pod, {
+          containers: [anExitedContainer(pod.spec.initContainers![0]!, 0), anExitedContainer(ct, 1, { createdAt: 1 }), aRunningContainer(ct, { createdAt: 9 })],
+        }),
+      }),
       gen({ pod, runtimeStatus: aRuntimeStatus(pod), reasons: { foo1: { reason: 'CrashLoopBackOff', message: 'm' } }, podIsTerminal: true }),
     ];
     for (const s of statuses) PodStatusSchema.parse(s);

@@ -5,14 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ContainerStatus, PodPhase, PodSpec } from '@splitlet/api';
 import { getPhase } from '../../src/index.js';
-import {
-  aContainer,
-  aRunningStatus as running,
-  aStartedStatus as started,
-  aTerminatedStatus,
-  aWaitingStatus,
-  aWaitingStatusWithLastTermination,
-} from '../../src/testing/index.js';
+import { aContainer, aRunningStatus as running, aStartedStatus as started, aTerminatedStatus, aWaitingStatus, aWaitingStatusWithLastTermination } from '../../src/testing/index.js';
 
 const waiting = (n: string) => aWaitingStatus(n);
 const stopped = (n: string) => aTerminatedStatus(n, 0);
@@ -52,9 +45,12 @@ table('TestPodPhaseWithRestartAlways', spec('Always'), [
   ['backoff crashloop container with restart always', [running('containerA'), waitingLastTerm('containerB')], 'Running'],
 ]);
 
-table('TestPodPhaseWithRestartAlways (static pod stays Running when terminal)', spec('Always'), [
-  ['static pod, all succeeded, terminal', [succeeded('containerA'), succeeded('containerB')], 'Running', true],
-], { 'kubernetes.io/config.source': 'file' });
+table(
+  'TestPodPhaseWithRestartAlways (static pod stays Running when terminal)',
+  spec('Always'),
+  [['static pod, all succeeded, terminal', [succeeded('containerA'), succeeded('containerB')], 'Running', true]],
+  { 'kubernetes.io/config.source': 'file' },
+);
 
 table('TestPodPhaseWithRestartAlwaysInitContainers', spec('Always', [{ name: 'containerX' }]), [
   ['empty, waiting', [], 'Pending'],

@@ -25,7 +25,7 @@ const cond = (type: string, status: 'True' | 'False', reason = '', message = '')
   return x;
 };
 const sp = (containers: Array<{ name: string }>, initContainers?: Array<{ name: string; restartPolicy?: 'Always' }>, extra: Partial<PodSpec> = {}): { spec: PodSpec } => {
-  const spec: PodSpec = { containers, ...extra } as PodSpec;
+  const spec: PodSpec = { containers, ...extra };
   if (initContainers !== undefined) spec.initContainers = initContainers;
   return { spec };
 };
@@ -36,8 +36,20 @@ describe('TestGenerateContainersReadyCondition', () => {
     ['no containers', sp([]), [], 'Running', cond('ContainersReady', 'True')],
     ['one unknown', sp([c('1234')]), [], 'Running', cond('ContainersReady', 'False', 'ContainersNotReady', 'containers with unknown status: [1234]')],
     ['all ready', sp([c('1234'), c('5678')]), [readyS('1234'), readyS('5678')], 'Running', cond('ContainersReady', 'True')],
-    ['one unknown of two', sp([c('1234'), c('5678')]), [readyS('1234')], 'Running', cond('ContainersReady', 'False', 'ContainersNotReady', 'containers with unknown status: [5678]')],
-    ['one unready', sp([c('1234'), c('5678')]), [readyS('1234'), notReadyS('5678')], 'Running', cond('ContainersReady', 'False', 'ContainersNotReady', 'containers with unready status: [5678]')],
+    [
+      'one unknown of two',
+      sp([c('1234'), c('5678')]),
+      [readyS('1234')],
+      'Running',
+      cond('ContainersReady', 'False', 'ContainersNotReady', 'containers with unknown status: [5678]'),
+    ],
+    [
+      'one unready',
+      sp([c('1234'), c('5678')]),
+      [readyS('1234'), notReadyS('5678')],
+      'Running',
+      cond('ContainersReady', 'False', 'ContainersNotReady', 'containers with unready status: [5678]'),
+    ],
     ['succeeded', sp([c('1234')]), [notReadyS('1234')], 'Succeeded', cond('ContainersReady', 'False', 'PodCompleted')],
     ['failed', sp([c('1234')]), [readyS('1234')], 'Failed', cond('ContainersReady', 'False', 'PodFailed')],
     [
@@ -47,7 +59,13 @@ describe('TestGenerateContainersReadyCondition', () => {
       'Running',
       cond('ContainersReady', 'False', 'ContainersNotReady', 'containers with unknown status: [restartable-init-1]'),
     ],
-    ['sidecars ready', sp([c('regular-1')], [c('restartable-init-1', true), c('restartable-init-2', true)]), [readyS('restartable-init-1'), readyS('restartable-init-2'), readyS('regular-1')], 'Running', cond('ContainersReady', 'True')],
+    [
+      'sidecars ready',
+      sp([c('regular-1')], [c('restartable-init-1', true), c('restartable-init-2', true)]),
+      [readyS('restartable-init-1'), readyS('restartable-init-2'), readyS('regular-1')],
+      'Running',
+      cond('ContainersReady', 'True'),
+    ],
     [
       'second sidecar unknown',
       sp([c('regular-1')], [c('restartable-init-1', true), c('restartable-init-2', true)]),
@@ -81,15 +99,57 @@ describe('TestGeneratePodReadyCondition', () => {
     ['unknown', sp([c('1234')]), [], [], 'Running', cond('Ready', 'False', 'ContainersNotReady', 'containers with unknown status: [1234]')],
     ['ready', sp([c('1234'), c('5678')]), [], [readyS('1234'), readyS('5678')], 'Running', cond('Ready', 'True')],
     ['one unknown', sp([c('1234'), c('5678')]), [], [readyS('1234')], 'Running', cond('Ready', 'False', 'ContainersNotReady', 'containers with unknown status: [5678]')],
-    ['one unready', sp([c('1234'), c('5678')]), [], [readyS('1234'), notReadyS('5678')], 'Running', cond('Ready', 'False', 'ContainersNotReady', 'containers with unready status: [5678]')],
+    [
+      'one unready',
+      sp([c('1234'), c('5678')]),
+      [],
+      [readyS('1234'), notReadyS('5678')],
+      'Running',
+      cond('Ready', 'False', 'ContainersNotReady', 'containers with unready status: [5678]'),
+    ],
     ['succeeded', sp([c('1234')]), [], [notReadyS('1234')], 'Succeeded', cond('Ready', 'False', 'PodCompleted')],
-    ['gate missing', sp([], undefined, gates('gate1')), [], [], 'Running', cond('Ready', 'False', 'ReadinessGatesNotReady', 'corresponding condition of pod readiness gate "gate1" does not exist.')],
-    ['gate false', sp([], undefined, gates('gate1')), [cond('gate1', 'False')], [], 'Running', cond('Ready', 'False', 'ReadinessGatesNotReady', 'the status of pod readiness gate "gate1" is not "True", but False')],
+    [
+      'gate missing',
+      sp([], undefined, gates('gate1')),
+      [],
+      [],
+      'Running',
+      cond('Ready', 'False', 'ReadinessGatesNotReady', 'corresponding condition of pod readiness gate "gate1" does not exist.'),
+    ],
+    [
+      'gate false',
+      sp([], undefined, gates('gate1')),
+      [cond('gate1', 'False')],
+      [],
+      'Running',
+      cond('Ready', 'False', 'ReadinessGatesNotReady', 'the status of pod readiness gate "gate1" is not "True", but False'),
+    ],
     ['gate true', sp([], undefined, gates('gate1')), [cond('gate1', 'True')], [], 'Running', cond('Ready', 'True')],
-    ['second gate missing', sp([], undefined, gates('gate1', 'gate2')), [cond('gate1', 'True')], [], 'Running', cond('Ready', 'False', 'ReadinessGatesNotReady', 'corresponding condition of pod readiness gate "gate2" does not exist.')],
-    ['second gate false', sp([], undefined, gates('gate1', 'gate2')), [cond('gate1', 'True'), cond('gate2', 'False')], [], 'Running', cond('Ready', 'False', 'ReadinessGatesNotReady', 'the status of pod readiness gate "gate2" is not "True", but False')],
+    [
+      'second gate missing',
+      sp([], undefined, gates('gate1', 'gate2')),
+      [cond('gate1', 'True')],
+      [],
+      'Running',
+      cond('Ready', 'False', 'ReadinessGatesNotReady', 'corresponding condition of pod readiness gate "gate2" does not exist.'),
+    ],
+    [
+      'second gate false',
+      sp([], undefined, gates('gate1', 'gate2')),
+      [cond('gate1', 'True'), cond('gate2', 'False')],
+      [],
+      'Running',
+      cond('Ready', 'False', 'ReadinessGatesNotReady', 'the status of pod readiness gate "gate2" is not "True", but False'),
+    ],
     ['both gates true', sp([], undefined, gates('gate1', 'gate2')), [cond('gate1', 'True'), cond('gate2', 'True')], [], 'Running', cond('Ready', 'True')],
-    ['gate true but container unready', sp([c('1234')], undefined, gates('gate1')), [cond('gate1', 'True')], [notReadyS('1234')], 'Running', cond('Ready', 'False', 'ContainersNotReady', 'containers with unready status: [1234]')],
+    [
+      'gate true but container unready',
+      sp([c('1234')], undefined, gates('gate1')),
+      [cond('gate1', 'True')],
+      [notReadyS('1234')],
+      'Running',
+      cond('Ready', 'False', 'ContainersNotReady', 'containers with unready status: [1234]'),
+    ],
   ];
   for (const [name, pod, conditions, statuses, phase, want] of rows) {
     it(name, () => assert.deepEqual(generatePodReadyCondition(pod, conditions, statuses, phase), want));
@@ -131,7 +191,8 @@ describe('TestGeneratePodInitializedCondition', () => {
 describe('TestGeneratePodReadyToStartContainersCondition', () => {
   const pod = { spec: {} };
   it('no sandbox → False', () => assert.deepEqual(generatePodReadyToStartContainersCondition(pod, { sandboxes: [] }), cond('PodReadyToStartContainers', 'False')));
-  it('ready sandbox with IP → True', () => assert.deepEqual(generatePodReadyToStartContainersCondition(pod, { sandboxes: [aSandbox()] }), cond('PodReadyToStartContainers', 'True')));
+  it('ready sandbox with IP → True', () =>
+    assert.deepEqual(generatePodReadyToStartContainersCondition(pod, { sandboxes: [aSandbox()] }), cond('PodReadyToStartContainers', 'True')));
   it('not ready sandbox → False', () =>
     assert.deepEqual(generatePodReadyToStartContainersCondition(pod, { sandboxes: [aSandbox({ state: 'SANDBOX_NOTREADY' })] }), cond('PodReadyToStartContainers', 'False')));
 });

@@ -42,7 +42,10 @@ describe('PodStorage (config_test.go)', () => {
     it(title, () => {
       const s = new PodStorage();
       assert.deepEqual(summary(s.merge(TEST_SOURCE, 'ADD', [createValidPod('foo', ns)], NOW)), [['ADD', [`foo${ns}`]]]);
-      assert.deepEqual(s.mergedState().map((p) => p.metadata.uid), [`foo${ns}`]);
+      assert.deepEqual(
+        s.mergedState().map((p) => p.metadata.uid),
+        [`foo${ns}`],
+      );
     });
   }
 
@@ -50,7 +53,29 @@ describe('PodStorage (config_test.go)', () => {
     const s = new PodStorage();
     assert.deepEqual(summary(s.merge(TEST_SOURCE, 'ADD', [createValidPod('foo', 'default')], NOW)), [['ADD', ['foodefault']]]);
     assert.deepEqual(summary(s.merge(TEST_SOURCE, 'ADD', [createValidPod('foo', 'new')], NOW)), [['ADD', ['foonew']]]);
-    assert.deepEqual(s.mergedState().map((p) => p.metadata.uid).sort(), ['foodefault', 'foonew']);
+    assert.deepEqual(
+      s
+        .mergedState()
+        .map((p) => p.metadata.uid)
+        .sort(),
+      ['foodefault', 'foonew'],
+    );
+  });
+
+  it('the same pod object again is unchanged; a new object is compared; a REMOVE forgets it', () => {
+    const s = new PodStorage();
+    const foo = createValidPod('foo', 'new');
+    const bar = createValidPod('bar', 'new');
+    assert.deepEqual(summary(s.setSource(TEST_SOURCE, [foo, bar], NOW)), [['ADD', ['barnew', 'foonew']]]);
+    assert.deepEqual(summary(s.setSource(TEST_SOURCE, [foo, bar], NOW)), []);
+    // A new object with the same content: still nothing; with other content: an UPDATE.
+    assert.deepEqual(summary(s.setSource(TEST_SOURCE, [structuredClone(foo), bar], NOW)), []);
+    const foo2 = withContainer(foo, 'other');
+    assert.deepEqual(summary(s.setSource(TEST_SOURCE, [foo2, bar], NOW)), [['UPDATE', ['foonew']]]);
+    assert.equal(s.get(TEST_SOURCE, 'foonew')?.spec.containers[0]?.name, 'other');
+    // Gone, then the old object again: an ADD, not skipped as known.
+    assert.deepEqual(summary(s.setSource(TEST_SOURCE, [bar], NOW)), [['REMOVE', ['foonew']]]);
+    assert.deepEqual(summary(s.setSource(TEST_SOURCE, [foo2, bar], NOW)), [['ADD', ['foonew']]]);
   });
 
   it('TestInvalidPodFiltered (identical ADD is ignored)', () => {
@@ -104,9 +129,17 @@ describe('PodStorage (config_test.go)', () => {
 
   it('TestNewPodAddedUpdatedSet', () => {
     const s = new PodStorage();
-    assert.deepEqual(summary(s.merge(TEST_SOURCE, 'ADD', ['foo', 'foo2', 'foo3'].map((n) => createValidPod(n, 'new')), NOW)), [
-      ['ADD', ['foo2new', 'foo3new', 'foonew']],
-    ]);
+    assert.deepEqual(
+      summary(
+        s.merge(
+          TEST_SOURCE,
+          'ADD',
+          ['foo', 'foo2', 'foo3'].map((n) => createValidPod(n, 'new')),
+          NOW,
+        ),
+      ),
+      [['ADD', ['foo2new', 'foo3new', 'foonew']]],
+    );
     const pod = withContainer(createValidPod('foo2', 'new'), 'bar');
     assert.deepEqual(summary(s.setSource(TEST_SOURCE, [pod, createValidPod('foo3', 'new'), createValidPod('foo4', 'new')], NOW)), [
       ['REMOVE', ['foonew']],
@@ -124,9 +157,7 @@ describe('PodStorage (config_test.go)', () => {
         return pods;
       };
       const s = new PodStorage();
-      assert.deepEqual(summary(s.setSource(TEST_SOURCE, newTestPods(false, false), NOW)), [
-        ['ADD', ['changeable-pod-0new', 'constant-pod-1new', 'constant-pod-2new']],
-      ]);
+      assert.deepEqual(summary(s.setSource(TEST_SOURCE, newTestPods(false, false), NOW)), [['ADD', ['changeable-pod-0new', 'constant-pod-1new', 'constant-pod-2new']]]);
       assert.deepEqual(summary(s.merge(TEST_SOURCE, op, newTestPods(false, false), NOW)), []);
       const rec = s.merge(TEST_SOURCE, op, newTestPods(true, false), NOW);
       assert.deepEqual(summary(rec), [['RECONCILE', ['changeable-pod-0new']]]);
@@ -188,7 +219,7 @@ describe('PodStorage (config_test.go)', () => {
     assert.equal(input.metadata.annotations, undefined);
     const upd = s.setSource(TEST_SOURCE, [withContainer(input, 'bar')], NOW + 5000);
     assert.equal(upd.updates[0]?.pods[0]?.metadata.annotations?.[ConfigAnnotations.seen], '2024-05-01T10:00:00.123Z');
-    upd.updates[0]!.pods[0]!.spec.containers = [];
+    upd.updates[0].pods[0].spec.containers = [];
     assert.equal(s.get(TEST_SOURCE, 'foonew')?.spec.containers[0]?.name, 'bar');
   });
 
@@ -205,7 +236,11 @@ describe('PodStorage (config_test.go)', () => {
 
   it('a SET with a removed pod, an added one, an update, a delete and a reconcile emits them in kubelet order', () => {
     const s = new PodStorage();
-    s.setSource(TEST_SOURCE, ['a', 'b', 'c', 'd'].map((n) => createValidPod(n, 'ns')), NOW);
+    s.setSource(
+      TEST_SOURCE,
+      ['a', 'b', 'c', 'd'].map((n) => createValidPod(n, 'ns')),
+      NOW,
+    );
     const b = withContainer(createValidPod('b', 'ns'), 'changed');
     const c = createValidPod('c', 'ns');
     c.metadata.deletionTimestamp = '2024-05-01T11:00:00Z';

@@ -41,7 +41,10 @@ describe('parseQuantity', () => {
   for (const [q, want] of bytes) it(`memory ${JSON.stringify(q)} → ${want}`, () => assert.equal(quantityValue(q), want));
   for (const bad of ['', 'abc', '1.2.3', '1Kb', 'Mi', '1 Mi', '1e', '--1']) {
     it(`rejects ${JSON.stringify(bad)}`, () => {
-      assert.throws(() => parseQuantity(bad), (e: unknown) => isKubeError(e, 'InvalidQuantity'));
+      assert.throws(
+        () => parseQuantity(bad),
+        (e: unknown) => isKubeError(e, 'InvalidQuantity'),
+      );
     });
   }
   it('negative values round away from zero', () => assert.equal(milliValue('-1.0001m'), -2));
@@ -93,7 +96,12 @@ describe('getPodQos (TestComputePodQOS)', () => {
     ['best-effort with zero requests', [res({ cpu: '0', memory: '0' })], undefined, 'BestEffort'],
     ['guaranteed', [g('100m', '100Mi'), g('100m', '100Mi')], undefined, 'Guaranteed'],
     ['guaranteed with limits only (requests default to limits)', [{ resources: { limits: { cpu: '1', memory: '1Gi' } } }], undefined, 'Guaranteed'],
-    ['guaranteed-with-gpu', [{ resources: { requests: { cpu: '1', memory: '1Gi', 'nvidia.com/gpu': '2' }, limits: { cpu: '1', memory: '1Gi', 'nvidia.com/gpu': '2' } } }], undefined, 'Guaranteed'],
+    [
+      'guaranteed-with-gpu',
+      [{ resources: { requests: { cpu: '1', memory: '1Gi', 'nvidia.com/gpu': '2' }, limits: { cpu: '1', memory: '1Gi', 'nvidia.com/gpu': '2' } } }],
+      undefined,
+      'Guaranteed',
+    ],
     ['best-effort-with-gpu', [{ resources: { requests: { 'nvidia.com/gpu': '2' }, limits: { 'nvidia.com/gpu': '2' } } }], undefined, 'BestEffort'],
     ['burstable requests only', [res({ cpu: '100m' })], undefined, 'Burstable'],
     ['burstable: one container best effort', [g('100m', '100Mi'), {}], undefined, 'Burstable'],

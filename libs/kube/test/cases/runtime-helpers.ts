@@ -13,13 +13,19 @@ describe('podSandboxChanged', () => {
     ['latest not ready', [{ state: 'SANDBOX_NOTREADY', attempt: 2 }], false, { changed: true, attempt: 3, sandboxId: 'sandboxID' }],
     [
       'two ready sandboxes',
-      [{ id: 'old', createdAt: 1, attempt: 0 }, { id: 'new', createdAt: 2, attempt: 1 }],
+      [
+        { id: 'old', createdAt: 1, attempt: 0 },
+        { id: 'new', createdAt: 2, attempt: 1 },
+      ],
       false,
       { changed: true, attempt: 2, sandboxId: 'new' },
     ],
     [
       'newest ready, older not ready',
-      [{ id: 'old', createdAt: 1, attempt: 0, state: 'SANDBOX_NOTREADY' }, { id: 'new', createdAt: 2, attempt: 1 }],
+      [
+        { id: 'old', createdAt: 1, attempt: 0, state: 'SANDBOX_NOTREADY' },
+        { id: 'new', createdAt: 2, attempt: 1 },
+      ],
       false,
       { changed: false, attempt: 1, sandboxId: 'new' },
     ],
@@ -46,8 +52,14 @@ describe('runtime lookups', () => {
   it('containerStatusFor returns undefined for an unknown name', () => assert.equal(containerStatusFor('nope', rs), undefined));
   it('findRuntimeContainer by id', () => assert.equal(findRuntimeContainer(rs, 'x')?.exitCode, 0));
   it('newest first', () => {
-    assert.deepEqual(containersNewestFirst(rs).map((x) => x.id), ['b', 'x', 'a']);
-    assert.deepEqual(sandboxesNewestFirst(rs).map((x) => x.id), ['s2', 's1']);
+    assert.deepEqual(
+      containersNewestFirst(rs).map((x) => x.id),
+      ['b', 'x', 'a'],
+    );
+    assert.deepEqual(
+      sandboxesNewestFirst(rs).map((x) => x.id),
+      ['s2', 's1'],
+    );
   });
 });
 
@@ -78,5 +90,5 @@ describe('hashContainer', () => {
     assert.notEqual(hashContainer({ name: 'x', image: 'busybox' }), hashContainer({ name: 'x', image: 'busybox:1' }));
     assert.notEqual(hashContainer({ name: 'x', image: 'busybox' }), hashContainer({ name: 'x', image: 'busybox', args: ['1'] }));
   });
-  it('ignores undefined members', () => assert.equal(hashContainer({ name: 'x', image: 'busybox' }), hashContainer({ name: 'x', image: 'busybox', args: undefined } as never)));
+  it('ignores undefined members', () => assert.equal(hashContainer({ name: 'x', image: 'busybox' }), hashContainer({ name: 'x', image: 'busybox', args: undefined })));
 });

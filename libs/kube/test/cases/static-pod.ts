@@ -154,7 +154,11 @@ describe('validatePod / prepareStaticPod', () => {
     ['image required', (p) => delete p.spec.containers[0]!.image, ['spec.containers[0].image: Required value']],
     [
       'duplicate volume names',
-      (p) => (p.spec.volumes = [{ name: 'v', emptyDir: {} }, { name: 'v', emptyDir: {} }]),
+      (p) =>
+        (p.spec.volumes = [
+          { name: 'v', emptyDir: {} },
+          { name: 'v', emptyDir: {} },
+        ]),
       ['spec.volumes[1].name: Duplicate value: "v"'],
     ],
     [
@@ -179,7 +183,10 @@ describe('validatePod / prepareStaticPod', () => {
       m.metadata.namespace = 'default';
       mutate(m);
       const errs = validatePod(m);
-      assert.deepEqual(errs.map((e) => `${e.field}`), want.map((w) => w.slice(0, w.indexOf(':'))));
+      assert.deepEqual(
+        errs.map((e) => `${e.field}`),
+        want.map((w) => w.slice(0, w.indexOf(':'))),
+      );
       assert.equal(formatInvalidPod(errs), `invalid pod: [${want.join(' ')}]`);
     });
   }

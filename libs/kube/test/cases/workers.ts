@@ -46,17 +46,44 @@ describe('calculateEffectiveGracePeriod', () => {
 
 describe('jitter / requeueDelay', () => {
   it('jitter(d, f) = d + r·f·d; f ≤ 0 means 1', () => {
-    assert.equal(jitter(1000, 0.5, () => 0.5), 1250);
-    assert.equal(jitter(1000, 0, () => 0.5), 1500);
-    assert.equal(jitter(1000, 0.5, () => 0), 1000);
+    assert.equal(
+      jitter(1000, 0.5, () => 0.5),
+      1250,
+    );
+    assert.equal(
+      jitter(1000, 0, () => 0.5),
+      1500,
+    );
+    assert.equal(
+      jitter(1000, 0.5, () => 0),
+      1000,
+    );
   });
-  it('phase transition → 0', () => assert.equal(requeueDelay({ phaseTransition: true }, () => 0.9), 0));
+  it('phase transition → 0', () =>
+    assert.equal(
+      requeueDelay({ phaseTransition: true }, () => 0.9),
+      0,
+    ));
   it('success → 60–90 s', () => {
-    assert.equal(requeueDelay({}, () => 0), 60_000);
-    assert.equal(requeueDelay({}, () => 0.999999), 60_000 + 0.999999 * 30_000);
+    assert.equal(
+      requeueDelay({}, () => 0),
+      60_000,
+    );
+    assert.equal(
+      requeueDelay({}, () => 0.999999),
+      60_000 + 0.999999 * 30_000,
+    );
   });
-  it('"network is not ready" → 1–1.5 s', () => assert.equal(requeueDelay({ error: 'network is not ready: cni plugin not initialized' }, () => 1), 1500));
-  it('other error → 10–15 s', () => assert.equal(requeueDelay({ error: 'boom' }, () => 0.5), 12_500));
+  it('"network is not ready" → 1–1.5 s', () =>
+    assert.equal(
+      requeueDelay({ error: 'network is not ready: cni plugin not initialized' }, () => 1),
+      1500,
+    ));
+  it('other error → 10–15 s', () =>
+    assert.equal(
+      requeueDelay({ error: 'boom' }, () => 0.5),
+      12_500,
+    ));
   it('seeded random stays in range', () => {
     const r = seededRandom(42);
     for (let i = 0; i < 100; i++) {

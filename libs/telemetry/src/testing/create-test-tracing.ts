@@ -1,11 +1,6 @@
 import { context, propagation, trace, type Tracer } from '@opentelemetry/api';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  InMemorySpanExporter,
-  SimpleSpanProcessor,
-  type ReadableSpan,
-  type SpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
+import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { isGlobalTracerProviderInstalled } from '../global-provider.js';
 

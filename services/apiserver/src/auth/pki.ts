@@ -17,7 +17,6 @@ import * as x509 from '@peculiar/x509';
 x509.cryptoProvider.set(webcrypto as never);
 
 type CryptoKey = webcrypto.CryptoKey;
-type CryptoKeyPair = webcrypto.CryptoKeyPair;
 
 const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 const TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000;
@@ -32,7 +31,10 @@ export interface ApiCredentials {
 
 async function keyToPem(key: CryptoKey): Promise<string> {
   const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', key));
-  return `-----BEGIN PRIVATE KEY-----\n${der.toString('base64').replace(/(.{64})/g, '$1\n').trimEnd()}\n-----END PRIVATE KEY-----\n`;
+  return `-----BEGIN PRIVATE KEY-----\n${der
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n')
+    .trimEnd()}\n-----END PRIVATE KEY-----\n`;
 }
 
 async function pemToKey(pem: string): Promise<CryptoKey> {
@@ -85,7 +87,7 @@ export async function ensureCredentials(dir: string, extraSans: readonly string[
   let caPem = await readIfExists(paths.ca);
   let caKeyPem = await readIfExists(paths.caKey);
   if (caPem === undefined || caKeyPem === undefined) {
-    const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as CryptoKeyPair;
+    const keys = await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
     const ca = await x509.X509CertificateGenerator.createSelfSigned({
       serialNumber: serial(),
       name: 'CN=splitlet-ca',
@@ -96,7 +98,7 @@ export async function ensureCredentials(dir: string, extraSans: readonly string[
       extensions: [
         new x509.BasicConstraintsExtension(true, undefined, true),
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature, true),
-        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey as never),
+        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
       ],
     });
     caPem = ca.toString('pem') + '\n';
@@ -111,7 +113,7 @@ export async function ensureCredentials(dir: string, extraSans: readonly string[
   if (certPem === undefined || keyPem === undefined || !certCovers(certPem, sans, caPem)) {
     const ca = new x509.X509Certificate(caPem);
     const caKey = await pemToKey(caKeyPem);
-    const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as CryptoKeyPair;
+    const keys = await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
     const cert = await x509.X509CertificateGenerator.create({
       serialNumber: serial(),
       subject: 'CN=splitlet-apiserver',

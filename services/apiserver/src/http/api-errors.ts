@@ -76,7 +76,11 @@ export class ApiError extends Error {
   }
 
   static unsupportedMediaType(type: string): ApiError {
-    return new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got ${type})`);
+    return new ApiError(
+      415,
+      'UnsupportedMediaType',
+      `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got ${type})`,
+    );
   }
 }
 

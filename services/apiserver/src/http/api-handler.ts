@@ -17,14 +17,18 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '@splitlet/telemetry';
 import { RESOURCES, findResource, apiVersionOf, type ResourceDef } from '../registry/resources.js';
 import type { RestStorage } from '../registry/rest-storage.js';
-import type { KubeObject } from '../storage/object-store.js';
+import { metaText, type KubeObject } from '../storage/object-store.js';
 import { ApiError, isApiError } from './api-errors.js';
 import { SERVER_VERSION, apiGroup, apiGroupList, apiResourceList, apiVersions, openApiDocument, openApiRoot } from './discovery.js';
+import { logContainer, parsePodLogOptions, streamPodLog, type NodeLogFailure, type NodeLogReader } from './pod-logs.js';
 import { PROTOBUF_TYPE, decodeProtobufBody } from './protobuf-body.js';
 import { toTable, wantsTable } from './tables.js';
 
-/** Serves a pod's container log (the node's job); undefined when no node answers. */
-export type PodLogReader = (req: { namespace: string; pod: string; uid: string; container: string; previous: boolean; tailLines?: number; timestamps: boolean }) => Promise<string>;
+/** Reads container logs on the pod's node (over the bus), and tells its failures apart. */
+export interface PodLogSource {
+  readonly read: NodeLogReader;
+  readonly failure: (e: unknown) => NodeLogFailure;
+}
 
 /** What {@link createApiHandler} needs. */
 export interface ApiHandlerOptions {
@@ -38,7 +42,7 @@ export interface ApiHandlerOptions {
   /** Interval of watch bookmarks. @default 30 s */
   readonly bookmarkMs?: number;
   /** Reads container logs through the node; absent: `pods/log` answers 503. */
-  readonly logs?: PodLogReader;
+  readonly logs?: PodLogSource;
   /** Aborted at shutdown: open watches end. */
   readonly signal: AbortSignal;
 }
@@ -68,7 +72,11 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
   const type = (req.headers['content-type'] ?? 'application/json').split(';')[0]?.trim() ?? '';
   if (type !== PROTOBUF_TYPE && !BODY_TYPES.includes(type)) {
     req.resume();
-    throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${[...BODY_TYPES, PROTOBUF_TYPE].join(', ')}`);
+    throw new ApiError(
+      415,
+      'UnsupportedMediaType',
+      `the body of the request was in an unknown format - accepted media types include: ${[...BODY_TYPES, PROTOBUF_TYPE].join(', ')}`,
+    );
   }
   const chunks: Buffer[] = [];
   let size = 0;
@@ -133,7 +141,10 @@ export function createApiHandler(o: ApiHandlerOptions): (req: IncomingMessage, r
       if (doc !== undefined) return send(res, 200, doc);
       throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
     }
-    const parts = path.split('/').filter((p) => p !== '').map(decodeURIComponent);
+    const parts = path
+      .split('/')
+      .filter((p) => p !== '')
+      .map(decodeURIComponent);
     let group: string;
     let version: string;
     let segments: string[];
@@ -175,7 +186,10 @@ export function createApiHandler(o: ApiHandlerOptions): (req: IncomingMessage, r
         const opts = { labelSelector: q.get('labelSelector'), fieldSelector: q.get('fieldSelector'), continueToken: q.get('continue'), ...(limit > 0 ? { limit } : {}) };
         if (watch) return serveWatch(req, res, r, ns, opts, q);
         const listed = await o.storage.list(r, ns, opts);
-        const listMeta: Record<string, unknown> = { resourceVersion: String(listed.revision), ...(listed.continueToken === undefined ? {} : { continue: listed.continueToken, remainingItemCount: listed.remaining }) };
+        const listMeta: Record<string, unknown> = {
+          resourceVersion: String(listed.revision),
+          ...(listed.continueToken === undefined ? {} : { continue: listed.continueToken, remainingItemCount: listed.remaining }),
+        };
         if (wantsTable(req.headers.accept)) return send(res, 200, toTable(r, listed.items, listMeta, now()));
         return send(res, 200, { kind: `${r.kind}List`, apiVersion: apiVersionOf(r), metadata: listMeta, items: listed.items });
       }
@@ -201,25 +215,32 @@ export function createApiHandler(o: ApiHandlerOptions): (req: IncomingMessage, r
       if (method !== 'GET') throw ApiError.methodNotSupported('pods/log', method);
       if (o.logs === undefined) throw new ApiError(503, 'ServiceUnavailable', 'container logs are not reachable: no node log service is configured');
       const pod = await o.storage.get(r, ns, name);
-      const spec = (pod.object['spec'] as { containers?: { name: string }[] } | undefined) ?? {};
-      const containers = (spec.containers ?? []).map((c) => c.name);
-      let container = q.get('container') ?? '';
-      if (container === '') {
-        if (containers.length !== 1) throw ApiError.badRequest(`a container name must be specified for pod ${name}, choose one of: [${containers.join(' ')}]`);
-        container = containers[0] as string;
+      const parsed = parsePodLogOptions(q, name);
+      const container = logContainer(pod.object, parsed.container);
+      const ctl = new AbortController();
+      const stop = (): void => ctl.abort();
+      o.signal.addEventListener('abort', stop, { once: true });
+      res.on('close', stop);
+      try {
+        await streamPodLog(
+          {
+            read: o.logs.read,
+            failure: o.logs.failure,
+            currentPod: () =>
+              o.storage.get(r, ns, name).then(
+                (s) => s.object,
+                (e: unknown) => (isApiError(e) && e.code === 404 ? undefined : Promise.reject(e)),
+              ),
+            now,
+            signal: ctl.signal,
+          },
+          res,
+          pod.object,
+          { ...parsed, container },
+        );
+      } finally {
+        o.signal.removeEventListener('abort', stop);
       }
-      const tail = q.get('tailLines');
-      const text = await o.logs({
-        namespace: ns ?? 'default',
-        pod: name,
-        uid: String(pod.object.metadata?.['uid'] ?? ''),
-        container,
-        previous: q.get('previous') === 'true',
-        timestamps: q.get('timestamps') === 'true',
-        ...(tail === null ? {} : { tailLines: Number(tail) }),
-      });
-      res.writeHead(200, { 'Content-Type': 'text/plain' });
-      res.end(text);
       return;
     }
     if (sub === 'eviction') {
@@ -248,7 +269,10 @@ export function createApiHandler(o: ApiHandlerOptions): (req: IncomingMessage, r
         const qGrace = q.get('gracePeriodSeconds');
         const grace = qGrace !== null ? Number(qGrace) : body.gracePeriodSeconds;
         if (r.name === 'namespaces') return send(res, 200, await deleteNamespace(name));
-        const out = await o.storage.delete(r, ns, name, { ...(grace === undefined || Number.isNaN(grace) ? {} : { gracePeriodSeconds: grace }), ...(body.preconditions === undefined ? {} : { preconditions: body.preconditions }) });
+        const out = await o.storage.delete(r, ns, name, {
+          ...(grace === undefined || Number.isNaN(grace) ? {} : { gracePeriodSeconds: grace }),
+          ...(body.preconditions === undefined ? {} : { preconditions: body.preconditions }),
+        });
         return send(res, 200, out.stored.object);
       }
       default:
@@ -260,7 +284,8 @@ export function createApiHandler(o: ApiHandlerOptions): (req: IncomingMessage, r
   async function deleteNamespace(name: string): Promise<KubeObject> {
     const nsRes = findResource('', 'v1', 'namespaces') as ResourceDef;
     const cur = await o.storage.get(nsRes, undefined, name);
-    if (['default', 'kube-system', 'kube-public', 'kube-node-lease'].includes(name)) throw new ApiError(403, 'Forbidden', `namespaces "${name}" is forbidden: this namespace may not be deleted`);
+    if (['default', 'kube-system', 'kube-public', 'kube-node-lease'].includes(name))
+      throw new ApiError(403, 'Forbidden', `namespaces "${name}" is forbidden: this namespace may not be deleted`);
     for (const r of RESOURCES.filter((x) => x.namespaced)) {
       const listed = await o.storage.list(r, name, { labelSelector: null, fieldSelector: null });
       for (const item of listed.items) await o.storage.delete(r, name, String(item.metadata?.['name']), { gracePeriodSeconds: 0 }).catch(() => undefined);
@@ -269,7 +294,14 @@ export function createApiHandler(o: ApiHandlerOptions): (req: IncomingMessage, r
     return cur.object;
   }
 
-  async function serveWatch(req: IncomingMessage, res: ServerResponse, r: ResourceDef, ns: string | undefined, opts: { labelSelector: string | null; fieldSelector: string | null }, q: URLSearchParams): Promise<void> {
+  async function serveWatch(
+    req: IncomingMessage,
+    res: ServerResponse,
+    r: ResourceDef,
+    ns: string | undefined,
+    opts: { labelSelector: string | null; fieldSelector: string | null },
+    q: URLSearchParams,
+  ): Promise<void> {
     const rvParam = q.get('resourceVersion');
     const table = wantsTable(req.headers.accept);
     const timeoutS = Number(q.get('timeoutSeconds') ?? 1800) || 1800;
@@ -282,7 +314,7 @@ export function createApiHandler(o: ApiHandlerOptions): (req: IncomingMessage, r
     let from: number;
     const initial: KubeObject[] = [];
     const matching = new Set<string>();
-    const keyOf = (x: KubeObject): string => `${String(x.metadata?.['namespace'] ?? '')}/${String(x.metadata?.['name'] ?? '')}`;
+    const keyOf = (x: KubeObject): string => `${metaText(x, 'namespace')}/${metaText(x, 'name')}`;
     if (rvParam === null || rvParam === '' || rvParam === '0') {
       // No revision: the current state first (as ADDED), then the changes after it.
       const listed = await o.storage.list(r, ns, opts);
@@ -304,12 +336,14 @@ export function createApiHandler(o: ApiHandlerOptions): (req: IncomingMessage, r
     let headers = true;
     let last = from;
     const write = (type: string, object: KubeObject): void => {
-      const obj = table && type !== 'BOOKMARK' && type !== 'ERROR' ? toTable(r, [object], { resourceVersion: String(object.metadata?.['resourceVersion'] ?? '') }, now(), headers) : object;
+      const obj = table && type !== 'BOOKMARK' && type !== 'ERROR' ? toTable(r, [object], { resourceVersion: metaText(object, 'resourceVersion') }, now(), headers) : object;
       headers = false;
       res.write(enc({ type, object: obj }) + '\n');
     };
     for (const item of initial) write('ADDED', item);
-    const bm = bookmarks ? setInterval(() => write('BOOKMARK', { kind: r.kind, apiVersion: apiVersionOf(r), metadata: { resourceVersion: String(last) } }), o.bookmarkMs ?? 30_000) : undefined;
+    const bm = bookmarks
+      ? setInterval(() => write('BOOKMARK', { kind: r.kind, apiVersion: apiVersionOf(r), metadata: { resourceVersion: String(last) } }), o.bookmarkMs ?? 30_000)
+      : undefined;
     try {
       for await (const e of o.storage.watch(r, ns, opts, from, matching, ctl.signal)) {
         last = e.revision;

@@ -65,7 +65,12 @@ export function apiResourceList(group: string, version: string): Record<string, 
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: group === '' ? version : `${group}/${version}`, resources };
 }
 
-const FIELD_VALIDATION = { name: 'fieldValidation', in: 'query', description: 'fieldValidation instructs the server on how to handle objects in the request containing unknown or duplicate fields.', schema: { type: 'string', uniqueItems: true } };
+const FIELD_VALIDATION = {
+  name: 'fieldValidation',
+  in: 'query',
+  description: 'fieldValidation instructs the server on how to handle objects in the request containing unknown or duplicate fields.',
+  schema: { type: 'string', uniqueItems: true },
+};
 
 function gvk(r: ResourceDef): Record<string, string> {
   return { group: r.group, version: r.version, kind: r.kind };
@@ -76,7 +81,12 @@ function openApiPaths(group: string, version: string): Record<string, unknown> {
   const paths: Record<string, unknown> = {};
   for (const r of RESOURCES.filter((x) => x.group === group && x.version === version)) {
     const base = `/${group === '' ? 'api' : `apis/${group}`}/${version}${r.namespaced ? '/namespaces/{namespace}' : ''}/${r.name}`;
-    const op = (id: string): Record<string, unknown> => ({ operationId: `${id}${r.kind}`, 'x-kubernetes-group-version-kind': gvk(r), parameters: [FIELD_VALIDATION], responses: { '200': { description: 'OK' } } });
+    const op = (id: string): Record<string, unknown> => ({
+      operationId: `${id}${r.kind}`,
+      'x-kubernetes-group-version-kind': gvk(r),
+      parameters: [FIELD_VALIDATION],
+      responses: { '200': { description: 'OK' } },
+    });
     paths[base] = { post: op('create'), get: { ...op('list'), parameters: [] } };
     paths[`${base}/{name}`] = { get: { ...op('read'), parameters: [] }, put: op('replace'), patch: op('patch'), delete: { ...op('delete'), parameters: [] } };
   }
@@ -100,7 +110,12 @@ export function openApiDocument(gvPath: string): Record<string, unknown> | undef
   const group = m[2] ?? '';
   const version = m[1] ?? m[3] ?? '';
   if (!RESOURCES.some((r) => r.group === group && r.version === version)) return undefined;
-  return { openapi: '3.0.0', info: { title: 'Kubernetes (splitlet embedded API server)', version: SERVER_VERSION.gitVersion }, paths: openApiPaths(group, version), components: { schemas: {} } };
+  return {
+    openapi: '3.0.0',
+    info: { title: 'Kubernetes (splitlet embedded API server)', version: SERVER_VERSION.gitVersion },
+    paths: openApiPaths(group, version),
+    components: { schemas: {} },
+  };
 }
 
 /** For messages: `pods` → `Pod` kind apiVersion. */

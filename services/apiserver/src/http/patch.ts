@@ -90,6 +90,13 @@ function addAt(doc: Json, path: string, value: Json, replace: boolean): Json {
   return doc;
 }
 
+/** The `from` pointer of a move or copy operation. */
+function fromOf(op: Record<string, unknown>): string {
+  const from = op['from'];
+  if (typeof from !== 'string') throw ApiError.badRequest(`invalid JSON patch operation: ${JSON.stringify(op)}: "from" must be a JSON pointer string`);
+  return from;
+}
+
 /** RFC 6902 JSON patch. A failed `test` is 422 as the API server answers it. */
 export function jsonPatch(target: Json, ops: unknown): Json {
   if (!Array.isArray(ops)) throw ApiError.badRequest('a JSON patch must be an array of operations');
@@ -108,12 +115,12 @@ export function jsonPatch(target: Json, ops: unknown): Json {
         removeAt(doc, path);
         break;
       case 'move': {
-        const v = removeAt(doc, String(raw['from']));
+        const v = removeAt(doc, fromOf(raw));
         doc = addAt(doc, path, v, false);
         break;
       }
       case 'copy':
-        doc = addAt(doc, path, structuredClone(getAt(doc, String(raw['from']))), false);
+        doc = addAt(doc, path, structuredClone(getAt(doc, fromOf(raw))), false);
         break;
       case 'test':
         if (JSON.stringify(getAt(doc, path)) !== JSON.stringify(raw['value'] ?? null)) {

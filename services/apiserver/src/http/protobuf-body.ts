@@ -27,6 +27,7 @@ function fields(buf: Uint8Array): Fields {
     let v: Uint8Array | number;
     switch (tag & 7) {
       case 0:
+        // eslint-disable-next-line @typescript-eslint/no-base-to-string -- protobufjs' Long has its own decimal toString()
         v = Number(r.int64().toString());
         break;
       case 2:

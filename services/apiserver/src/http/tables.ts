@@ -83,21 +83,33 @@ const TABLES: Readonly<Record<string, { columns: Column[]; cells: Cells }>> = {
       const info = (status['nodeInfo'] as Record<string, string> | undefined) ?? {};
       const addrs = (status['addresses'] as { type: string; address: string }[] | undefined) ?? [];
       const addr = (t: string): string => addrs.find((a) => a.type === t)?.address ?? '<none>';
-      return [o.metadata?.['name'], st, roles.length > 0 ? roles.join(',') : '<none>', age(o, now), info['kubeletVersion'] ?? '', addr('InternalIP'), addr('ExternalIP'), info['osImage'] ?? '<unknown>', info['kernelVersion'] ?? '<unknown>', info['containerRuntimeVersion'] ?? '<unknown>'];
+      return [
+        o.metadata?.['name'],
+        st,
+        roles.length > 0 ? roles.join(',') : '<none>',
+        age(o, now),
+        info['kubeletVersion'] ?? '',
+        addr('InternalIP'),
+        addr('ExternalIP'),
+        info['osImage'] ?? '<unknown>',
+        info['kernelVersion'] ?? '<unknown>',
+        info['containerRuntimeVersion'] ?? '<unknown>',
+      ];
     },
   },
   events: {
     columns: [
       col('Last Seen', 'string', 'Time when last this event was observed.'),
       col('Type', 'string', 'Type of this event (Normal, Warning), new types could be added in the future.'),
-      col('Reason', 'string', 'This should be a short, machine understandable string that gives the reason for the transition into the object\'s current status.'),
+      col('Reason', 'string', "This should be a short, machine understandable string that gives the reason for the transition into the object's current status."),
       col('Object', 'string', 'The object that this event is about.'),
       col('Subobject', 'string', 'The subobject (e.g. a container) that this event is about.', 1),
       col('Source', 'string', 'The component reporting this event.', 1),
       col('Message', 'string', 'A human-readable description of the status of this operation.'),
       col('First Seen', 'string', 'The time at which the event was first recorded.', 1),
       col('Count', 'string', 'The number of times this event has occurred.', 1),
-      NAME,
+      // The event's name is a wide column (kubectl get events prints LAST SEEN TYPE REASON OBJECT MESSAGE).
+      col('Name', 'string', 'Name must be unique within a namespace.', 1, 'name'),
     ],
     cells: (o, now) => {
       const e = o as Record<string, unknown>;
@@ -113,16 +125,20 @@ const TABLES: Readonly<Record<string, { columns: Column[]; cells: Cells }>> = {
         `${String(inv['kind'] ?? '').toLowerCase()}/${inv['name'] ?? ''}`,
         inv['fieldPath'] ?? '',
         [src['component'], src['host']].filter((x) => x !== undefined && x !== '').join(', '),
-        String(e['message'] ?? '').trim(),
+        (typeof e['message'] === 'string' ? e['message'] : '').trim(),
         ago(first),
-        String(e['count'] ?? 1),
+        typeof e['count'] === 'number' && e['count'] > 0 ? e['count'] : 1,
         o.metadata?.['name'],
       ];
     },
   },
   configmaps: {
     columns: [NAME, col('Data', 'integer', 'Data contains the configuration data.'), AGE],
-    cells: (o, now) => [o.metadata?.['name'], Object.keys((o['data'] as object | undefined) ?? {}).length + Object.keys((o['binaryData'] as object | undefined) ?? {}).length, age(o, now)],
+    cells: (o, now) => [
+      o.metadata?.['name'],
+      Object.keys((o['data'] as object | undefined) ?? {}).length + Object.keys((o['binaryData'] as object | undefined) ?? {}).length,
+      age(o, now),
+    ],
   },
   secrets: {
     columns: [NAME, col('Type', 'string', 'Used to facilitate programmatic handling of secret data.'), col('Data', 'integer', 'Data contains the secret data.'), AGE],

@@ -8,7 +8,7 @@
  */
 import type { KubeObject } from '../storage/object-store.js';
 import type { StatusCause } from '../http/api-errors.js';
-import { podFieldSet, preparePodForCreate, preparePodForUpdate, validatePodObject } from './pod-strategy.js';
+import { podFieldSet, preparePodForCreate, preparePodForUpdate, validatePodObject, validatePodStatusUpdate } from './pod-strategy.js';
 
 /** What a resource's strategy may do. */
 export interface ResourceStrategy {
@@ -18,6 +18,8 @@ export interface ResourceStrategy {
   prepareForUpdate?(next: KubeObject, old: KubeObject, subresource: string): KubeObject;
   /** Field errors; empty when valid. */
   validate?(obj: KubeObject, old?: KubeObject): StatusCause[];
+  /** Field errors of a write through the `status` subresource (the stored object it would become, and the old one). */
+  validateStatusUpdate?(obj: KubeObject, old: KubeObject): StatusCause[];
   /** The values its field selector can match. */
   fields?(obj: KubeObject): Record<string, string | undefined>;
 }
@@ -43,7 +45,10 @@ export interface ResourceDef {
 const META_FIELDS = ['metadata.name', 'metadata.namespace'];
 const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'] as const;
 
-function def(d: Omit<ResourceDef, 'fieldSelectors' | 'graceful' | 'subresources' | 'strategy'> & Partial<Pick<ResourceDef, 'graceful' | 'subresources' | 'strategy'>> & { fields?: readonly string[] }): ResourceDef {
+function def(
+  d: Omit<ResourceDef, 'fieldSelectors' | 'graceful' | 'subresources' | 'strategy'> &
+    Partial<Pick<ResourceDef, 'graceful' | 'subresources' | 'strategy'>> & { fields?: readonly string[] },
+): ResourceDef {
   return {
     ...d,
     graceful: d.graceful ?? false,
@@ -59,7 +64,22 @@ function get(o: KubeObject, path: string): string | undefined {
     if (typeof cur !== 'object' || cur === null) return undefined;
     cur = (cur as Record<string, unknown>)[p];
   }
-  return cur === undefined || cur === null ? undefined : String(cur);
+  return cur === undefined || cur === null ? undefined : typeof cur === 'string' ? cur : JSON.stringify(cur);
+}
+
+/**
+ * A secret's `stringData` merged into `data` (base64, overriding the same keys) and dropped: it is
+ * write-only, as the API server's conversion of v1 secrets makes it.
+ */
+function mergeStringData(o: KubeObject): KubeObject {
+  const sd = o['stringData'];
+  if (sd !== null && typeof sd === 'object') {
+    const data: Record<string, unknown> = { ...((o['data'] as Record<string, unknown> | null | undefined) ?? {}) };
+    for (const [k, v] of Object.entries(sd)) if (typeof v === 'string') data[k] = Buffer.from(v, 'utf8').toString('base64');
+    o['data'] = data;
+  }
+  delete o['stringData'];
+  return o;
 }
 
 /** The field-selector values of an object: metadata plus the resource's own fields. */
@@ -82,8 +102,23 @@ export const RESOURCES: readonly ResourceDef[] = [
     shortNames: ['po'],
     subresources: ['status', 'binding', 'log', 'eviction'],
     graceful: true,
-    fields: ['spec.nodeName', 'spec.restartPolicy', 'spec.schedulerName', 'spec.serviceAccountName', 'spec.hostNetwork', 'status.phase', 'status.podIP', 'status.nominatedNodeName'],
-    strategy: { prepareForCreate: preparePodForCreate, prepareForUpdate: preparePodForUpdate, validate: validatePodObject, fields: podFieldSet },
+    fields: [
+      'spec.nodeName',
+      'spec.restartPolicy',
+      'spec.schedulerName',
+      'spec.serviceAccountName',
+      'spec.hostNetwork',
+      'status.phase',
+      'status.podIP',
+      'status.nominatedNodeName',
+    ],
+    strategy: {
+      prepareForCreate: preparePodForCreate,
+      prepareForUpdate: preparePodForUpdate,
+      validate: validatePodObject,
+      validateStatusUpdate: validatePodStatusUpdate,
+      fields: podFieldSet,
+    },
   }),
   def({ name: 'nodes', singular: 'node', kind: 'Node', group: '', version: 'v1', namespaced: false, shortNames: ['no'], subresources: ['status'], fields: ['spec.unschedulable'] }),
   def({
@@ -98,7 +133,7 @@ export const RESOURCES: readonly ResourceDef[] = [
     fields: ['status.phase'],
     strategy: {
       prepareForCreate: (o) => {
-        o['spec'] = { finalizers: ['kubernetes'], ...((o['spec'] as object | undefined) ?? {}) };
+        o['spec'] = { finalizers: ['kubernetes'], ...(o['spec'] ?? {}) };
         o['status'] = { phase: 'Active' };
       },
     },
@@ -127,7 +162,23 @@ export const RESOURCES: readonly ResourceDef[] = [
     strategy: { fields: (o) => ({ source: get(o, 'source.component') ?? get(o, 'reportingComponent') }) },
   }),
   def({ name: 'configmaps', singular: 'configmap', kind: 'ConfigMap', group: '', version: 'v1', namespaced: true, shortNames: ['cm'] }),
-  def({ name: 'secrets', singular: 'secret', kind: 'Secret', group: '', version: 'v1', namespaced: true, shortNames: [], fields: ['type'], strategy: { prepareForCreate: (o) => void (typeof o['type'] !== 'string' || o['type'] === '' ? (o['type'] = 'Opaque') : undefined) } }),
+  def({
+    name: 'secrets',
+    singular: 'secret',
+    kind: 'Secret',
+    group: '',
+    version: 'v1',
+    namespaced: true,
+    shortNames: [],
+    fields: ['type'],
+    strategy: {
+      prepareForCreate: (o) => {
+        if (typeof o['type'] !== 'string' || o['type'] === '') o['type'] = 'Opaque';
+        mergeStringData(o);
+      },
+      prepareForUpdate: (next) => mergeStringData(next),
+    },
+  }),
   def({ name: 'serviceaccounts', singular: 'serviceaccount', kind: 'ServiceAccount', group: '', version: 'v1', namespaced: true, shortNames: ['sa'] }),
   def({ name: 'leases', singular: 'lease', kind: 'Lease', group: 'coordination.k8s.io', version: 'v1', namespaced: true, shortNames: [], fields: [] }),
 ];

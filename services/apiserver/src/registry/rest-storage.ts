@@ -10,7 +10,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { ApiError, type StatusCause } from '../http/api-errors.js';
 import { applyPatch } from '../http/patch.js';
-import { keyFilter, objectKey, type KubeObject, type ObjectStore, type StoreEvent, type Stored } from '../storage/object-store.js';
+import { keyFilter, metaText, objectKey, type KubeObject, type ObjectStore, type StoreEvent, type Stored } from '../storage/object-store.js';
 import { apiVersionOf, fieldValues, type ResourceDef } from './resources.js';
 import { parseFieldSelector, parseLabelSelector, type Matcher } from './selectors.js';
 
@@ -92,7 +92,11 @@ export class RestStorage {
     const causes: StatusCause[] = [];
     if (name === '') causes.push({ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' });
     else if (!DNS_SUBDOMAIN.test(name) || name.length > 253) {
-      causes.push({ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: ${JSON.stringify(name)}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')` });
+      causes.push({
+        reason: 'FieldValueInvalid',
+        field: 'metadata.name',
+        message: `Invalid value: ${JSON.stringify(name)}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+      });
     }
     if (r.namespaced) m['namespace'] = namespace;
     else delete m['namespace'];
@@ -137,9 +141,12 @@ export class RestStorage {
       }
       if (subresource === 'status') {
         // Only the status changes through the status subresource.
-        const status = next['status'];
-        next = structuredClone(cur.object);
-        next['status'] = status;
+        if (r.strategy.prepareForUpdate !== undefined) next = r.strategy.prepareForUpdate(next, cur.object, 'status');
+        else {
+          const status = next['status'];
+          next = structuredClone(cur.object);
+          next['status'] = status;
+        }
       } else if (r.strategy.prepareForUpdate !== undefined) {
         next = r.strategy.prepareForUpdate(next, cur.object, subresource);
       } else if (r.subresources.includes('status')) {
@@ -149,6 +156,10 @@ export class RestStorage {
       next['kind'] = r.kind;
       if (subresource === '' && r.strategy.validate !== undefined) {
         const causes = r.strategy.validate(next, cur.object);
+        if (causes.length > 0) throw ApiError.invalid(r.kind, name, causes);
+      }
+      if (subresource === 'status' && r.strategy.validateStatusUpdate !== undefined) {
+        const causes = r.strategy.validateStatusUpdate(next, cur.object);
         if (causes.length > 0) throw ApiError.invalid(r.kind, name, causes);
       }
       // A deleted object whose last finalizer went away is removed now.
@@ -200,7 +211,11 @@ export class RestStorage {
         throw ApiError.conflict(r.name, name, `Precondition failed: UID in precondition: ${opts.preconditions.uid}, UID in object meta: ${String(m['uid'])}`);
       }
       if (opts.preconditions?.resourceVersion !== undefined && opts.preconditions.resourceVersion !== String(cur.revision)) {
-        throw ApiError.conflict(r.name, name, `Precondition failed: ResourceVersion in precondition: ${opts.preconditions.resourceVersion}, ResourceVersion in object meta: ${cur.revision}`);
+        throw ApiError.conflict(
+          r.name,
+          name,
+          `Precondition failed: ResourceVersion in precondition: ${opts.preconditions.resourceVersion}, ResourceVersion in object meta: ${cur.revision}`,
+        );
       }
       const next = structuredClone(cur.object);
       const nm = meta(next);
@@ -240,7 +255,8 @@ export class RestStorage {
   /** `pods/binding`: assigns the pod to a node; 409 when it already has one. */
   async bind(r: ResourceDef, ns: string, name: string, body: KubeObject): Promise<void> {
     const target = (body['target'] as { name?: string; kind?: string } | undefined) ?? {};
-    if (target.name === undefined || target.name === '') throw ApiError.invalid('Binding', name, [{ reason: 'FieldValueRequired', field: 'target.name', message: 'target.name: Required value' }]);
+    if (target.name === undefined || target.name === '')
+      throw ApiError.invalid('Binding', name, [{ reason: 'FieldValueRequired', field: 'target.name', message: 'target.name: Required value' }]);
     for (;;) {
       const cur = await this.get(r, ns, name);
       const spec = (cur.object['spec'] as Record<string, unknown> | undefined) ?? {};
@@ -294,11 +310,18 @@ export class RestStorage {
    * Watch events after `fromRevision` that match the selectors. An object that starts matching is
    * ADDED, one that stops matching is DELETED, as the watch cache reports them.
    */
-  async *watch(r: ResourceDef, ns: string | undefined, opts: ListOptions, fromRevision: number, initiallyMatching: ReadonlySet<string>, signal: AbortSignal): AsyncGenerator<StoreEvent> {
+  async *watch(
+    r: ResourceDef,
+    ns: string | undefined,
+    opts: ListOptions,
+    fromRevision: number,
+    initiallyMatching: ReadonlySet<string>,
+    signal: AbortSignal,
+  ): AsyncGenerator<StoreEvent> {
     const match = this.#matcher(r, opts);
     const seen = new Set(initiallyMatching);
     for await (const e of this.#store.watch(keyFilter(r.name, r.namespaced ? ns : undefined), fromRevision, signal)) {
-      const uidKey = String(e.object.metadata?.['namespace'] ?? '') + '/' + String(e.object.metadata?.['name'] ?? '');
+      const uidKey = metaText(e.object, 'namespace') + '/' + metaText(e.object, 'name');
       const matches = match(e.object);
       if (e.type === 'DELETED') {
         if (seen.delete(uidKey) || matches) yield e;

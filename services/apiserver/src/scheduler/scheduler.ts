@@ -83,7 +83,12 @@ export class Scheduler {
       fits.sort((a, b) => free(b, 'cpu') - free(a, 'cpu'));
       const target = fits[0]!;
       try {
-        await this.#o.storage.bind(res('pods'), m.namespace, m.name, { apiVersion: 'v1', kind: 'Binding', metadata: { name: m.name, namespace: m.namespace }, target: { kind: 'Node', name: target.name } });
+        await this.#o.storage.bind(res('pods'), m.namespace, m.name, {
+          apiVersion: 'v1',
+          kind: 'Binding',
+          metadata: { name: m.name, namespace: m.namespace },
+          target: { kind: 'Node', name: target.name },
+        });
       } catch (e) {
         if (e instanceof ApiError && (e.reason === 'Conflict' || e.reason === 'NotFound')) continue;
         throw e;
@@ -102,7 +107,9 @@ export class Scheduler {
     const readyOf = (n: KubeObject): string | undefined =>
       ((n['status'] as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? []).find((c) => c.type === 'Ready')?.status;
     const anyReports = nodes.some((n) => readyOf(n) !== undefined);
-    const usable = nodes.filter((n) => !(n['spec'] as { unschedulable?: boolean } | undefined)?.unschedulable && (anyReports ? readyOf(n) === 'True' : meta(n).name === this.#o.nodeName));
+    const usable = nodes.filter(
+      (n) => !(n['spec'] as { unschedulable?: boolean } | undefined)?.unschedulable && (anyReports ? readyOf(n) === 'True' : meta(n).name === this.#o.nodeName),
+    );
     return usable.map((n) => {
       const alloc = (n['status'] as { allocatable?: Record<string, string> } | undefined)?.allocatable;
       const used: ResourceAmounts = {};

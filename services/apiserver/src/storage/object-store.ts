@@ -57,6 +57,12 @@ const enc = new TextEncoder();
 const dec = new TextDecoder();
 
 /** `.` is a token separator in keys and cannot be in a name, `_` cannot be in a DNS name: swap them. */
+/** A metadata field as text (`name`, `namespace`, `uid`, `resourceVersion`): '' when absent, JSON when not a string. */
+export function metaText(o: KubeObject, field: string): string {
+  const v = o.metadata?.[field];
+  return v === undefined || v === null ? '' : typeof v === 'string' ? v : JSON.stringify(v);
+}
+
 export function objectKey(resource: string, namespace: string | undefined, name: string): string {
   return `${resource}.${namespace === undefined || namespace === '' ? '_' : namespace}.${name.replaceAll('.', '_')}`;
 }
@@ -132,7 +138,9 @@ export class ObjectStore {
   async list(filter: string): Promise<{ items: Stored[]; revision: number }> {
     const prefix = `$KV.${this.#bucket}.`;
     const si = await this.#jsm.streams.info(`KV_${this.#bucket}`, { subjects_filter: `${prefix}${filter}` });
-    const keys = Object.keys(si.state.subjects ?? {}).map((s) => s.slice(prefix.length)).sort();
+    const keys = Object.keys(si.state.subjects ?? {})
+      .map((s) => s.slice(prefix.length))
+      .sort();
     const items: Stored[] = [];
     for (let i = 0; i < keys.length; i += 64) {
       const batch = await Promise.all(keys.slice(i, i + 64).map((k) => this.get(k)));
@@ -230,7 +238,7 @@ export class ObjectStore {
       if (e === null) continue;
       const env = decode(e);
       if (env?.d !== true || now - e.created.getTime() < ttlMs) continue;
-      await this.#kv.purge(key, { previousSeq: e.revision } as never).catch(() => undefined);
+      await this.#kv.purge(key, { previousSeq: e.revision }).catch(() => undefined);
       high = Math.max(high, e.revision);
       purged++;
     }

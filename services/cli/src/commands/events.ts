@@ -17,7 +17,11 @@ export async function events(t: CliTarget, opts: { watch: boolean; output: strin
   await untilInterrupted(async (signal) => {
     const widths = [9, 7, 18, 40];
     const header = ['LAST SEEN', 'TYPE', 'REASON', 'OBJECT', 'MESSAGE'];
-    const line = (cells: string[]): string => cells.map((c, i) => (i < widths.length ? c.padEnd(Math.max(widths[i]!, c.length) + 3) : c)).join('').trimEnd();
+    const line = (cells: string[]): string =>
+      cells
+        .map((c, i) => (i < widths.length ? c.padEnd(Math.max(widths[i]!, c.length) + 3) : c))
+        .join('')
+        .trimEnd();
     let printedHeader = false;
     await bus.readStream(
       KubeEvent,

@@ -27,7 +27,7 @@ export interface MemberRow {
 export function compressRanges(ns: readonly number[]): string {
   const sorted = [...ns].sort((a, b) => a - b);
   const parts: string[] = [];
-  for (let i = 0; i < sorted.length; ) {
+  for (let i = 0; i < sorted.length;) {
     let j = i;
     while (j + 1 < sorted.length && sorted[j + 1] === sorted[j]! + 1) j++;
     parts.push(i === j ? `${sorted[i]}` : `${sorted[i]}-${sorted[j]}`);
@@ -52,7 +52,12 @@ export function partitionsTable(rows: readonly PartitionRow[], members: readonly
     ['INSTANCE', 'PARTITIONS', 'COUNT', 'HEARTBEAT'],
     [...byHolder.entries()]
       .sort(([a], [b]) => a.localeCompare(b))
-      .map(([inst, ps]) => [inst, ps.length ? compressRanges(ps) : '<none>', String(ps.length), heartbeat.has(inst) ? `${humanDuration(now - Date.parse(heartbeat.get(inst)!))} ago` : '<gone>']),
+      .map(([inst, ps]) => [
+        inst,
+        ps.length ? compressRanges(ps) : '<none>',
+        String(ps.length),
+        heartbeat.has(inst) ? `${humanDuration(now - Date.parse(heartbeat.get(inst)!))} ago` : '<gone>',
+      ]),
   );
   return table;
 }
@@ -72,7 +77,8 @@ async function read(t: CliTarget): Promise<{ rows: PartitionRow[]; members: Memb
 }
 
 export async function getPartitions(t: CliTarget, opts: { output: string | undefined; watch: boolean }, out: NodeJS.WritableStream): Promise<void> {
-  if (opts.output !== undefined && opts.output !== 'wide' && opts.output !== 'json') throw new CliError(`unknown output format "${opts.output}" for partitions: use -o wide or -o json`);
+  if (opts.output !== undefined && opts.output !== 'wide' && opts.output !== 'json')
+    throw new CliError(`unknown output format "${opts.output}" for partitions: use -o wide or -o json`);
   const render = async (): Promise<string> => {
     const { rows, members } = await read(t);
     if (opts.output === 'json') return `${JSON.stringify({ node: t.nodeName, members, partitions: rows.sort((a, b) => a.partition - b.partition) }, null, 2)}\n`;

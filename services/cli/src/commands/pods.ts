@@ -42,7 +42,9 @@ export function parsePods(text: string, origin: string): Pod[] {
     const name = parsed.data.metadata.name;
     if (!name) throw new CliError(`error validating ${origin} (document ${i + 1}): invalid pod: name is needed for the pod`);
     if (!DNS1123.test(name) || name.length > 253) {
-      throw new CliError(`error validating ${origin} (document ${i + 1}): metadata.name: Invalid value: ${JSON.stringify(name)}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'`);
+      throw new CliError(
+        `error validating ${origin} (document ${i + 1}): metadata.name: Invalid value: ${JSON.stringify(name)}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'`,
+      );
     }
     pods.push(parsed.data);
   });
@@ -59,7 +61,7 @@ export function apply(s: StateDir, text: string, origin: string, out: NodeJS.Wri
   const pods = parsePods(text, origin);
   for (const pod of pods) {
     const file = manifestFileFor(s, pod);
-    let existed = false;
+    let existed: boolean;
     let unchanged = false;
     try {
       const prev = readFileSync(file, 'utf8');
@@ -92,7 +94,13 @@ export async function applyRemote(t: CliTarget, text: string, origin: string, ou
   for (let i = 0; i < pods.length; i += 100) {
     let reply: ApplyPodsReply;
     try {
-      reply = await t.bus.request(ApplyPodsRequest, ApplyPodsReply, Subjects.rpc.config(t.nodeName, 'apply'), { type: 'kubelet.config.ApplyPods.v1', pods: pods.slice(i, i + 100), origin }, { timeoutMs: 30_000 });
+      reply = await t.bus.request(
+        ApplyPodsRequest,
+        ApplyPodsReply,
+        Subjects.rpc.config(t.nodeName, 'apply'),
+        { type: 'kubelet.config.ApplyPods.v1', pods: pods.slice(i, i + 100), origin },
+        { timeoutMs: 30_000 },
+      );
     } catch (e) {
       throw remoteError(e, `apply ${origin}`);
     }
@@ -104,18 +112,18 @@ export async function applyRemote(t: CliTarget, text: string, origin: string, ou
  * `delete pod NAME`: a pod of the api source is removed over the bus; a static pod by removing its
  * manifest (file or document) from the local manifest directory. Optionally waits until it is gone.
  */
-export async function deletePod(
-  t: CliTarget,
-  name: string,
-  namespace: string,
-  opts: { wait: boolean; timeoutMs: number },
-  out: NodeJS.WritableStream,
-): Promise<void> {
+export async function deletePod(t: CliTarget, name: string, namespace: string, opts: { wait: boolean; timeoutMs: number }, out: NodeJS.WritableStream): Promise<void> {
   const view = findPod(await listPods(t.bus, t.nodeName), name, namespace, t.nodeName);
   const source = view?.pod.metadata.annotations?.['kubernetes.io/config.source'];
   if (view !== undefined && source === 'bus') {
     try {
-      await t.bus.request(DeletePodRequest, DeletePodReply, Subjects.rpc.config(t.nodeName, 'delete'), { type: 'kubelet.config.DeletePod.v1', namespace, name: view.pod.metadata.name! }, { timeoutMs: 30_000 });
+      await t.bus.request(
+        DeletePodRequest,
+        DeletePodReply,
+        Subjects.rpc.config(t.nodeName, 'delete'),
+        { type: 'kubelet.config.DeletePod.v1', namespace, name: view.pod.metadata.name! },
+        { timeoutMs: 30_000 },
+      );
     } catch (e) {
       throw remoteError(e, `delete pod ${name}`);
     }
@@ -139,8 +147,7 @@ export async function deletePod(
 
 /** Removes a static pod's manifest (its file, or its document of a multi-document file). */
 function deleteManifest(s: StateDir, nodeName: string, name: string, namespace: string): void {
-  const matches = (p: Pod): boolean =>
-    (p.metadata.namespace ?? 'default') === namespace && (p.metadata.name === name || `${p.metadata.name}-${nodeName}` === name);
+  const matches = (p: Pod): boolean => (p.metadata.namespace ?? 'default') === namespace && (p.metadata.name === name || `${p.metadata.name}-${nodeName}` === name);
   let found = false;
   for (const f of readdirSync(s.manifests).sort()) {
     if (f.startsWith('.')) continue;

@@ -87,7 +87,23 @@ export async function trace(
       all = await spansFromBus(bus, Subjects.spansAll(t.nodeName));
       const episodes = podEpisodes(all, uid, creation);
       if (opts.episodes === true) {
-        if (opts.output === 'json') out.write(`${JSON.stringify(episodes.map((e) => ({ traceId: e.traceId, root: e.root.name, service: e.root.service, startUnixNano: e.root.startUnixNano, spans: e.spans, errors: e.errors, creation: e.traceId === creation, linkedToCreation: e.linkedToCreation })), null, 2)}\n`);
+        if (opts.output === 'json')
+          out.write(
+            `${JSON.stringify(
+              episodes.map((e) => ({
+                traceId: e.traceId,
+                root: e.root.name,
+                service: e.root.service,
+                startUnixNano: e.root.startUnixNano,
+                spans: e.spans,
+                errors: e.errors,
+                creation: e.traceId === creation,
+                linkedToCreation: e.linkedToCreation,
+              })),
+              null,
+              2,
+            )}\n`,
+          );
         else out.write(episodesTable(episodes, creation, Date.now()));
         return;
       }

@@ -7,12 +7,16 @@ import { createServer, type AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { nodeToken } from '@splitlet/api';
+import { kubeletConfigEnv, type KubeletConfig, type KubeletConfigProcess } from '@splitlet/service';
 import type { StateDir } from '../state-dir.js';
 import { CliError, ensureStateDir, isAlive, removeInstance, writeInstance } from '../state-dir.js';
 import { readFileSync } from 'node:fs';
 import { Supervisor } from '../up/supervisor.js';
 import type { ProcessSpec } from '../up/supervisor.js';
 import { natsReachable, natsServerSpec, waitForNats } from '../up/nats-server.js';
+import { credentialsFile, identityOf } from '../up/nats-config.js';
+import type { Identity, NatsCredential } from '@splitlet/bus';
+import { natsClusterSpecs } from '../up/nats-cluster.js';
 import { serviceMain } from '../paths.js';
 import { connectBus } from '@splitlet/bus';
 import type { LogFormat } from '../up/console-format.js';
@@ -29,43 +33,60 @@ export interface UpOptions {
   partitions: number | undefined;
   /** Start the embedded API server (kubeconfig in the state dir) and take pods from it. @default true */
   apiserver?: boolean;
+  /** A cluster's kubeconfig (`--kubeconfig`): register there and take pods from there, no embedded API server. */
+  kubeconfig?: string | undefined;
   extraEnv: Record<string, string>;
+  /** The validated KubeletConfiguration (file and flags); translated into each process's environment. */
+  kubeletConfig?: KubeletConfig;
   /** How process output is shown (the log files stay JSON). @default 'console' */
   logFormat?: LogFormat;
+  /** Spawn this many clustered nats-servers (R-N streams and buckets) instead of one. */
+  natsCluster?: number;
 }
 
 /** The default node name: the host name, lower-cased into a DNS-1123 subdomain. */
 export function defaultNodeName(): string {
-  const h = hostname().toLowerCase().replace(/[^a-z0-9.-]/g, '-').replace(/^[-.]+|[-.]+$/g, '');
+  const h = hostname()
+    .toLowerCase()
+    .replace(/[^a-z0-9.-]/g, '-')
+    .replace(/^[-.]+|[-.]+$/g, '');
   return h || 'splitlet-node';
 }
 
 /** The processes of one node, in start order. */
-export function processSpecs(s: StateDir, natsUrl: string, o: UpOptions, apiPort = 0): ProcessSpec[] {
+export function processSpecs(s: StateDir, natsUrl: string, o: UpOptions, apiPort = 0, credentials?: ReadonlyMap<Identity, NatsCredential>): ProcessSpec[] {
+  const identity = (name: string): Record<string, string> => {
+    const id = identityOf(name);
+    const c = id === undefined ? undefined : credentials?.get(id);
+    return c === undefined ? {} : { NATS_USER: c.user, NATS_PASSWORD: c.password };
+  };
   const common = (name: string): Record<string, string> => ({
     NATS_URL: natsUrl,
+    ...identity(name),
     NODE_NAME: o.nodeName,
     HEALTH_PORT: '0',
     HEALTH_PORT_FILE: join(s.run, `${name}.port`),
     ...(o.partitions !== undefined ? { PARTITIONS: String(o.partitions) } : {}),
     ...o.extraEnv,
   });
+  // The configuration's variables go over the supervisor's defaults (e.g. staticPodPath over the state dir's manifests).
+  const fromConfig = kubeletConfigEnv(o.kubeletConfig ?? {});
   const spec = (name: string, service: string, env: Record<string, string> = {}): ProcessSpec => ({
     name,
     main: serviceMain(service),
-    env: { ...common(name), ...env },
+    env: { ...common(name), ...env, ...(fromConfig[service as KubeletConfigProcess] ?? {}) },
     portFile: join(s.run, `${name}.port`),
   });
   const simSocket = join(s.run, 'sim-runtime.sock');
   const criEndpoint = o.criEndpoint ?? `unix://${simSocket}`;
   const specs: ProcessSpec[] = [];
-  const withApi = o.apiserver !== false;
+  const withApi = o.apiserver !== false && o.kubeconfig === undefined;
   // The processes that talk to the API server get its kubeconfig (they wait for the file to appear).
-  const kube: Record<string, string> = withApi ? { KUBECONFIG: s.kubeconfig } : {};
+  const kube: Record<string, string> = o.kubeconfig !== undefined ? { KUBECONFIG: o.kubeconfig } : withApi ? { KUBECONFIG: s.kubeconfig } : {};
   if (withApi) specs.push(spec('apiserver', 'apiserver', { API_PORT: String(apiPort), API_CERT_DIR: s.apiCerts, API_KUBECONFIG: s.kubeconfig }));
   if (o.runtime === 'sim' && o.criEndpoint === undefined) specs.push(spec('sim-runtime', 'sim-runtime', { SIM_SOCKET: simSocket }));
-  specs.push(spec('cri-adapter', 'cri-adapter', { CRI_ENDPOINT: criEndpoint, POD_LOG_DIR: s.podLogs, ROOT_DIR: s.kubeletRoot }));
-  specs.push(spec('volume-manager', 'volume-manager', { ROOT_DIR: s.kubeletRoot }));
+  specs.push(spec('cri-adapter', 'cri-adapter', { CRI_ENDPOINT: criEndpoint, POD_LOG_DIR: s.podLogs, ROOT_DIR: s.kubeletRoot, ...kube }));
+  specs.push(spec('volume-manager', 'volume-manager', { ROOT_DIR: s.kubeletRoot, ...kube }));
   specs.push(spec('status-manager', 'status-manager', kube));
   specs.push(spec('pleg', 'pleg'));
   specs.push(spec('prober', 'prober', { CRI_ENDPOINT: criEndpoint }));
@@ -85,14 +106,25 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
       throw new CliError(`splitlet is already running in ${s.root} (pid ${prev.supervisorPid}); use another --state-dir to run a second instance`);
     }
   }
-  if (o.apiserver !== false) rmSync(s.kubeconfig, { force: true }); // a stale one would point at a dead port
+  const embeddedApi = o.apiserver !== false && o.kubeconfig === undefined;
+  if (embeddedApi) rmSync(s.kubeconfig, { force: true }); // a stale one would point at a dead port
   for (const svc of ['apiserver', 'config-source', 'sync-loop', 'pod-worker', 'pleg', 'prober', 'volume-manager', 'status-manager', 'cri-adapter', 'sim-runtime']) {
     if (!existsSync(serviceMain(svc))) throw new CliError(`${serviceMain(svc)} is missing: run \`npm run build\` in the repository root first`);
   }
   const natsLog = join(s.logs, 'nats-server.log');
-  const spawned = env['NATS_URL'] ? undefined : await natsServerSpec({ bin: env['NATS_SERVER_BIN'] ?? 'nats-server', storeDir: s.natsStore, logFile: natsLog });
-  const url = spawned?.url ?? env['NATS_URL']!;
-  const natsSpawned = spawned !== undefined;
+  if (o.natsCluster !== undefined && env['NATS_URL']) throw new CliError('--nats-cluster spawns its own servers: give it or --nats-url/NATS_URL, not both');
+  const cluster =
+    o.natsCluster === undefined
+      ? undefined
+      : await natsClusterSpecs({ bin: env['NATS_SERVER_BIN'] ?? 'nats-server', storeDir: s.natsStore, logsDir: s.logs, size: o.natsCluster, stateRoot: s.root, node: o.nodeName });
+  const spawned =
+    env['NATS_URL'] || cluster
+      ? undefined
+      : await natsServerSpec({ bin: env['NATS_SERVER_BIN'] ?? 'nats-server', storeDir: s.natsStore, logFile: natsLog, stateRoot: s.root, node: o.nodeName });
+  const credentials = cluster?.credentials ?? spawned?.credentials;
+  const admin = credentials?.get('admin');
+  const url = cluster?.urls.join(',') ?? spawned?.url ?? env['NATS_URL']!;
+  const natsSpawned = spawned !== undefined || cluster !== undefined;
   const startedAt = new Date().toISOString();
   const sup = new Supervisor({
     nodeBin: process.execPath,
@@ -101,20 +133,21 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
     restart: o.restart,
     color: Boolean((out as { isTTY?: boolean }).isTTY),
     format: o.logFormat ?? 'console',
-    onChange: () => {
-      writeInstance(s, {
-        version: 1,
-        nodeName: o.nodeName,
-        natsUrl: url,
-        natsSpawned,
-        supervisorPid: process.pid,
-        runtime: o.runtime,
-        ...(o.partitions !== undefined ? { partitions: o.partitions } : {}),
-        startedAt,
-        processes: nodeProcesses(sup),
-      });
-    },
+    onChange: () => saveInstance(),
   });
+  /** instance.json: what the CLI's other commands read to find this node and its processes. */
+  const saveInstance = (): void =>
+    writeInstance(s, {
+      version: 1,
+      nodeName: o.nodeName,
+      natsUrl: url,
+      natsSpawned,
+      supervisorPid: process.pid,
+      runtime: o.runtime,
+      ...(o.partitions !== undefined ? { partitions: o.partitions } : {}),
+      startedAt,
+      processes: nodeProcesses(sup),
+    });
   // The processes run in their own process groups; never leave them behind if we die on an error.
   process.once('exit', () => sup.killAll());
 
@@ -149,33 +182,70 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
       sup.start(spawned.spec);
       await Promise.race([waitForNats(spawned.port, natsLog, 10_000), signalled]);
       if (stopped.signal.aborted) return;
-      out.write(`started nats-server with JetStream at ${url} (store ${s.natsStore}; restarted with the same port and store if it dies)\n`);
+      out.write(
+        `started nats-server with JetStream at ${url} (store ${s.natsStore}; restarted with the same port and store if it dies; one NATS user per process, credentials in ${credentialsFile(s.root)})\n`,
+      );
     }
-    // Provision streams and buckets once, before the processes race to do it.
-    const provisioner = await connectBus({ servers: url, process: 'splitlet-up', node: o.nodeName, logger: createLogger({ service: 'splitlet-up', level: 'warn', stream: process.stderr }), signal: stopped.signal });
-    await provisioner.close();
+    if (cluster !== undefined) {
+      for (const spec of cluster.specs) sup.start(spec);
+      await Promise.race([Promise.all(cluster.members.map((m) => waitForNats(m.clientPort, m.logFile, 20_000))), signalled]);
+      if (stopped.signal.aborted) return;
+      out.write(
+        `started a cluster of ${cluster.members.length} nats-servers with JetStream at ${url} (stores under ${s.natsStore}; streams and buckets replicated ${cluster.members.length} times; each restarted if it dies; one NATS user per process, credentials in ${credentialsFile(s.root)})\n`,
+      );
+    }
+    // Provision streams and buckets once, before the processes race to do it. A new cluster takes a
+    // moment to elect its JetStream meta leader: retry until it answers.
+    const replicas = cluster?.members.length;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const provisioner = await connectBus({
+          servers: url.split(','),
+          process: 'splitlet-up',
+          node: o.nodeName,
+          logger: createLogger({ service: 'splitlet-up', level: 'warn', stream: process.stderr }),
+          signal: stopped.signal,
+          ...(replicas !== undefined ? { replicas } : {}),
+          ...(admin !== undefined ? { user: admin.user, pass: admin.password } : {}),
+        });
+        await provisioner.close();
+        break;
+      } catch (e) {
+        if (stopped.signal.aborted || cluster === undefined || attempt >= 60) throw e;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
     // One port for the API server's whole life: a restarted apiserver keeps the kubeconfig valid.
-    const specs = processSpecs(s, url, o, o.apiserver === false ? 0 : await freeLoopbackPort());
+    const specs = processSpecs(s, url, o, embeddedApi ? await freeLoopbackPort() : 0, credentials);
     for (const p of specs) sup.start(p);
     out.write(`splitlet up: node ${o.nodeName}, ${specs.length} processes, state dir ${s.root}\n`);
     out.write(`manifests: ${s.manifests}  (splitlet apply -f FILE; splitlet get pods)\n`);
-    if (o.apiserver !== false) out.write(`kubeconfig: ${s.kubeconfig}  (kubectl --kubeconfig ${s.kubeconfig} get pods)\n`);
+    if (embeddedApi) out.write(`kubeconfig: ${s.kubeconfig}  (kubectl --kubeconfig ${s.kubeconfig} get pods)\n`);
+    else if (o.kubeconfig !== undefined) out.write(`cluster mode: node ${o.nodeName} registers with the API server of ${o.kubeconfig}\n`);
     // Refresh health ports in instance.json once the processes wrote them.
-    refresh = setInterval(() => {
-      writeInstance(s, { version: 1, nodeName: o.nodeName, natsUrl: url, natsSpawned, supervisorPid: process.pid, runtime: o.runtime, ...(o.partitions !== undefined ? { partitions: o.partitions } : {}), startedAt, processes: nodeProcesses(sup) });
-    }, 1000);
-    void announceReady(sup, { nodeName: o.nodeName, natsUrl: url, kubeconfig: o.apiserver !== false ? s.kubeconfig : undefined, otlpEndpoint: env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_ENDPOINT'] || undefined }, out, stopped.signal);
+    refresh = setInterval(saveInstance, 1000);
+    void announceReady(
+      sup,
+      {
+        nodeName: o.nodeName,
+        natsUrl: url,
+        kubeconfig: embeddedApi ? s.kubeconfig : o.kubeconfig,
+        otlpEndpoint: env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_ENDPOINT'] || undefined,
+      },
+      out,
+      stopped.signal,
+    );
   };
-  let failure: unknown;
+  let failure: { error: unknown } | undefined;
   await run().catch((e: unknown) => {
-    if (!stopped.signal.aborted) failure = e;
+    if (!stopped.signal.aborted) failure = { error: e };
   });
   if (failure === undefined) await signalled;
   clearInterval(parentWatch);
   clearInterval(refresh);
   // With NATS up, the processes drain one by one through it (up to 15 s); with NATS gone there is
   // nothing to drain through: all at once, SIGKILL after 3 s.
-  const ordered = await natsReachable(url, 500);
+  const ordered = (await Promise.all(url.split(',').map((u) => natsReachable(u, 500)))).some(Boolean);
   out.write(`stopping splitlet${stopReason ? ` (${stopReason})` : ''}${ordered ? '' : ', NATS unreachable: stopping every process at once'}…\n`);
   const t0 = Date.now();
   await sup.stopAll(ordered ? { graceMs: 15_000, ordered: true } : { graceMs: 3000, ordered: false });
@@ -183,7 +253,7 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
   process.off('SIGINT', onSigint);
   process.off('SIGTERM', onSigterm);
   process.off('SIGHUP', onSighup);
-  if (failure !== undefined) throw failure;
+  if (failure !== undefined) throw failure.error;
   out.write(`splitlet stopped in ${Date.now() - t0} ms\n`);
   return 0;
 }
@@ -192,7 +262,12 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
  * Prints the ready summary once every process answers /readyz; while some do not after 30 s, says
  * which (every 30 s). Stops at `signal`.
  */
-async function announceReady(sup: Supervisor, i: { nodeName: string; natsUrl: string; kubeconfig: string | undefined; otlpEndpoint: string | undefined }, out: NodeJS.WritableStream, signal: AbortSignal): Promise<void> {
+async function announceReady(
+  sup: Supervisor,
+  i: { nodeName: string; natsUrl: string; kubeconfig: string | undefined; otlpEndpoint: string | undefined },
+  out: NodeJS.WritableStream,
+  signal: AbortSignal,
+): Promise<void> {
   const t0 = performance.now();
   let nextNote = t0 + 30_000;
   while (!signal.aborted) {
@@ -214,9 +289,9 @@ async function announceReady(sup: Supervisor, i: { nodeName: string; natsUrl: st
   }
 }
 
-/** The node's processes, each with a health port: all but `nats` (the guard of the spawned nats-server). */
+/** The node's processes, each with a health port: all but `nats` / `nats-<i>` (the guards of the spawned nats-servers). */
 function nodeProcesses(sup: Supervisor): ReturnType<Supervisor['snapshot']> {
-  return sup.snapshot().filter((p) => p.name !== 'nats');
+  return sup.snapshot().filter((p) => !/^nats(-\d+)?$/.test(p.name));
 }
 
 /** A TCP port free on 127.0.0.1 now. */

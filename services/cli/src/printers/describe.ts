@@ -145,7 +145,7 @@ export function describePod(pod: Pod, events: KubeEvent[], now: number, terminat
   out.map(0, 'Labels', pod.metadata.labels);
   out.map(0, 'Annotations', pod.metadata.annotations);
   const terminal = st.phase === 'Succeeded' || st.phase === 'Failed';
-  out.kv(0, 'Status', (pod.metadata.deletionTimestamp || terminating) && !terminal ? 'Terminating' : st.phase ?? 'Pending');
+  out.kv(0, 'Status', (pod.metadata.deletionTimestamp || terminating) && !terminal ? 'Terminating' : (st.phase ?? 'Pending'));
   if (st.reason) out.kv(0, 'Reason', st.reason);
   if (st.message) out.kv(0, 'Message', st.message);
   out.kv(0, 'IP', st.podIP ?? '');
@@ -157,7 +157,10 @@ export function describePod(pod: Pod, events: KubeEvent[], now: number, terminat
   const conds = st.conditions ?? [];
   if (conds.length) {
     out.line(0, 'Conditions:');
-    const t = formatTable(['Type', 'Status'], conds.map((c) => [c.type, c.status]));
+    const t = formatTable(
+      ['Type', 'Status'],
+      conds.map((c) => [c.type, c.status]),
+    );
     for (const l of t.trimEnd().split('\n')) out.line(2, l);
   }
   const vols = pod.spec.volumes ?? [];
@@ -182,7 +185,9 @@ export function describePod(pod: Pod, events: KubeEvent[], now: number, terminat
   }
   out.kv(0, 'QoS Class', st.qosClass ?? '', 29);
   out.map(0, 'Node-Selectors', pod.spec.nodeSelector, 29);
-  const tols = (pod.spec.tolerations ?? []).map((t) => `${t.key ?? ''}${t.value ? `=${t.value}` : ''}:${t.effect ?? ''} op=${t.operator ?? 'Equal'}${t.tolerationSeconds !== undefined ? ` for ${t.tolerationSeconds}s` : ''}`);
+  const tols = (pod.spec.tolerations ?? []).map(
+    (t) => `${t.key ?? ''}${t.value ? `=${t.value}` : ''}:${t.effect ?? ''} op=${t.operator ?? 'Equal'}${t.tolerationSeconds !== undefined ? ` for ${t.tolerationSeconds}s` : ''}`,
+  );
   out.kv(0, 'Tolerations', tols.length ? tols[0]! : '<none>', 29);
   for (const t of tols.slice(1)) out.line(29, t);
   const rows = eventRows(events, now);

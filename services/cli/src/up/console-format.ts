@@ -44,7 +44,9 @@ export function formatValue(v: unknown): string {
   const cut = (s: string): string => (s.length > MAX_VALUE ? `${s.slice(0, MAX_VALUE - 1)}…` : s);
   if (typeof v === 'number' || typeof v === 'boolean' || v === null) return String(v);
   // Objects stay JSON (already unambiguous); text is quoted when it has spaces, quotes or `=`.
-  if (typeof v === 'object' && !(Array.isArray(v) && v.every((x) => typeof x === 'string' || typeof x === 'number'))) return cut(JSON.stringify(v) ?? String(v));
+  if (typeof v === 'object' && !(Array.isArray(v) && v.every((x) => typeof x === 'string' || typeof x === 'number')))
+    return cut(JSON.stringify(v) ?? Object.prototype.toString.call(v));
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- objects returned above: v is a primitive, a function or a flat array here
   const s = cut(Array.isArray(v) ? v.join(',') : String(v));
   return s === '' || /[\s"=]/.test(s) ? JSON.stringify(s) : s;
 }

@@ -46,7 +46,9 @@ function main(): void {
     const watch = setInterval(() => {
       if (process.ppid === supervisorPid) return;
       clearInterval(watch);
-      process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'warn', service: 'nats-server', msg: 'supervisor is gone, stopping nats-server', lingerMs })}\n`);
+      process.stderr.write(
+        `${JSON.stringify({ time: new Date().toISOString(), level: 'warn', service: 'nats-server', msg: 'supervisor is gone, stopping nats-server', lingerMs })}\n`,
+      );
       setTimeout(stop, lingerMs);
     }, CHECK_MS);
   }

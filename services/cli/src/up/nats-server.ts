@@ -6,6 +6,8 @@ import { createServer, connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { CliError } from '../state-dir.js';
 import type { ProcessSpec } from './supervisor.js';
+import type { Identity, NatsCredential } from '@splitlet/bus';
+import { writeNatsAuthConfig } from './nats-config.js';
 
 /** A free TCP port on 127.0.0.1 (bound then released). */
 export function freePort(): Promise<number> {
@@ -55,10 +57,17 @@ const GUARD_MAIN = fileURLToPath(new URL('./nats-guard.js', import.meta.url));
 
 /**
  * The nats-server of `splitlet up` as a supervised process: `nats-guard.js` runs
- * `nats-server -js` on a fixed loopback port with its store in `storeDir`, so a restart (the
- * supervisor restarts it when it dies) serves the same streams and buckets at the same URL.
+ * `nats-server -c <state>/nats.conf` (nats-config.ts: a fixed loopback port, JetStream with its
+ * store in `storeDir`, one user per identity), so a restart (the supervisor restarts it when it
+ * dies) serves the same streams and buckets at the same URL to the same users.
  */
-export async function natsServerSpec(opts: { bin: string; storeDir: string; logFile: string }): Promise<{ spec: ProcessSpec; url: string; port: number }> {
+export async function natsServerSpec(opts: {
+  bin: string;
+  storeDir: string;
+  logFile: string;
+  stateRoot: string;
+  node: string;
+}): Promise<{ spec: ProcessSpec; url: string; port: number; credentials: Map<Identity, NatsCredential> }> {
   const probe = spawnSync(opts.bin, ['--version'], { encoding: 'utf8' });
   if (probe.error) {
     throw new CliError(
@@ -66,10 +75,12 @@ export async function natsServerSpec(opts: { bin: string; storeDir: string; logF
     );
   }
   const port = await freePort();
-  const args = ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', opts.storeDir, '-l', opts.logFile];
+  const { configFile, credentials } = writeNatsAuthConfig({ stateRoot: opts.stateRoot, host: '127.0.0.1', port, storeDir: opts.storeDir, node: opts.node });
+  const args = ['-c', configFile, '-l', opts.logFile];
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
+    credentials,
     spec: { name: 'nats', main: GUARD_MAIN, env: { NATS_SERVER_BIN: opts.bin, NATS_SERVER_ARGS: JSON.stringify(args) } },
   };
 }

@@ -23,7 +23,9 @@ export interface ReadySummaryInput {
 
 /** One line (plus the per-process ports) telling where everything is. */
 export function readySummary(i: ReadySummaryInput): string {
-  const traces = i.otlpEndpoint ? `traces: OTLP to ${i.otlpEndpoint} (Jaeger) and \`splitlet trace POD\`` : 'traces: `splitlet trace POD` (no OTLP collector: set OTEL_EXPORTER_OTLP_ENDPOINT for Jaeger)';
+  const traces = i.otlpEndpoint
+    ? `traces: OTLP to ${i.otlpEndpoint} (Jaeger) and \`splitlet trace POD\``
+    : 'traces: `splitlet trace POD` (no OTLP collector: set OTEL_EXPORTER_OTLP_ENDPOINT for Jaeger)';
   const ports = i.processes.map((p) => `${p.name}:${p.healthPort ?? '?'}`).join(' ');
   return (
     `node ${i.nodeName} ready: ${i.processes.length} processes in ${(i.startedMs / 1000).toFixed(1)}s · NATS ${i.natsUrl} · ${traces}\n` +

@@ -46,6 +46,22 @@ interface Running {
   exited: Promise<void>;
 }
 
+/**
+ * Signals a process's whole group (each runs detached, in its own): a SIGKILLed nats guard must not
+ * leave its nats-server behind, re-parented to init (seen after the reliability suites' runs).
+ */
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    if (child.pid !== undefined) {
+      process.kill(-child.pid, signal);
+      return;
+    }
+  } catch {
+    // no such group any more: fall back to the process
+  }
+  child.kill(signal);
+}
+
 const COLORS = [31, 32, 33, 34, 35, 36, 91, 92, 93, 94, 95, 96];
 
 /** Supervises a fixed set of processes. */
@@ -164,7 +180,7 @@ export class Supervisor {
   /** Last resort (a second signal, or the supervisor exiting abruptly): SIGKILL every process still running. */
   killAll(): void {
     this.#stopping = true;
-    for (const r of this.#procs) if (r.child && r.child.exitCode === null && r.child.signalCode === null) r.child.kill('SIGKILL');
+    for (const r of this.#procs) if (r.child && r.child.exitCode === null && r.child.signalCode === null) killGroup(r.child, 'SIGKILL');
   }
 
   /**
@@ -176,8 +192,7 @@ export class Supervisor {
   async stopAll(opts: { graceMs: number; ordered: boolean }): Promise<void> {
     this.#stopping = true;
     const deadline = Date.now() + opts.graceMs;
-    const live = (r: Running): r is Running & { child: ChildProcess } =>
-      r.child !== undefined && r.child.exitCode === null && r.child.signalCode === null;
+    const live = (r: Running): r is Running & { child: ChildProcess } => r.child !== undefined && r.child.exitCode === null && r.child.signalCode === null;
     for (const r of this.#procs) {
       if (r.restartTimer) clearTimeout(r.restartTimer);
       r.restartTimer = undefined;
@@ -187,7 +202,7 @@ export class Supervisor {
       for (const r of this.#procs) {
         if (!live(r)) continue;
         this.#note(r.spec.name, `did not stop within ${opts.graceMs} ms, killing`);
-        r.child.kill('SIGKILL');
+        killGroup(r.child, 'SIGKILL');
       }
     }, opts.graceMs);
     if (opts.ordered) {

@@ -134,7 +134,10 @@ export class ApiSource {
       this.#pods.set(keyOf(p.record.pod.metadata.namespace, p.record.pod.metadata.name), p.record);
     }
     if (changed.length > 0) {
-      this.#o.logger.info('api source applied pods', { origin: req.origin, pods: changed.map((p) => `${p.record.pod.metadata.namespace}/${p.record.pod.metadata.name} ${p.outcome}`) });
+      this.#o.logger.info('api source applied pods', {
+        origin: req.origin,
+        pods: changed.map((p) => `${p.record.pod.metadata.namespace}/${p.record.pod.metadata.name} ${p.outcome}`),
+      });
       await this.#send();
     }
     return {
@@ -147,10 +150,19 @@ export class ApiSource {
     const key = keyOf(req.namespace, req.name);
     const existing = this.#pods.get(key);
     if (existing === undefined) throw new ApiSourceError('NotFound', `pods ${JSON.stringify(req.name)} not found in namespace ${req.namespace} (the api source has no such pod)`);
-    await this.#o.store.delete(req.namespace, req.name);
+    // The removal is published first and the record deleted after: a crash in between leaves the
+    // record, so the restarted source lists the pod again and the client's retry (it got no reply)
+    // deletes it. The other order would leave a pod running that no record or listing names.
     this.#pods.delete(key);
-    this.#o.logger.info('api source deleted pod', { pod: key, uid: existing.pod.metadata.uid });
     await this.#send();
+    try {
+      await this.#o.store.delete(req.namespace, req.name);
+    } catch (e) {
+      // Still stored: keep it known, so a retry finds it (the listing no longer has it either way).
+      this.#pods.set(key, existing);
+      throw e;
+    }
+    this.#o.logger.info('api source deleted pod', { pod: key, uid: existing.pod.metadata.uid });
     return { type: 'kubelet.config.DeletePodResult.v1', uid: existing.pod.metadata.uid };
   }
 

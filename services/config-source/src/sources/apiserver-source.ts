@@ -83,7 +83,7 @@ export class ApiserverSource {
             this.#o.logger.info('watch resourceVersion too old (410 Gone), relisting', { resourceVersion: this.#resourceVersion });
             break;
           }
-          if (end.err !== undefined) throw end.err;
+          if ('err' in end) throw end.err; // present only when the watch failed
         }
       } catch (e) {
         if (signal.aborted) return;

@@ -14,7 +14,7 @@
  * ```
  */
 import { watch } from 'node:fs';
-import type { FSWatcher } from 'node:fs';
+import type { BigIntStats, FSWatcher } from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock, TimerHandle } from '@splitlet/service';
@@ -58,37 +58,103 @@ export interface DirListing {
 }
 
 /**
+ * What one manifest file decoded to, kept between looks: an unchanged file is not decoded again, so
+ * its pods are the very objects of the previous look (PodConfig then skips them as unchanged).
+ */
+interface DecodedFile {
+  /** Inode, size, mtime and ctime (ns) when the file was read. */
+  readonly stamp: string;
+  /** When the read started (ms since the epoch). */
+  readonly readAt: number;
+  /** The newest of mtime and ctime (ms since the epoch) when it was read. */
+  readonly changedAt: number;
+  readonly text: string;
+  readonly pods: readonly SourcedPod[];
+  readonly error: ManifestError | undefined;
+}
+
+/** The decoded manifests by path (see {@link listManifests}). */
+export type ManifestCache = Map<string, DecodedFile>;
+
+/**
+ * A file's stat stamp is trusted to say it is unchanged only when the file had last changed this
+ * long before it was read: file times come from a coarse clock, so a write right after a read
+ * could otherwise keep the stamp (git's "racily clean" entries). Such a file is read again and its
+ * text compared instead.
+ */
+const RACY_MS = 2000;
+
+/**
  * Lists `path` once: a directory's entries not starting with `.`, sorted, regular files only
  * (subdirectories are not recursed into), each decoded on its own; or `path` itself when it is a
  * file. A bad file contributes no pods and one {@link ManifestError}.
  *
+ * With a `cache`, a file whose stat stamp is unchanged since it was read (and was not racily
+ * fresh then), or whose text is unchanged, is not decoded again: its pods are the same objects.
+ * Entries of files no longer listed are dropped.
+ *
  * Models sourceFile.resetStoreFromPath / extractFromDir.
  */
-export async function listManifests(path: string, nodeName: string): Promise<DirListing> {
+export async function listManifests(path: string, nodeName: string, cache?: ManifestCache): Promise<DirListing> {
   const pods: SourcedPod[] = [];
   const errors: ManifestError[] = [];
   const skipped: { path: string; reason: string }[] = [];
+  const seen = new Set<string>();
   let info;
   try {
     info = await stat(path);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { missing: true, pods, errors, skipped };
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') {
+      cache?.clear();
+      return { missing: true, pods, errors, skipped };
+    }
     throw e;
   }
-  const readOne = async (file: string): Promise<void> => {
+  const decodeFile = async (file: string, st: BigIntStats | undefined): Promise<DecodedFile | undefined> => {
+    const stamp = st === undefined ? '' : `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+    const changedAt = st === undefined ? Number.POSITIVE_INFINITY : Number((st.mtimeNs > st.ctimeNs ? st.mtimeNs : st.ctimeNs) / 1_000_000n);
+    const cached = cache?.get(file);
+    if (cached !== undefined && stamp !== '' && cached.stamp === stamp && cached.readAt - cached.changedAt > RACY_MS) return cached;
+    const readAt = Date.now();
     let text: string;
     try {
       text = await readManifestFile(file);
     } catch (e) {
       errors.push({ kind: 'file', location: file, message: e instanceof Error ? e.message : String(e) });
-      return;
+      cache?.delete(file);
+      return undefined;
     }
-    const decoded = decodeManifest(text, nodeName, { kind: 'file', path: file });
-    if (decoded.ok) for (const pod of decoded.pods) pods.push({ pod, origin: file });
-    else errors.push({ kind: 'file', location: file, message: decoded.message, ...(decoded.document !== undefined ? { document: decoded.document } : {}) });
+    let entry: DecodedFile;
+    if (cached !== undefined && cached.text === text) entry = { ...cached, stamp, readAt, changedAt };
+    else {
+      const decoded = decodeManifest(text, nodeName, { kind: 'file', path: file });
+      entry = decoded.ok
+        ? { stamp, readAt, changedAt, text, pods: decoded.pods.map((pod) => ({ pod, origin: file })), error: undefined }
+        : {
+            stamp,
+            readAt,
+            changedAt,
+            text,
+            pods: [],
+            error: { kind: 'file', location: file, message: decoded.message, ...(decoded.document !== undefined ? { document: decoded.document } : {}) },
+          };
+    }
+    cache?.set(file, entry);
+    return entry;
+  };
+  const readOne = async (file: string, st: BigIntStats | undefined): Promise<void> => {
+    seen.add(file);
+    const entry = await decodeFile(file, st);
+    if (entry === undefined) return;
+    pods.push(...entry.pods);
+    if (entry.error !== undefined) errors.push(entry.error);
+  };
+  const prune = (): void => {
+    if (cache !== undefined) for (const k of [...cache.keys()]) if (!seen.has(k)) cache.delete(k);
   };
   if (info.isFile()) {
-    await readOne(path);
+    await readOne(path, await stat(path, { bigint: true }).catch(() => undefined));
+    prune();
     return { missing: false, pods, errors, skipped };
   }
   if (!info.isDirectory()) throw new Error(`manifest path ${JSON.stringify(path)} is not a directory or file`);
@@ -97,16 +163,17 @@ export async function listManifests(path: string, nodeName: string): Promise<Dir
     const file = join(path, name);
     let st;
     try {
-      st = await stat(file);
+      st = await stat(file, { bigint: true });
     } catch (e) {
       // Vanished between readdir and stat, or a dangling symlink.
       skipped.push({ path: file, reason: `can't get metadata: ${e instanceof Error ? e.message : String(e)}` });
       continue;
     }
     if (st.isDirectory()) skipped.push({ path: file, reason: 'not recursing into manifest path' });
-    else if (st.isFile()) await readOne(file);
+    else if (st.isFile()) await readOne(file, st);
     else skipped.push({ path: file, reason: 'manifest path is not a directory or file' });
   }
+  prune();
   return { missing: false, pods, errors, skipped };
 }
 
@@ -140,6 +207,7 @@ export class FileSource {
   /** A debounced watch event fired while no wait was in progress. */
   #dirty = false;
   #lastMissingLogged: boolean | undefined;
+  readonly #cache: ManifestCache = new Map();
 
   constructor(options: FileSourceOptions) {
     this.#o = options;
@@ -151,7 +219,7 @@ export class FileSource {
     const { path, nodeName, logger } = this.#o;
     let listing: DirListing;
     try {
-      listing = await listManifests(path, nodeName);
+      listing = await listManifests(path, nodeName, this.#cache);
     } catch (e) {
       logger.error('unable to read manifest path', { path, err: e });
       return;

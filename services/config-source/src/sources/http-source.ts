@@ -56,7 +56,7 @@ export function redactUrl(url: string): string {
 /** Reads a response body, refusing more than `limit` bytes. */
 async function readBody(res: Response, limit: number): Promise<Uint8Array> {
   if (res.body === null) return new Uint8Array();
-  const reader = res.body.getReader();
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader(); // fetch's body is bytes (typed ReadableStream<any>)
   const chunks: Uint8Array[] = [];
   let total = 0;
   for (;;) {
@@ -121,7 +121,13 @@ export class HttpSource {
       res = await doFetch(this.#o.url, { headers, signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]), redirect: 'follow' });
       data = await readBody(res, MAX_CONFIG_LENGTH);
     } catch (e) {
-      const msg = timeout.aborted ? `request timed out after ${this.#o.timeoutMs ?? 10_000} ms` : e instanceof Error ? (e.cause instanceof Error ? `${e.message}: ${e.cause.message}` : e.message) : String(e);
+      const msg = timeout.aborted
+        ? `request timed out after ${this.#o.timeoutMs ?? 10_000} ms`
+        : e instanceof Error
+          ? e.cause instanceof Error
+            ? `${e.message}: ${e.cause.message}`
+            : e.message
+          : String(e);
       return ['failed', `${this.#safeUrl}: ${msg}`];
     }
     if (res.status !== 200) return ['failed', `${this.#safeUrl}: ${res.status} ${res.statusText}`.trimEnd()];

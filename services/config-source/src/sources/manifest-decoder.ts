@@ -17,9 +17,7 @@ import type { StaticPodOrigin } from '@splitlet/kube';
 export const MAX_CONFIG_LENGTH = 10 * 1024 * 1024;
 
 /** A decoded manifest: its pods, or the first error (with the 0-based document it is in). */
-export type DecodeResult =
-  | { readonly ok: true; readonly pods: BoundPod[] }
-  | { readonly ok: false; readonly message: string; readonly document?: number };
+export type DecodeResult = { readonly ok: true; readonly pods: BoundPod[] } | { readonly ok: false; readonly message: string; readonly document?: number };
 
 /** Options of {@link decodeManifest}. */
 export interface DecodeOptions {
@@ -99,10 +97,12 @@ export function decodeManifest(text: string, nodeName: string, origin: StaticPod
       if (!parsed.success) return fail(`couldn't parse as pod: ${formatIssuesOf(parsed.error)}`);
       manifests = [parsed.data];
     } else if (kind === 'PodList' && apiVersion === 'v1') {
-      const items = Array.isArray(rec['items']) ? (rec['items'] as unknown[]).map((i) => (i !== null && typeof i === 'object' ? { ...i, metadata: (i as Record<string, unknown>)['metadata'] ?? {} } : i)) : rec['items'];
+      const items = Array.isArray(rec['items'])
+        ? (rec['items'] as unknown[]).map((i) => (i !== null && typeof i === 'object' ? { ...i, metadata: (i as Record<string, unknown>)['metadata'] ?? {} } : i))
+        : rec['items'];
       const parsed = PodList.safeParse({ ...rec, items });
       if (!parsed.success) return fail(`couldn't parse as pod list: ${formatIssuesOf(parsed.error)}`);
-      manifests = parsed.data.items.map((item) => ({ ...item, apiVersion: 'v1', kind: 'Pod' }) as Pod);
+      manifests = parsed.data.items.map((item) => ({ ...item, apiVersion: 'v1', kind: 'Pod' }));
     } else {
       return fail(`unsupported ${describeKind(rec)}: a manifest must be a v1 Pod or a v1 PodList`);
     }

@@ -81,11 +81,12 @@ async function firstValid(
  *
  * Models ReadDockerConfigFile.
  */
-export async function readDockerConfigFile(paths: DockerConfigSearchPaths, logger: Logger, readText: ReadTextFile = (p) => readFile(p, 'utf8')): Promise<FoundDockerConfig | undefined> {
-  return (
-    (await firstValid(dockerConfigJsonPaths(paths), readDockerConfigJson, readText, logger)) ??
-    (await firstValid(dockercfgPaths(paths), readDockercfg, readText, logger))
-  );
+export async function readDockerConfigFile(
+  paths: DockerConfigSearchPaths,
+  logger: Logger,
+  readText: ReadTextFile = (p) => readFile(p, 'utf8'),
+): Promise<FoundDockerConfig | undefined> {
+  return (await firstValid(dockerConfigJsonPaths(paths), readDockerConfigJson, readText, logger)) ?? (await firstValid(dockercfgPaths(paths), readDockercfg, readText, logger));
 }
 
 /** Gives the node keyring (the default keyring pull secrets are unioned with). */

@@ -9,6 +9,7 @@
  * Credentials (pod pull secrets, then the node's docker config) only ever reach the CRI
  * PullImageRequest: they are never logged, put on a span or an event, or published.
  */
+import { PULL_QPS_EXCEEDED, type PullThrottle } from './pull-throttle.js';
 import type { Tracer } from '@opentelemetry/api';
 import type { BoundPod, Container } from '@splitlet/api';
 import type { AuthConfig, CriInput, PodSandboxConfig, PullImageResponse } from '@splitlet/cri';
@@ -53,6 +54,8 @@ export interface ImageManagerOptions {
   readonly backoff: Backoff;
   /** One pull at a time (`serializeImagePulls`). @default true */
   readonly serializePulls?: boolean;
+  /** The pull rate limit (`registryPullQPS`/`registryBurst`). @default none */
+  readonly throttle?: PullThrottle;
   readonly metrics: KubeRuntimeMetrics;
   readonly logger: Logger;
   readonly tracer: Tracer;
@@ -93,7 +96,10 @@ export function evalPullError(image: string, err: unknown): StepFailure {
     return { error: SyncErrors.RegistryUnavailable, message: `image pull failed for ${image} because the registry is unavailable${details.slice(REGISTRY_UNAVAILABLE.length)}` };
   }
   if (details.startsWith(SIGNATURE_VALIDATION_FAILED)) {
-    return { error: SyncErrors.SignatureValidationFailed, message: `image pull failed for ${image} because the signature validation failed${details.slice(SIGNATURE_VALIDATION_FAILED.length)}` };
+    return {
+      error: SyncErrors.SignatureValidationFailed,
+      message: `image pull failed for ${image} because the signature validation failed${details.slice(SIGNATURE_VALIDATION_FAILED.length)}`,
+    };
   }
   return { error: SyncErrors.ErrImagePull, message: text };
 }
@@ -158,7 +164,7 @@ export class ImageManager {
       return { ok: false, error: SyncErrors.InvalidImageName, message: msg };
     }
 
-    let presentRef = '';
+    let presentRef: string;
     try {
       const st = await o.images.ImageStatus({ image: { image, userSpecifiedImage: requested } });
       presentRef = st.image?.id ?? '';
@@ -263,6 +269,7 @@ export class ImageManager {
   }
 
   async #pull(image: string, requested: string, sandboxConfig: CriInput<PodSandboxConfig>, credentials: readonly TrackedAuthConfig[]): Promise<PullOutcome> {
+    if (this.#o.throttle !== undefined && !this.#o.throttle.tryAccept()) throw new Error(PULL_QPS_EXCEEDED);
     const started = performance.now();
     const resp = await this.#pullWithCredentials(image, requested, sandboxConfig, credentials);
     const pullMs = performance.now() - started;

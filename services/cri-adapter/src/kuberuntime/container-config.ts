@@ -230,7 +230,9 @@ export function makeMounts(container: Container, volumes: MountedVolumes): CriIn
     if (m.subPath !== undefined && m.subPath !== '') {
       const sub = normalize(m.subPath);
       if (sub.startsWith('/') || sub === '..' || sub.startsWith('../')) {
-        throw new ContainerConfigError(`subPath ${JSON.stringify(m.subPath)} of volume ${JSON.stringify(m.name)} in container ${JSON.stringify(container.name)} must be a relative path inside the volume`);
+        throw new ContainerConfigError(
+          `subPath ${JSON.stringify(m.subPath)} of volume ${JSON.stringify(m.name)} in container ${JSON.stringify(container.name)} must be a relative path inside the volume`,
+        );
       }
       hostPath = join(hostPath, sub);
     }

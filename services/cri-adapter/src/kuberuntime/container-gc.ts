@@ -30,6 +30,8 @@
  *
  * Slightly over ~450 lines: it ports kuberuntime_gc.go whole, one function per kubelet function, so
  * the two read side by side.
+ *
+ * One file on purpose: the three GC passes (containers, sandboxes, log dirs) run in one order under one lock, as kuberuntime_gc.go does.
  */
 import { join } from 'node:path';
 import { SpanStatusCode, type Tracer } from '@opentelemetry/api';
@@ -102,7 +104,6 @@ export function parsePodUIDFromLogsDirectory(name: string): string {
   return parts[parts.length - 1] ?? '';
 }
 
-
 function nanos(createdAt: string): bigint {
   try {
     return BigInt(createdAt === '' ? '0' : createdAt);
@@ -136,7 +137,7 @@ export function evictableContainers(containers: readonly CriContainer[], newestG
     if (uid === '') continue;
     const name = c.metadata?.name ?? c.labels[RuntimeLabels.containerName] ?? '';
     let units = byPod.get(uid);
-    if (units === undefined) byPod.set(uid, (units = new Map()));
+    if (units === undefined) byPod.set(uid, (units = new Map<string, GcContainer[]>()));
     let unit = units.get(name);
     if (unit === undefined) units.set(name, (unit = []));
     unit.push({ id: c.id, name, createdAt, unknown: c.state === 'CONTAINER_UNKNOWN' });
@@ -154,9 +155,7 @@ export function evictableContainers(containers: readonly CriContainer[], newestG
  */
 export function sandboxesToRemove(sandboxes: readonly PodSandbox[], containers: readonly CriContainer[], podRemovable: boolean): string[] {
   const referenced = new Set(containers.map((c) => c.podSandboxId));
-  const infos = sandboxes
-    .map((s) => ({ id: s.id, createdAt: nanos(s.createdAt), active: s.state === 'SANDBOX_READY' || referenced.has(s.id) }))
-    .sort(newestFirst);
+  const infos = sandboxes.map((s) => ({ id: s.id, createdAt: nanos(s.createdAt), active: s.state === 'SANDBOX_READY' || referenced.has(s.id) })).sort(newestFirst);
   const numToKeep = podRemovable ? 0 : Math.min(1, infos.length);
   const out: string[] = [];
   for (let i = infos.length - 1; i >= numToKeep; i--) {
@@ -383,7 +382,6 @@ export class ContainerGC {
     }
     return containers.slice(0, Math.max(0, numToKeep));
   }
-
 
   /**
    * Removes the inactive sandboxes of each pod: all of them for a removable pod, else all but the

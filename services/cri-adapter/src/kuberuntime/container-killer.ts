@@ -67,9 +67,7 @@ export class ContainerKiller {
    */
   async killPodWithSyncResult(pod: BoundPod | undefined, status: RuntimePodStatus, gracePeriodOverride: number | undefined): Promise<PodSyncResult> {
     const result = new PodSyncResult();
-    const running: RunningContainer[] = status.containers
-      .filter((c) => c.state === 'CONTAINER_RUNNING')
-      .map((c) => ({ id: c.id, name: c.name, init: c.init === true }));
+    const running: RunningContainer[] = status.containers.filter((c) => c.state === 'CONTAINER_RUNNING').map((c) => ({ id: c.id, name: c.name, init: c.init === true }));
     result.results.push(...(await this.killContainersWithSyncResult(pod, running, gracePeriodOverride)));
     const r = result.add('KillPodSandbox', status.uid);
     for (const sb of status.sandboxes) {
@@ -104,9 +102,7 @@ export class ContainerKiller {
       }
     };
     const sidecarOrder = pod === undefined ? [] : (pod.spec.initContainers ?? []).filter(isSidecar).map((c) => c.name);
-    const sidecars = running
-      .filter((c) => sidecarOrder.includes(c.name))
-      .sort((a, b) => sidecarOrder.indexOf(b.name) - sidecarOrder.indexOf(a.name));
+    const sidecars = running.filter((c) => sidecarOrder.includes(c.name)).sort((a, b) => sidecarOrder.indexOf(b.name) - sidecarOrder.indexOf(a.name));
     const others = running.filter((c) => !sidecars.includes(c));
     await Promise.all(others.map(killOne));
     for (const c of sidecars) await killOne(c);

@@ -21,7 +21,7 @@ import type { ImageManager } from '../images/image-manager.js';
 import type { CriImages, CriRuntime, EventRecorder, NodeFiles, PullSecret } from '../ports.js';
 import { ContainerConfigError, generateContainerConfig, verifyRunAsNonRoot, type ImageUser } from './container-config.js';
 import { containerFieldPath, podRef, recordContainerEvent } from './container-ref.js';
-import type { EnvContext } from './env.js';
+import { fetchEnvObjects, type EnvContext, type EnvObjectSource } from './env.js';
 import { makeHostsMount, shouldMountHostsFile } from './hosts-file.js';
 import type { LifecycleHandlerRunner } from './lifecycle-handlers.js';
 import { buildContainerLogsDirectory, podHostnameAndDomain, type SandboxSettings } from './sandbox-config.js';
@@ -40,6 +40,8 @@ export interface ContainerStarterDeps {
   readonly sandbox: SandboxSettings;
   /** The node's memory capacity, for OOM score adjustment. */
   readonly memoryCapacityBytes: number;
+  /** Where env configMap / secret references read (cluster mode); absent: standalone mode. */
+  readonly envObjects?: EnvObjectSource | undefined;
   /** Kills a container whose postStart hook failed (killContainer with reason FailedPostStartHook). */
   readonly killAfterPostStart: (pod: BoundPod, containerId: string, containerName: string) => Promise<void>;
 }
@@ -83,7 +85,15 @@ export class ContainerStarter {
       recordContainerEvent(d.recorder, ref, fieldPath, container.name, id, type, reason, message);
 
     // Step 1: the image.
-    const image = await d.imageManager.ensureImageExists({ pod, podRef: ref, container, fieldPath, pullSecrets: args.pullSecrets, sandboxConfig: args.sandboxConfig, pulls: args.pulls });
+    const image = await d.imageManager.ensureImageExists({
+      pod,
+      podRef: ref,
+      container,
+      fieldPath,
+      pullSecrets: args.pullSecrets,
+      sandboxConfig: args.sandboxConfig,
+      pulls: args.pulls,
+    });
     if (!image.ok) {
       event('', 'Warning', 'Failed', `Error: ${image.error}`);
       return { error: image.error, message: image.message, ...(image.retryAt !== undefined ? { retryAt: image.retryAt } : {}) };
@@ -101,6 +111,12 @@ export class ContainerStarter {
       });
       if (runsAsNonRoot(pod, container)) verifyRunAsNonRoot(pod, container, await this.#imageUser(image.imageRef));
       const managedMounts = await this.#kubeletManagedMounts(pod, container, args.env.podIPs, args.podDir);
+      // The configMaps and secrets the environment reads, fetched here on the node (never carried on the bus).
+      const env: EnvContext = {
+        ...args.env,
+        ...(d.envObjects !== undefined ? { objects: await fetchEnvObjects(pod, container, d.envObjects) } : {}),
+        warn: (reason, message) => d.recorder.record({ pod: ref, eventType: 'Warning', reason, message }),
+      };
       config = generateContainerConfig({
         pod,
         container,
@@ -109,7 +125,7 @@ export class ContainerStarter {
         imageRef: image.imageRef,
         volumes: args.volumes,
         managedMounts,
-        env: args.env,
+        env,
         memoryCapacityBytes: d.memoryCapacityBytes,
       });
     } catch (e) {

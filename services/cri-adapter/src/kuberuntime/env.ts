@@ -71,8 +71,28 @@ export interface EnvPair {
   readonly value: string;
 }
 
-/** What the downward API may read besides the pod itself. */
-export type EnvContext = DownwardApiContext;
+/**
+ * A configMap or secret an environment variable reads, as fetched for one container start: its
+ * values (configMap `data`; secret `data`, decoded to text), or why it could not be had.
+ */
+export type EnvObject = { readonly ok: true; readonly data: ReadonlyMap<string, string> } | { readonly ok: false; readonly error: Error; readonly notFound: boolean };
+
+/** The configMaps and secrets a container's environment references, by name in the pod's namespace. */
+export interface EnvObjects {
+  readonly configMaps: ReadonlyMap<string, EnvObject>;
+  readonly secrets: ReadonlyMap<string, EnvObject>;
+}
+
+/** What the environment may read besides the pod itself. */
+export interface EnvContext extends DownwardApiContext {
+  /**
+   * The referenced configMaps and secrets, fetched before the config is made ({@link fetchEnvObjects}).
+   * Absent: standalone mode (no API server), where any reference fails as the kubelet's does without a client.
+   */
+  readonly objects?: EnvObjects;
+  /** Records a pod Warning event (InvalidEnvironmentVariableNames). */
+  readonly warn?: (reason: string, message: string) => void;
+}
 
 /** A variable could not be resolved: the container cannot be configured (CreateContainerConfigError). */
 export class EnvResolutionError extends Error {
@@ -95,26 +115,105 @@ interface EnvFromSource {
   secretRef?: { name?: string; optional?: boolean };
 }
 
+function envFromSources(container: Container): EnvFromSource[] {
+  return (container as { envFrom?: EnvFromSource[] }).envFrom ?? [];
+}
+
+/** Where {@link fetchEnvObjects} reads configMaps and secrets (the node's API object caches). */
+export interface EnvObjectSource {
+  /** A configMap's `data`. */
+  configMap(namespace: string, name: string): Promise<ReadonlyMap<string, string>>;
+  /** A secret's `data`, decoded. */
+  secret(namespace: string, name: string): Promise<ReadonlyMap<string, string>>;
+  /** True for the NotFound rejection of either. */
+  isNotFound(e: unknown): boolean;
+}
+
+/**
+ * Fetches every configMap and secret the container's `env` and `envFrom` name (each once). Never
+ * rejects: a failure is kept as the object's error, thrown later only if the kubelet would reach it.
+ */
+export async function fetchEnvObjects(pod: BoundPod, container: Container, source: EnvObjectSource): Promise<EnvObjects> {
+  const cmNames = new Set<string>();
+  const secretNames = new Set<string>();
+  for (const f of envFromSources(container)) {
+    if (f.configMapRef !== undefined) cmNames.add(f.configMapRef.name ?? '');
+    else if (f.secretRef !== undefined) secretNames.add(f.secretRef.name ?? '');
+  }
+  for (const v of container.env ?? []) {
+    if (v.valueFrom?.configMapKeyRef !== undefined) cmNames.add(v.valueFrom.configMapKeyRef.name);
+    if (v.valueFrom?.secretKeyRef !== undefined) secretNames.add(v.valueFrom.secretKeyRef.name);
+  }
+  const ns = pod.metadata.namespace;
+  const fetch = async (names: Set<string>, get: (name: string) => Promise<ReadonlyMap<string, string>>): Promise<Map<string, EnvObject>> => {
+    const out = new Map<string, EnvObject>();
+    await Promise.all(
+      [...names].map(async (name) => {
+        try {
+          out.set(name, { ok: true, data: await get(name) });
+        } catch (e) {
+          out.set(name, { ok: false, error: e instanceof Error ? e : new Error(String(e)), notFound: source.isNotFound(e) });
+        }
+      }),
+    );
+    return out;
+  };
+  const [configMaps, secrets] = await Promise.all([fetch(cmNames, (n) => source.configMap(ns, n)), fetch(secretNames, (n) => source.secret(ns, n))]);
+  return { configMaps, secrets };
+}
+
+/** A valid environment variable name (validation.IsEnvVarName): `[-._a-zA-Z][-._a-zA-Z0-9]*`. */
+const ENV_VAR_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
+
+type Kind = 'configMap' | 'secret';
+
+/**
+ * The object `name` for a reference; undefined when it is missing and the reference optional.
+ * Throws the kubelet's errors: without a client `couldn't get configMap ns/x, no kubeClient defined`,
+ * else the fetch's error (`configmap "x" not found`).
+ */
+function lookup(kind: Kind, name: string, optional: boolean, pod: BoundPod, ctx: EnvContext): ReadonlyMap<string, string> | undefined {
+  if (ctx.objects === undefined) throw new EnvResolutionError(`couldn't get ${kind} ${pod.metadata.namespace}/${name}, no kubeClient defined`);
+  const o = (kind === 'configMap' ? ctx.objects.configMaps : ctx.objects.secrets).get(name);
+  if (o === undefined) throw new EnvResolutionError(`couldn't get ${kind} ${pod.metadata.namespace}/${name}: it was not fetched`);
+  if (o.ok) return o.data;
+  if (o.notFound && optional) return undefined;
+  throw new EnvResolutionError(o.error.message, { cause: o.error });
+}
+
 /**
  * The container's environment, in declaration order (a repeated name keeps its first position and
- * its last value). A literal `value` is expanded against the variables declared before it;
- * `valueFrom.fieldRef` and `resourceFieldRef` are resolved here. ConfigMap and Secret references
- * (`configMapKeyRef`, `secretKeyRef`, `envFrom`) need the API server: an optional one is skipped, a
- * required one throws {@link EnvResolutionError} saying they are not available in standalone mode.
+ * its last value). `envFrom` sources come first (keys with the prefix; keys that are not valid
+ * variable names are skipped with an `InvalidEnvironmentVariableNames` event), then `env`, which
+ * overrides them: a literal `value` is expanded against the variables so far; `valueFrom` reads
+ * `fieldRef`, `resourceFieldRef`, `configMapKeyRef` and `secretKeyRef`. A missing object or key
+ * throws {@link EnvResolutionError} with the kubelet's text, unless the reference is optional.
  *
- * Models kubelet.makeEnvironmentVariables (no service links: standalone mode has no services).
+ * Models kubelet.makeEnvironmentVariables (no service links).
  */
 export function makeEnvironmentVariables(pod: BoundPod, container: Container, ctx: EnvContext): EnvPair[] {
   const env = new Map<string, string>();
-  const envFrom = (container as { envFrom?: EnvFromSource[] }).envFrom ?? [];
-  for (const src of envFrom) {
-    if (src.configMapRef !== undefined && src.configMapRef.optional !== true) {
-      throw new EnvResolutionError(
-        `envFrom configMapRef ${JSON.stringify(src.configMapRef.name ?? '')}: ConfigMap references are not available in standalone mode`,
-      );
+  for (const src of envFromSources(container)) {
+    const ref = src.configMapRef ?? src.secretRef;
+    if (ref === undefined) continue;
+    const kind: Kind = src.configMapRef !== undefined ? 'configMap' : 'secret';
+    const name = ref.name ?? '';
+    const data = lookup(kind, name, ref.optional === true, pod, ctx);
+    if (data === undefined) continue;
+    const invalid: string[] = [];
+    for (const [key, value] of [...data].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      const k = (src.prefix ?? '') + key;
+      if (!ENV_VAR_NAME.test(k)) {
+        invalid.push(k);
+        continue;
+      }
+      env.set(k, value);
     }
-    if (src.secretRef !== undefined && src.secretRef.optional !== true) {
-      throw new EnvResolutionError(`envFrom secretRef ${JSON.stringify(src.secretRef.name ?? '')}: Secret references are not available in standalone mode`);
+    if (invalid.length > 0) {
+      ctx.warn?.(
+        'InvalidEnvironmentVariableNames',
+        `Keys [${invalid.sort().join(', ')}] from the EnvFrom ${kind} ${pod.metadata.namespace}/${name} were skipped since they are considered invalid environment variable names.`,
+      );
     }
   }
   const mapping = mappingFuncFor(env);
@@ -137,17 +236,18 @@ function resolveEnvVar(v: EnvVar, pod: BoundPod, container: Container, ctx: EnvC
     const ref = from.resourceFieldRef as { resource: string; containerName?: string; divisor?: string | number };
     return downward(() => resourceFieldValue(ref, resourceFieldContainer(ref, pod, container), ctx));
   }
-  if (from.configMapKeyRef !== undefined) {
-    if (from.configMapKeyRef.optional === true) return undefined;
-    throw new EnvResolutionError(
-      `env var ${JSON.stringify(v.name)}: configMapKeyRef ${from.configMapKeyRef.name}/${from.configMapKeyRef.key}: ConfigMap references are not available in standalone mode`,
-    );
-  }
-  if (from.secretKeyRef !== undefined) {
-    if (from.secretKeyRef.optional === true) return undefined;
-    throw new EnvResolutionError(
-      `env var ${JSON.stringify(v.name)}: secretKeyRef ${from.secretKeyRef.name}/${from.secretKeyRef.key}: Secret references are not available in standalone mode`,
-    );
+  const keyRef = from.configMapKeyRef ?? from.secretKeyRef;
+  if (keyRef !== undefined) {
+    const kind: Kind = from.configMapKeyRef !== undefined ? 'configMap' : 'secret';
+    const optional = keyRef.optional === true;
+    const data = lookup(kind, keyRef.name, optional, pod, ctx);
+    if (data === undefined) return undefined;
+    const value = data.get(keyRef.key);
+    if (value === undefined) {
+      if (optional) return undefined;
+      throw new EnvResolutionError(`couldn't find key ${keyRef.key} in ${kind === 'configMap' ? 'ConfigMap' : 'Secret'} ${pod.metadata.namespace}/${keyRef.name}`);
+    }
+    return value;
   }
   return '';
 }

@@ -100,9 +100,7 @@ export async function makeHostsMount(files: Pick<NodeFiles, 'writeFile' | 'readN
   const path = etcHostsPath(input.podDir);
   const aliases = pod.spec.hostAliases ?? [];
   const content =
-    pod.spec.hostNetwork === true
-      ? nodeHostsFileContent(await files.readNodeHostsFile(), aliases)
-      : managedHostsFileContent(input.podIPs, input.hostname, input.domain, aliases);
+    pod.spec.hostNetwork === true ? nodeHostsFileContent(await files.readNodeHostsFile(), aliases) : managedHostsFileContent(input.podIPs, input.hostname, input.domain, aliases);
   await files.writeFile(path, content, 0o644);
   // The kubelet's mount is named "k8s-managed-etc-hosts" (a CRI mount has no name) and asks for
   // SELinux relabelling, which is passed on only where SELinux is enabled.

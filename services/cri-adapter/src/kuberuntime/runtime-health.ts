@@ -23,6 +23,8 @@ export interface RuntimeUpCheckerOptions {
   readonly thresholdMs?: number;
   /** Deadline of one Status call. @default 5000 */
   readonly callTimeoutMs?: number;
+  /** After every check: whether the runtime is healthy now and, if not, why (the node's Ready condition). */
+  readonly onCheck?: (healthy: boolean, reason: string) => Promise<void>;
 }
 
 /** Checks the runtime periodically and answers health probes from the last result. */
@@ -63,6 +65,10 @@ export class RuntimeUpChecker {
       if (up) this.#o.logger.info('container runtime is up');
       else this.#o.logger.warn('container runtime is not ready', { reason: this.#lastError });
       this.#wasUp = up;
+    }
+    if (this.#o.onCheck !== undefined) {
+      const h = this.healthy();
+      await this.#o.onCheck(h.ok, h.ok ? '' : this.#lastError).catch((e: unknown) => this.#o.logger.warn('could not report the runtime status', { err: e }));
     }
     return up;
   }

@@ -14,13 +14,15 @@
  *  start:   backoff? ─► ensure image ─► restartCount ─► config ─► Create ─► Created
  *           ─► Start ─► Started ─► postStart
  * ```
+ *
+ * One file on purpose (near the limit): SyncPod and KillPod share computePodActions' result and the backoff; starting, stopping and sandbox creation are already split out.
  */
 import { isIPv6 } from 'node:net';
 import type { Tracer } from '@opentelemetry/api';
 import type { BoundPod, Container, MountedVolumes, RunningPodRef, RuntimeContainerStatus, RuntimePodStatus, SyncResult } from '@splitlet/api';
 import { errorMessage } from '@splitlet/api';
 import type { CriInput, PodSandboxConfig } from '@splitlet/cri';
-import { computePodActions, containersNewestFirst, crashLoopBackOffKey, formatGoDuration, formatPod, type Backoff, type ProbeResults } from '@splitlet/kube';
+import { computePodActions, containersNewestFirst, crashLoopBackOffKey, formatGoDuration, formatPod, jsonEqual, type Backoff, type ProbeResults } from '@splitlet/kube';
 import type { Clock } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
 import { podSpanAttributes, withSpan } from '@splitlet/telemetry';
@@ -29,7 +31,7 @@ import type { CriImages, CriRuntime, EventRecorder, LogFileRemover, NodeFiles, P
 import { ContainerKiller, isSidecar } from './container-killer.js';
 import { containerFieldPath, podRef } from './container-ref.js';
 import { ContainerStarter } from './container-starter.js';
-import type { EnvContext } from './env.js';
+import type { EnvContext, EnvObjectSource } from './env.js';
 import type { LifecycleHandlerRunner } from './lifecycle-handlers.js';
 import type { ContainerType, KubeRuntimeMetrics } from './metrics.js';
 import { PodSandboxCreator } from './pod-sandbox-creator.js';
@@ -69,6 +71,8 @@ export interface RuntimeManagerOptions {
   readonly settings: RuntimeManagerSettings;
   readonly logger: Logger;
   readonly tracer: Tracer;
+  /** Where env `configMapKeyRef` / `secretKeyRef` / `envFrom` read (cluster mode); absent: standalone. */
+  readonly envObjects?: EnvObjectSource | undefined;
 }
 
 /** What a SyncPod needs besides the pod. */
@@ -85,6 +89,12 @@ export interface SyncPodInput {
   readonly podDir?: string | undefined;
   /** The prober's liveness and startup results by container id (a Failure kills the container). */
   readonly probes?: ProbeResults | undefined;
+  /**
+   * The runtime status the caller based its decision on (the pleg cache's, newer than the pod's
+   * last runtime change). When it equals the status this manager read at the end of the pod's
+   * last SyncPod or KillPod, both views agree and the runtime is not read again before the sync.
+   */
+  readonly cachedStatus?: RuntimePodStatus | undefined;
 }
 
 /** What a KillPod needs. */
@@ -107,6 +117,9 @@ export interface RuntimeOpResult {
 
 const CONTAINER_TYPE: Record<'regular' | 'init', ContainerType> = { regular: 'container', init: 'init_container' };
 
+/** At most this many pods' last statuses are kept (the oldest go first). */
+export const MAX_KNOWN_STATUSES = 10_000;
+
 /**
  * The runtime manager. Stateless between calls apart from the backoffs and the status reader's
  * caches; the caller serializes operations per pod UID.
@@ -116,6 +129,11 @@ export class KubeGenericRuntimeManager {
   readonly #sandboxes: PodSandboxCreator;
   readonly #starter: ContainerStarter;
   readonly #killer: ContainerKiller;
+  /**
+   * Per pod, the status read at the end of its last SyncPod or KillPod (taken out while an
+   * operation runs, so a failed one leaves none). Pods with nothing left are dropped; bounded.
+   */
+  readonly #known = new Map<string, RuntimePodStatus>();
 
   constructor(options: RuntimeManagerOptions) {
     this.#o = options;
@@ -140,6 +158,7 @@ export class KubeGenericRuntimeManager {
       logger,
       sandbox: settings.sandbox,
       memoryCapacityBytes: settings.memoryCapacityBytes,
+      envObjects: options.envObjects,
       killAfterPostStart: (pod, id, name) => this.#killer.killContainer(pod, id, name, 'FailedPostStartHook', 'FailedPostStartHook', undefined),
     });
   }
@@ -161,15 +180,34 @@ export class KubeGenericRuntimeManager {
    * walk) and regular containers each independently — all with the kubelet's events and results.
    * Returns the results and the runtime status afterwards.
    *
+   * The runtime is read before the sync unless the caller's status agrees with the one this
+   * manager read after the pod's last operation (the kubelet syncs on the pleg cache's status
+   * alone), and after it only when the sync changed something (else the status before is the
+   * status after), so a sync with nothing to do makes no CRI call.
+   *
    * Models kubeGenericRuntimeManager.SyncPod.
    */
   syncPod(input: SyncPodInput): Promise<RuntimeOpResult> {
     const { pod } = input;
     return withSpan(this.#o.tracer, 'kuberuntime.SyncPod', { attributes: podSpanAttributes(pod.metadata) }, async (span) => {
       const result = new PodSyncResult();
-      await this.#syncPod(input, result);
-      const podStatus = await this.getPodStatus(refOf(pod));
-      if (result.failed) span.setAttribute('splitlet.sync.errors', result.results.filter((r) => r.error !== undefined).map((r) => `${r.target}:${r.error}`).join(','));
+      const uid = pod.metadata.uid;
+      const known = this.#known.get(uid);
+      this.#known.delete(uid);
+      const reuse = known !== undefined && input.cachedStatus !== undefined && jsonEqual(known, input.cachedStatus);
+      span.setAttribute('splitlet.runtime.status_reused', reuse);
+      const before = reuse ? known : await this.getPodStatus(refOf(pod));
+      await this.#syncPod(input, result, before);
+      const podStatus = result.results.length === 0 && !result.removedContainers ? before : await this.getPodStatus(refOf(pod));
+      this.#remember(podStatus);
+      if (result.failed)
+        span.setAttribute(
+          'splitlet.sync.errors',
+          result.results
+            .filter((r) => r.error !== undefined)
+            .map((r) => `${r.target}:${r.error}`)
+            .join(','),
+        );
       const { startedAt, finishedAt } = result.pulls;
       return {
         results: result.results,
@@ -180,11 +218,25 @@ export class KubeGenericRuntimeManager {
     });
   }
 
-  async #syncPod(input: SyncPodInput, result: PodSyncResult): Promise<void> {
+  /** Forgets the pod's last known status (something else changes its runtime objects: container GC). */
+  forgetKnownStatus(uid: string): void {
+    this.#known.delete(uid);
+  }
+
+  /** Keeps `status` as the pod's last known one; a pod with nothing left is forgotten. */
+  #remember(status: RuntimePodStatus): void {
+    if (status.sandboxes.length === 0 && status.containers.length === 0) return;
+    this.#known.set(status.uid, status);
+    if (this.#known.size > MAX_KNOWN_STATUSES) {
+      const oldest = this.#known.keys().next().value;
+      if (oldest !== undefined) this.#known.delete(oldest);
+    }
+  }
+
+  async #syncPod(input: SyncPodInput, result: PodSyncResult, podStatus: RuntimePodStatus): Promise<void> {
     const o = this.#o;
     const { pod } = input;
     const ref = podRef(pod);
-    const podStatus = await this.getPodStatus(refOf(pod));
     const changes = computePodActions(pod, podStatus, input.probes ?? {});
     if (o.logger.isEnabled('debug')) {
       // Names only: container specs may hold literal env values.
@@ -208,7 +260,7 @@ export class KubeGenericRuntimeManager {
       const killResult = await this.#killer.killPodWithSyncResult(pod, podStatus, undefined);
       result.results.push(...killResult.results);
       if (killResult.failed) return;
-      if (changes.createSandbox) await this.#purgeInitContainers(pod, podStatus);
+      if (changes.createSandbox) await this.#purgeInitContainers(pod, podStatus, result);
     } else {
       for (const [id, info] of Object.entries(changes.containersToKill)) {
         const r = result.add('KillContainer', info.name);
@@ -223,7 +275,7 @@ export class KubeGenericRuntimeManager {
     }
 
     // Step 3: keep exited init containers under control.
-    await this.#pruneInitContainersBeforeStart(pod, podStatus);
+    await this.#pruneInitContainersBeforeStart(pod, podStatus, result);
 
     // A hostNetwork pod has the node's IPs (Kubelet.SyncPod takes the pod IPs from the API status,
     // which gives hostNetwork pods the node's; the runtime reports none for them).
@@ -368,9 +420,12 @@ export class KubeGenericRuntimeManager {
       ...(input.gracePeriodOverride !== undefined ? { 'splitlet.kill.grace_override_seconds': input.gracePeriodOverride } : {}),
     };
     return withSpan(this.#o.tracer, 'kuberuntime.KillPod', { attributes: attrs }, async () => {
+      this.#known.delete(input.runningPod.uid);
       const status = await this.getPodStatus(input.runningPod);
       const result = await this.#killer.killPodWithSyncResult(input.pod, status, input.gracePeriodOverride);
-      return { results: result.results, podStatus: await this.getPodStatus(input.runningPod) };
+      const after = await this.getPodStatus(input.runningPod);
+      this.#remember(after);
+      return { results: result.results, podStatus: after };
     });
   }
 
@@ -390,10 +445,11 @@ export class KubeGenericRuntimeManager {
    *
    * Models kubeGenericRuntimeManager.purgeInitContainers.
    */
-  async #purgeInitContainers(pod: BoundPod, status: RuntimePodStatus): Promise<void> {
+  async #purgeInitContainers(pod: BoundPod, status: RuntimePodStatus, result: PodSyncResult): Promise<void> {
     const names = new Set((pod.spec.initContainers ?? []).map((c) => c.name));
     for (const c of status.containers) {
       if (!names.has(c.name)) continue;
+      result.removedContainers = true;
       await this.#removeContainer(c, pod);
     }
   }
@@ -403,7 +459,7 @@ export class KubeGenericRuntimeManager {
    *
    * Models kubeGenericRuntimeManager.pruneInitContainersBeforeStart.
    */
-  async #pruneInitContainersBeforeStart(pod: BoundPod, status: RuntimePodStatus): Promise<void> {
+  async #pruneInitContainersBeforeStart(pod: BoundPod, status: RuntimePodStatus, result: PodSyncResult): Promise<void> {
     const names = new Set((pod.spec.initContainers ?? []).map((c) => c.name));
     const seen = new Set<string>();
     for (const c of containersNewestFirst(status)) {
@@ -412,6 +468,7 @@ export class KubeGenericRuntimeManager {
         seen.add(c.name);
         continue;
       }
+      result.removedContainers = true;
       await this.#removeContainer(c, pod);
     }
   }

@@ -131,7 +131,7 @@ interface PodSecurityContext {
 
 /** The pod-level securityContext with the fields the sandbox reads. */
 export function podSecurityContext(pod: BoundPod): PodSecurityContext {
-  return (pod.spec.securityContext ?? {}) as PodSecurityContext;
+  return pod.spec.securityContext ?? {};
 }
 
 /**

@@ -62,6 +62,8 @@ export class PullWindow {
 export class PodSyncResult {
   readonly results: SyncResult[] = [];
   readonly pulls = new PullWindow();
+  /** Init containers were removed (a change that has no result of its own). */
+  removedContainers = false;
 
   /** Adds a successful (so far) result and returns it for a later `fail`. */
   add(action: SyncResult['action'], target: string): SyncResult {

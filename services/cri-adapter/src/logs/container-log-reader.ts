@@ -31,7 +31,12 @@ export class ContainerLogError extends KubeletError {
 
 /** `<podLogDir>/<ns>_<name>_<uid>/<container>/<attempt>.log`, refusing anything that is not a plain name token. */
 export function containerLogPath(podLogDir: string, req: Pick<ContainerLogsRequest, 'namespace' | 'podName' | 'podUid' | 'container' | 'attempt'>): string {
-  for (const [what, v] of [['namespace', req.namespace], ['pod name', req.podName], ['pod UID', req.podUid], ['container', req.container]] as const) {
+  for (const [what, v] of [
+    ['namespace', req.namespace],
+    ['pod name', req.podName],
+    ['pod UID', req.podUid],
+    ['container', req.container],
+  ] as const) {
     if (!TOKEN.test(v) || v.includes('..')) throw new ContainerLogError('Invalid', `invalid ${what} ${JSON.stringify(v)}`);
   }
   return join(podLogDir, `${req.namespace}_${req.podName}_${req.podUid}`, req.container, `${req.attempt}.log`);
@@ -44,7 +49,8 @@ export async function readContainerLog(podLogDir: string, req: ContainerLogsRequ
   try {
     fh = await open(path, 'r');
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new ContainerLogError('NotFound', `no log file for container ${JSON.stringify(req.container)} of pod ${req.namespace}/${req.podName} (run ${req.attempt})`);
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new ContainerLogError('NotFound', `no log file for container ${JSON.stringify(req.container)} of pod ${req.namespace}/${req.podName} (run ${req.attempt})`);
     throw e;
   }
   try {

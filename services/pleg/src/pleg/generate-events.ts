@@ -60,13 +60,7 @@ export function convertSandboxState(state: 'SANDBOX_READY' | 'SANDBOX_NOTREADY')
  *
  * Models generic.go generateEvents.
  */
-export function generateEvents(
-  uid: string,
-  cid: string,
-  oldState: PlegContainerState,
-  newState: PlegContainerState,
-  containerName?: string,
-): PlegEvent[] {
+export function generateEvents(uid: string, cid: string, oldState: PlegContainerState, newState: PlegContainerState, containerName?: string): PlegEvent[] {
   if (newState === oldState) return [];
   const ev = (event: PlegEventType): PlegEvent => (containerName === undefined ? { uid, event, data: cid } : { uid, event, data: cid, containerName });
   switch (newState) {

@@ -247,7 +247,7 @@ export class GenericPleg {
     try {
       decision = restartEpisode(await desired.get(uid), triggerTraceIds);
     } catch (e) {
-      logger.warn('could not read the desired pod; tracing its container\'s death in the relist\'s trace', { podUID: uid, err: errorMessage(e) });
+      logger.warn("could not read the desired pod; tracing its container's death in the relist's trace", { podUID: uid, err: errorMessage(e) });
       return undefined;
     }
     if (!decision.begins) {

@@ -23,11 +23,7 @@ import type { PlegEvent } from './generate-events.js';
  * container that exists in `next` (exited) or only in `before` (gone). Init containers finish as
  * part of a pod's start, and sandboxes are not containers the pod restarts, so neither counts.
  */
-export function diedRegularContainers(
-  before: RuntimePodStatus | undefined,
-  next: RuntimePodStatus | undefined,
-  events: readonly PlegEvent[],
-): RuntimeContainerStatus[] {
+export function diedRegularContainers(before: RuntimePodStatus | undefined, next: RuntimePodStatus | undefined, events: readonly PlegEvent[]): RuntimeContainerStatus[] {
   const out: RuntimeContainerStatus[] = [];
   for (const e of events) {
     if (e.event !== 'ContainerDied' || e.containerName === undefined) continue;
@@ -45,7 +41,7 @@ function traceIdOf(carrier: Readonly<Record<string, string>> | undefined): strin
 
 /** Why a death does not begin an episode, or the episode it begins. */
 export type EpisodeDecision =
-  | { readonly begins: false; readonly why: 'not desired' | 'rejected' | 'deleting' | 'caused by the pod\'s update' }
+  | { readonly begins: false; readonly why: 'not desired' | 'rejected' | 'deleting' | "caused by the pod's update" }
   | { readonly begins: true; /** The span of the pod's creation trace to link, when known. */ readonly creation: SpanContext | undefined };
 
 /**
@@ -67,7 +63,7 @@ export function restartEpisode(desired: DesiredPod | undefined, triggerTraceIds:
   const creation = sc !== undefined && trace.isSpanContextValid(sc) ? sc : undefined;
   const update = traceIdOf(desired.trace);
   if (update !== undefined && update !== creation?.traceId && triggerTraceIds.has(update)) {
-    return { begins: false, why: 'caused by the pod\'s update' };
+    return { begins: false, why: "caused by the pod's update" };
   }
   return { begins: true, creation };
 }

@@ -3,18 +3,7 @@
  * `sl_status` (PodStateStore), `sl_leases` (LeaseStore) and `sl_members` (MemberStore).
  * Decoding is done by the typed KV (zod on read and write); no business rules here.
  */
-import {
-  Buckets,
-  DesiredPod,
-  KillRequest,
-  Keys,
-  MemberHeartbeat,
-  PartitionLease,
-  PodStatusRecord,
-  WorkerRecord,
-  errorMessage,
-  nodeToken,
-} from '@splitlet/api';
+import { Buckets, DesiredPod, KillRequest, Keys, MemberHeartbeat, PartitionLease, PodStatusRecord, WorkerRecord, errorMessage, nodeToken } from '@splitlet/api';
 import type { Bus, KvBucket } from '@splitlet/bus';
 import type { LeaseStore, MemberStore, PodStateStore, Versioned } from '../ports.js';
 

@@ -8,7 +8,7 @@
  * a warning, so a stopped pleg cannot wedge every pod worker.
  */
 import type { RuntimeCacheEntry, RuntimePodStatus } from '@splitlet/api';
-import type { CachedRuntimeStatus, Clock, Log, RuntimeStatusSource, TimerHandle } from '../ports.js';
+import type { CachedRuntimeStatus, Clock, Log, RuntimeStatusSource } from '../ports.js';
 
 /** An empty runtime status: the runtime does not know the pod. */
 export function emptyRuntimeStatus(uid: string, name = '', namespace = ''): RuntimePodStatus {
@@ -126,10 +126,9 @@ export class RuntimeStatusCache implements RuntimeStatusSource {
     if (now) return Promise.resolve(now);
     const maxWait = this.#o.maxWaitMs ?? 5000;
     return new Promise((resolve, reject) => {
-      let timer: TimerHandle | undefined;
       const finish = (): void => {
         this.#waiters.delete(w);
-        if (timer !== undefined) this.#o.clock.clearTimeout(timer);
+        this.#o.clock.clearTimeout(timer);
         signal.removeEventListener('abort', onAbort);
       };
       const w: Waiter = {
@@ -145,7 +144,7 @@ export class RuntimeStatusCache implements RuntimeStatusSource {
         reject(signal.reason);
       };
       signal.addEventListener('abort', onAbort, { once: true });
-      timer = this.#o.clock.setTimeout(() => {
+      const timer = this.#o.clock.setTimeout(() => {
         finish();
         const p = this.peek(uid);
         this.#o.logger.warn('runtime cache not newer than the last sync, proceeding with what it has', {

@@ -54,14 +54,7 @@ export function podStartDurations(createdMs: number, runningMs: number, window: 
  *
  * Models PodStartupLatencyTracker.ObservedPodOnWatch.
  */
-export function observeRunning(
-  metrics: SyncMetrics,
-  now: number,
-  pod: BoundPod,
-  desired: DesiredPod | undefined,
-  rec: WorkerRecord,
-  status: PodStatus,
-): WorkerRecord {
+export function observeRunning(metrics: SyncMetrics, now: number, pod: BoundPod, desired: DesiredPod | undefined, rec: WorkerRecord, status: PodStatus): WorkerRecord {
   let out = rec;
   if (out.runningObserved !== true && status.phase === 'Running') {
     const seen = firstSeen(pod, desired);

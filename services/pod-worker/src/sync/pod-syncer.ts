@@ -119,6 +119,7 @@ export class PodSyncer {
       newEpisode: view.newEpisode,
       episodeAt: view.episodeAt,
       probes,
+      runtimeCalls: { at: undefined },
     };
     switch (decision.record.state) {
       case 'sync':
@@ -143,7 +144,8 @@ export class PodSyncer {
     if (h !== undefined && h.epoch === guard.epoch) {
       view = { status: h.status, continues: h.parent, newEpisode: undefined, episodeAt: undefined };
     } else {
-      const cached = await fx.o.runtimeCache.getNewerThan(uid, record?.lastSyncTime ?? 0, ctl.signal);
+      // Newer than the last sync's runtime changes (the node's time cri-adapter replied with), else than the last sync.
+      const cached = await fx.o.runtimeCache.getNewerThan(uid, record?.runtimeSyncedAt ?? record?.lastSyncTime ?? 0, ctl.signal);
       const ep = cached.episode;
       const isNew = ep !== undefined && (record?.episodeAt === undefined || ep.at > record.episodeAt);
       view = { status: cached.status, continues: undefined, newEpisode: isNew ? extractContext(ep.trace) : undefined, episodeAt: ep?.at };

@@ -7,19 +7,7 @@
 import type { Context, Tracer } from '@opentelemetry/api';
 import type { BoundPod, DesiredPod, KillRequest, PodStatus, ProbeResultsByType, RuntimePodStatus } from '@splitlet/api';
 import { hasErrorCode } from '@splitlet/api';
-import type {
-  Clock,
-  EventSink,
-  Log,
-  PodStateStore,
-  ProbeResultsSource,
-  RuntimeClient,
-  RuntimeStatusSource,
-  StatusSink,
-  SyncMetrics,
-  Versioned,
-  VolumeClient,
-} from '../ports.js';
+import type { Clock, EventSink, Log, PodStateStore, ProbeResultsSource, RuntimeClient, RuntimeStatusSource, StatusSink, SyncMetrics, Versioned, VolumeClient } from '../ports.js';
 import type { PartitionGuard } from '../partitions/partition-guard.js';
 import type { SyncControl } from '../pod-workers/pod-workers.js';
 import type { WorkerStateDecision } from './worker-decisions.js';
@@ -47,6 +35,8 @@ export interface PodSyncerOptions {
   readonly logger: Log;
   /** @default Math.random */
   readonly random?: () => number;
+  /** syncFrequency: the resync period after a successful sync. @default 60000 */
+  readonly resyncMs?: number;
   /** The node's IPs for hostIP/hostIPs (optional). */
   readonly hostIPs?: readonly string[];
   /** The prober's results (`sl_probe`); absent: no probe results (containers with probes stay unready). */
@@ -73,6 +63,8 @@ export interface SyncCtx {
   readonly episodeAt: number | undefined;
   /** The probe results this sync read (prober_manager UpdatePodStatus's input); undefined for pods without probes. */
   readonly probes: ProbeResultsByType | undefined;
+  /** The `timestamp` of this sync's last runtime reply (SyncPod, KillPod), persisted as `WorkerRecord.runtimeSyncedAt`. */
+  readonly runtimeCalls: { at: number | undefined };
 }
 
 /** A handled SyncPod / SyncTerminatingPod outcome. */

@@ -11,7 +11,7 @@ import { ROOT_CONTEXT, SpanStatusCode, context } from '@opentelemetry/api';
 import type { Attributes, Context, Span } from '@opentelemetry/api';
 import type { BoundPod, KillRequest, PodStatus, PodStatusUpdate, ProbeResultsByType, RuntimePodStatus, WorkerRecord } from '@splitlet/api';
 import { errorMessage, hasErrorCode } from '@splitlet/api';
-import { generateAPIPodStatus, podIPsAfterTeardown, requeueDelay } from '@splitlet/kube';
+import { KubeletPeriods, generateAPIPodStatus, podIPsAfterTeardown, requeueDelay } from '@splitlet/kube';
 import { injectContext, withSpan } from '@splitlet/telemetry';
 import type { Versioned } from '../ports.js';
 import type { PartitionGuard } from '../partitions/partition-guard.js';
@@ -32,6 +32,8 @@ export interface RuntimeHandoff {
 export class SyncEffects {
   readonly o: PodSyncerOptions;
   readonly random: () => number;
+  /** syncFrequency. */
+  readonly resyncMs: number;
   /**
    * Runtime status from cri-adapter's last reply, used by the immediately following sync of the
    * pod, and the span of the sync that handed it over (the next sync continues its trace).
@@ -41,6 +43,7 @@ export class SyncEffects {
   constructor(options: PodSyncerOptions) {
     this.o = options;
     this.random = options.random ?? Math.random;
+    this.resyncMs = options.resyncMs ?? KubeletPeriods.resyncIntervalMs;
   }
 
   /**
@@ -69,7 +72,14 @@ export class SyncEffects {
     return withSpan(this.o.tracer, name, { attributes: { 'k8s.pod.uid': ctx.uid } }, () => fn());
   }
 
-  generate(pod: BoundPod, runtimeStatus: RuntimePodStatus, rec: WorkerRecord, oldStatus: PodStatus | undefined, podIsTerminal: boolean, probes: ProbeResultsByType | undefined): PodStatus {
+  generate(
+    pod: BoundPod,
+    runtimeStatus: RuntimePodStatus,
+    rec: WorkerRecord,
+    oldStatus: PodStatus | undefined,
+    podIsTerminal: boolean,
+    probes: ProbeResultsByType | undefined,
+  ): PodStatus {
     return generateAPIPodStatus({
       pod,
       runtimeStatus,
@@ -120,8 +130,8 @@ export class SyncEffects {
     const { pod, guard, ctl } = ctx;
     guard.assertHeld();
     const graceMs = (gracePeriod ?? pod.spec.terminationGracePeriodSeconds ?? 30) * 1000;
-    return this.step('killPod', ctx, () =>
-      abortable(
+    return this.step('killPod', ctx, async () => {
+      const reply = await abortable(
         this.o.runtime.killPod(
           {
             type: 'kubelet.runtime.KillPodRequest.v1',
@@ -133,8 +143,10 @@ export class SyncEffects {
           graceMs + 30_000,
         ),
         ctl.stopSignal,
-      ),
-    );
+      );
+      if (reply.timestamp !== undefined) ctx.runtimeCalls.at = reply.timestamp;
+      return reply;
+    });
   }
 
   /** Writes the worker record, stamped with this sync (time, epoch, runtime episode, desired revision). */
@@ -147,6 +159,8 @@ export class SyncEffects {
       epoch: ctx.guard.epoch,
     };
     if (ctx.episodeAt !== undefined) out.episodeAt = ctx.episodeAt;
+    if (ctx.runtimeCalls.at !== undefined) out.runtimeSyncedAt = ctx.runtimeCalls.at;
+    else delete out.runtimeSyncedAt;
     const rev = ctx.desired?.revision ?? rec.syncedRevision;
     if (rev !== undefined) out.syncedRevision = rev;
     ctx.guard.assertHeld();
@@ -155,7 +169,7 @@ export class SyncEffects {
 
   /** A failed `what`: logs it and persists `record` due again after the error backoff, continuing `spanCtx`. */
   async requeueAfterError(ctx: SyncCtx, record: WorkerRecord, what: string, error: string, spanCtx: Context): Promise<void> {
-    const delay = requeueDelay({ error }, this.random);
+    const delay = requeueDelay({ error }, this.random, this.resyncMs);
     this.o.logger.warn(`${what} failed, requeued`, { uid: ctx.uid, err: error, retryInMs: Math.round(delay) });
     await this.persist(ctx, requeued(record, this.o.clock.now() + Math.round(delay), spanCtx));
   }

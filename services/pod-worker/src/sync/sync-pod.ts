@@ -53,7 +53,7 @@ export async function runSyncPod(fx: SyncEffects, ctx: SyncCtx, record: WorkerRe
     fx.handOver(ctx, outcome.runtimeStatus, spanCtx);
     return { again: true };
   }
-  let delay = requeueDelay(outcome.error === undefined ? {} : { error: outcome.error }, fx.random);
+  let delay = requeueDelay(outcome.error === undefined ? {} : { error: outcome.error }, fx.random, fx.resyncMs);
   if (outcome.error === undefined && outcome.backoffUntil !== undefined) {
     // A container or image in backoff: sync again when the backoff expires, not at the 60–90 s
     // resync (kubernetes PR 133066), never later than the resync.
@@ -142,6 +142,7 @@ async function syncPod(fx: SyncEffects, ctx: SyncCtx, record: WorkerRecord, setR
     if (isFatalToSync(e)) throw e;
     return { terminal: false, error: `runtime SyncPod failed: ${errorMessage(e)}` };
   }
+  if (reply.timestamp !== undefined) ctx.runtimeCalls.at = reply.timestamp;
   rec = { ...rec, reasons: updateReasons(rec.reasons, reply.results) };
   if (rec.startedObserved !== true) rec = mergePullWindow(rec, reply);
   setRecord(rec);

@@ -39,10 +39,7 @@ export async function runSyncTerminatingRuntimePod(
     spanCtx = context.active();
     try {
       guard.assertHeld();
-      await abortable(
-        o.runtime.killPod({ type: 'kubelet.runtime.KillPodRequest.v1', runningPod: running, gracePeriodOverride: 1, fence: guard.fence() }, 31_000),
-        ctl.stopSignal,
-      );
+      await abortable(o.runtime.killPod({ type: 'kubelet.runtime.KillPodRequest.v1', runningPod: running, gracePeriodOverride: 1, fence: guard.fence() }, 31_000), ctl.stopSignal);
       return undefined;
     } catch (e) {
       if (isFatalToSync(e)) throw e;
@@ -53,7 +50,7 @@ export async function runSyncTerminatingRuntimePod(
   });
   o.metrics.observeWorkerDuration('kill', (o.clock.now() - start) / 1000);
   if (error !== undefined) {
-    const delay = requeueDelay({ error }, fx.random);
+    const delay = requeueDelay({ error }, fx.random, fx.resyncMs);
     o.logger.warn('killing orphaned runtime pod failed, requeued', { uid, err: error, retryInMs: Math.round(delay) });
     const rec: WorkerRecord = requeued(
       {
@@ -66,7 +63,9 @@ export async function runSyncTerminatingRuntimePod(
       spanCtx,
     );
     guard.assertHeld();
-    await o.store.putWorker(guard.partition, { ...rec, lastSyncTime: o.clock.now(), syncedAt: new Date(o.clock.now()).toISOString() });
+    const out: WorkerRecord = { ...rec, lastSyncTime: o.clock.now(), syncedAt: new Date(o.clock.now()).toISOString() };
+    delete out.runtimeSyncedAt;
+    await o.store.putWorker(guard.partition, out);
     return {};
   }
   guard.assertHeld();

@@ -34,11 +34,7 @@ export function isTerminalPhase(phase: PodPhase | undefined): boolean {
  * desired; an orphan kill terminates the runtime pod; a rejected pod or a pod with neither a desired
  * record nor a kill needs nothing; anything else runs.
  */
-export function classify(
-  record: WorkerRecord | undefined,
-  desired: Versioned<DesiredPod> | null,
-  kill: Versioned<KillRequest> | null,
-): Classification {
+export function classify(record: WorkerRecord | undefined, desired: Versioned<DesiredPod> | null, kill: Versioned<KillRequest> | null): Classification {
   if (record?.finished === true) {
     if (kill !== null && desired === null) return { action: 'remove', kill };
     return { action: 'none', why: 'worker finished' };

@@ -92,59 +92,75 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** cri-adapter and volume-manager responders. */
 export function serveFakeNodeServices(bus: NatsBus, node: string, ledger: CallLedger, signal: AbortSignal, delayMs = 3): void {
   const opts = { queue: 'fake', signal };
-  bus.serve(Subjects.rpc.runtime(node, 'syncPod'), RuntimeSyncPodRequest, RuntimeSyncPodReply, (req) =>
-    ledger.run('syncPod', req.pod.metadata.uid, req.fence, async () => {
-      await pause(delayMs);
-      const pod = req.pod;
-      return {
-        type: 'kubelet.runtime.SyncPodReply.v1' as const,
-        results: pod.spec.containers.map((c) => ({ action: 'StartContainer' as const, target: c.name })),
-        podStatus: {
-          uid: pod.metadata.uid,
-          name: pod.metadata.name,
-          namespace: pod.metadata.namespace,
-          ips: ['10.1.0.2'],
-          sandboxes: [{ id: `sb-${pod.metadata.uid}`, state: 'SANDBOX_READY' as const, createdAt: Date.now(), attempt: 0, ip: '10.1.0.2' }],
-          containers: pod.spec.containers.map((c) => ({
-            id: `${pod.metadata.uid}-${c.name}`,
-            name: c.name,
-            sandboxId: `sb-${pod.metadata.uid}`,
-            state: 'CONTAINER_RUNNING' as const,
-            createdAt: Date.now(),
-            startedAt: Date.now(),
-            image: c.image ?? '',
-            imageRef: 'sha256:abc',
-            hash: 'h',
-            restartCount: 0,
-          })),
-        },
-      };
-    }),
+  bus.serve(
+    Subjects.rpc.runtime(node, 'syncPod'),
+    RuntimeSyncPodRequest,
+    RuntimeSyncPodReply,
+    (req) =>
+      ledger.run('syncPod', req.pod.metadata.uid, req.fence, async () => {
+        await pause(delayMs);
+        const pod = req.pod;
+        return {
+          type: 'kubelet.runtime.SyncPodReply.v1' as const,
+          results: pod.spec.containers.map((c) => ({ action: 'StartContainer' as const, target: c.name })),
+          podStatus: {
+            uid: pod.metadata.uid,
+            name: pod.metadata.name,
+            namespace: pod.metadata.namespace,
+            ips: ['10.1.0.2'],
+            sandboxes: [{ id: `sb-${pod.metadata.uid}`, state: 'SANDBOX_READY' as const, createdAt: Date.now(), attempt: 0, ip: '10.1.0.2' }],
+            containers: pod.spec.containers.map((c) => ({
+              id: `${pod.metadata.uid}-${c.name}`,
+              name: c.name,
+              sandboxId: `sb-${pod.metadata.uid}`,
+              state: 'CONTAINER_RUNNING' as const,
+              createdAt: Date.now(),
+              startedAt: Date.now(),
+              image: c.image ?? '',
+              imageRef: 'sha256:abc',
+              hash: 'h',
+              restartCount: 0,
+            })),
+          },
+        };
+      }),
     opts,
   );
-  bus.serve(Subjects.rpc.runtime(node, 'killPod'), RuntimeKillPodRequest, RuntimeKillPodReply, (req) =>
-    ledger.run('killPod', req.runningPod.uid, req.fence, async () => {
-      await pause(delayMs);
-      return {
-        type: 'kubelet.runtime.KillPodReply.v1' as const,
-        results: [],
-        podStatus: { uid: req.runningPod.uid, name: req.runningPod.name, namespace: req.runningPod.namespace, ips: [], sandboxes: [], containers: [] },
-      };
-    }),
+  bus.serve(
+    Subjects.rpc.runtime(node, 'killPod'),
+    RuntimeKillPodRequest,
+    RuntimeKillPodReply,
+    (req) =>
+      ledger.run('killPod', req.runningPod.uid, req.fence, async () => {
+        await pause(delayMs);
+        return {
+          type: 'kubelet.runtime.KillPodReply.v1' as const,
+          results: [],
+          podStatus: { uid: req.runningPod.uid, name: req.runningPod.name, namespace: req.runningPod.namespace, ips: [], sandboxes: [], containers: [] },
+        };
+      }),
     opts,
   );
-  bus.serve(Subjects.rpc.volume(node, 'mount'), VolumeMountRequest, VolumeMountReply, (req) =>
-    ledger.run('mount', req.pod.metadata.uid, req.fence, async () => {
-      await pause(delayMs);
-      return { type: 'kubelet.volume.MountReply.v1' as const, podDir: `/tmp/pods/${req.pod.metadata.uid}`, volumes: {} };
-    }),
+  bus.serve(
+    Subjects.rpc.volume(node, 'mount'),
+    VolumeMountRequest,
+    VolumeMountReply,
+    (req) =>
+      ledger.run('mount', req.pod.metadata.uid, req.fence, async () => {
+        await pause(delayMs);
+        return { type: 'kubelet.volume.MountReply.v1' as const, podDir: `/tmp/pods/${req.pod.metadata.uid}`, volumes: {} };
+      }),
     opts,
   );
-  bus.serve(Subjects.rpc.volume(node, 'unmount'), VolumeUnmountRequest, VolumeUnmountReply, (req) =>
-    ledger.run('unmount', req.uid, req.fence, async () => {
-      await pause(delayMs);
-      return { type: 'kubelet.volume.UnmountReply.v1' as const, unmounted: [] };
-    }),
+  bus.serve(
+    Subjects.rpc.volume(node, 'unmount'),
+    VolumeUnmountRequest,
+    VolumeUnmountReply,
+    (req) =>
+      ledger.run('unmount', req.uid, req.fence, async () => {
+        await pause(delayMs);
+        return { type: 'kubelet.volume.UnmountReply.v1' as const, unmounted: [] };
+      }),
     opts,
   );
 }

@@ -97,94 +97,95 @@ describe('pod-worker on a real nats-server', () => {
     await server?.stop();
   });
 
-  it('two instances split the partitions, converge 200 pods through create and removal with no per-pod overlap, and an abandoning instance is taken over', { timeout: 90_000 }, async () => {
-    const a = await startInstance('inst-a');
-    const b = await startInstance('inst-b');
-    await eventually(() => a.partitions.owned().length === P / 2 && b.partitions.owned().length === P / 2, {
-      timeoutMs: 15_000,
-      message: 'partitions balanced 4/4',
-    });
-    assert.deepEqual([...a.partitions.owned(), ...b.partitions.owned()].sort(), [0, 1, 2, 3, 4, 5, 6, 7]);
+  it(
+    'two instances split the partitions, converge 200 pods through create and removal with no per-pod overlap, and an abandoning instance is taken over',
+    { timeout: 90_000 },
+    async () => {
+      const a = await startInstance('inst-a');
+      const b = await startInstance('inst-b');
+      await eventually(() => a.partitions.owned().length === P / 2 && b.partitions.owned().length === P / 2, {
+        timeoutMs: 15_000,
+        message: 'partitions balanced 4/4',
+      });
+      assert.deepEqual([...a.partitions.owned(), ...b.partitions.owned()].sort(), [0, 1, 2, 3, 4, 5, 6, 7]);
 
-    // A poison poke and a misrouted one are dead-lettered; the process keeps working.
-    const dead: DeadLetter[] = [];
-    driver.subscribeCore(
-      Subjects.deadLetter(NODE, 'pod-worker'),
-      (d) => {
-        const p = DeadLetter.safeParse(d);
-        if (p.success) dead.push(p.data);
-      },
-      ac.signal,
-    );
-    const poisonSubject = Subjects.work(NODE, 0, 'poison');
-    await driver.js.publish(poisonSubject, '{"type":"not-a-poke"}');
-    const wrongUid = [...Array(50).keys()].map((i) => `mis-${i}`).find((u) => partitionOf(u, P) !== 1)!;
-    await driver.js.publish(Subjects.work(NODE, 1, wrongUid), JSON.stringify({ type: 'kubelet.podworker.WorkPoke.v1', uid: wrongUid, kind: 'sync' }));
-    await eventually(() => dead.some((d) => d.subject === poisonSubject && d.reason.includes(poisonSubject)), { timeoutMs: 10_000, message: 'poison poke dead-lettered' });
-    await eventually(() => dead.some((d) => d.reason.includes(wrongUid)), { timeoutMs: 10_000, message: 'misrouted poke dead-lettered' });
+      // A poison poke and a misrouted one are dead-lettered; the process keeps working.
+      const dead: DeadLetter[] = [];
+      driver.subscribeCore(
+        Subjects.deadLetter(NODE, 'pod-worker'),
+        (d) => {
+          const p = DeadLetter.safeParse(d);
+          if (p.success) dead.push(p.data);
+        },
+        ac.signal,
+      );
+      const poisonSubject = Subjects.work(NODE, 0, 'poison');
+      await driver.js.publish(poisonSubject, '{"type":"not-a-poke"}');
+      const wrongUid = [...Array(50).keys()].map((i) => `mis-${i}`).find((u) => partitionOf(u, P) !== 1)!;
+      await driver.js.publish(Subjects.work(NODE, 1, wrongUid), JSON.stringify({ type: 'kubelet.podworker.WorkPoke.v1', uid: wrongUid, kind: 'sync' }));
+      await eventually(() => dead.some((d) => d.subject === poisonSubject && d.reason.includes(poisonSubject)), { timeoutMs: 10_000, message: 'poison poke dead-lettered' });
+      await eventually(() => dead.some((d) => d.reason.includes(wrongUid)), { timeoutMs: 10_000, message: 'misrouted poke dead-lettered' });
 
-    // 200 pods in a burst.
-    const pods = Array.from({ length: 200 }, (_, i) => testPod(i));
-    await Promise.all(pods.map((p) => loop.create(p)));
-    await eventually(
-      async () => {
-        for (const p of pods) {
-          if (statuses.last(p.metadata.uid)?.status?.phase !== 'Running') return false;
-        }
-        return true;
-      },
-      { timeoutMs: 30_000, message: '200 pods Running' },
-    );
-    for (const p of pods.slice(0, 20)) {
-      const rec = await workerRecord(p.metadata.uid);
-      assert.equal(rec?.state, 'sync');
-      assert.equal(rec?.runningObserved, true);
-    }
-    const bySyncer = new Set([...syncedBy.values()].flatMap((s) => [...s]));
-    assert.deepEqual([...bySyncer].sort(), ['inst-a', 'inst-b'], 'both instances did work');
+      // 200 pods in a burst.
+      const pods = Array.from({ length: 200 }, (_, i) => testPod(i));
+      await Promise.all(pods.map((p) => loop.create(p)));
+      await eventually(
+        async () => {
+          for (const p of pods) {
+            if (statuses.last(p.metadata.uid)?.status?.phase !== 'Running') return false;
+          }
+          return true;
+        },
+        { timeoutMs: 30_000, message: '200 pods Running' },
+      );
+      for (const p of pods.slice(0, 20)) {
+        const rec = await workerRecord(p.metadata.uid);
+        assert.equal(rec?.state, 'sync');
+        assert.equal(rec?.runningObserved, true);
+      }
+      const bySyncer = new Set([...syncedBy.values()].flatMap((s) => [...s]));
+      assert.deepEqual([...bySyncer].sort(), ['inst-a', 'inst-b'], 'both instances did work');
 
-    // Remove them all: kill → terminating → terminated → forgotten.
-    await Promise.all(pods.map((p) => loop.remove(p)));
-    await eventually(
-      () => pods.every((p) => statuses.last(p.metadata.uid)?.kind === 'removed'),
-      { timeoutMs: 30_000, message: '200 pods removed' },
-    );
-    const killKv = await driver.kv(Buckets.kill, KillRequest);
-    const workerKv = await driver.kv(Buckets.worker, WorkerRecord);
-    const live = async (kv: { get(k: string): Promise<unknown>; keys(filter: string): Promise<string[]> }): Promise<number> => {
-      const keys = await kv.keys(`${nodeToken(NODE)}.>`);
-      return (await Promise.all(keys.map((k) => kv.get(k)))).filter((v) => v !== null).length;
-    };
-    await eventually(async () => (await live(killKv)) === 0, { message: 'kill requests deleted' });
-    await eventually(async () => (await live(workerKv)) === 0, { message: 'worker records deleted' });
-    for (const p of pods) {
-      const kinds = statuses.kinds(p.metadata.uid);
-      assert.deepEqual(kinds.slice(-2), ['terminated', 'removed'], `${p.metadata.uid}: ${kinds.join(',')}`);
-      assert.equal(ledger.count('syncPod', p.metadata.uid) >= 1, true);
-      assert.equal(ledger.count('killPod', p.metadata.uid) >= 1, true);
-      assert.equal(ledger.count('unmount', p.metadata.uid) >= 1, true);
-    }
+      // Remove them all: kill → terminating → terminated → forgotten.
+      await Promise.all(pods.map((p) => loop.remove(p)));
+      await eventually(() => pods.every((p) => statuses.last(p.metadata.uid)?.kind === 'removed'), { timeoutMs: 30_000, message: '200 pods removed' });
+      const killKv = await driver.kv(Buckets.kill, KillRequest);
+      const workerKv = await driver.kv(Buckets.worker, WorkerRecord);
+      const live = async (kv: { get(k: string): Promise<unknown>; keys(filter: string): Promise<string[]> }): Promise<number> => {
+        const keys = await kv.keys(`${nodeToken(NODE)}.>`);
+        return (await Promise.all(keys.map((k) => kv.get(k)))).filter((v) => v !== null).length;
+      };
+      await eventually(async () => (await live(killKv)) === 0, { message: 'kill requests deleted' });
+      await eventually(async () => (await live(workerKv)) === 0, { message: 'worker records deleted' });
+      for (const p of pods) {
+        const kinds = statuses.kinds(p.metadata.uid);
+        assert.deepEqual(kinds.slice(-2), ['terminated', 'removed'], `${p.metadata.uid}: ${kinds.join(',')}`);
+        assert.equal(ledger.count('syncPod', p.metadata.uid) >= 1, true);
+        assert.equal(ledger.count('killPod', p.metadata.uid) >= 1, true);
+        assert.equal(ledger.count('unmount', p.metadata.uid) >= 1, true);
+      }
 
-    // Instance A abandons its partitions (no release) while new pods arrive: B takes them over after the lease TTL and finishes the work.
-    const more = Array.from({ length: 50 }, (_, i) => testPod(i, 'q'));
-    const aOwned = a.partitions.owned();
-    await Promise.all(more.map((p) => loop.create(p)));
-    await a.abandon();
-    await eventually(() => b.partitions.owned().length === P, { timeoutMs: 25_000, intervalMs: 200, message: 'B owns every partition' });
-    await eventually(() => more.every((p) => statuses.last(p.metadata.uid)?.status?.phase === 'Running'), {
-      timeoutMs: 20_000,
-      message: '50 more pods Running after takeover',
-    });
-    const takenOver = more.filter((p) => aOwned.includes(partitionOf(p.metadata.uid, P)));
-    assert.ok(takenOver.length > 0);
-    for (const p of takenOver) {
-      const rec = await workerRecord(p.metadata.uid);
-      assert.equal(rec?.state, 'sync');
-      assert.ok(syncedBy.get(p.metadata.uid)?.has('inst-b'), `${p.metadata.uid} synced by B`);
-    }
+      // Instance A abandons its partitions (no release) while new pods arrive: B takes them over after the lease TTL and finishes the work.
+      const more = Array.from({ length: 50 }, (_, i) => testPod(i, 'q'));
+      const aOwned = a.partitions.owned();
+      await Promise.all(more.map((p) => loop.create(p)));
+      await a.abandon();
+      await eventually(() => b.partitions.owned().length === P, { timeoutMs: 25_000, intervalMs: 200, message: 'B owns every partition' });
+      await eventually(() => more.every((p) => statuses.last(p.metadata.uid)?.status?.phase === 'Running'), {
+        timeoutMs: 20_000,
+        message: '50 more pods Running after takeover',
+      });
+      const takenOver = more.filter((p) => aOwned.includes(partitionOf(p.metadata.uid, P)));
+      assert.ok(takenOver.length > 0);
+      for (const p of takenOver) {
+        const rec = await workerRecord(p.metadata.uid);
+        assert.equal(rec?.state, 'sync');
+        assert.ok(syncedBy.get(p.metadata.uid)?.has('inst-b'), `${p.metadata.uid} synced by B`);
+      }
 
-    assert.deepEqual(ledger.overlaps, [], 'no concurrent runtime/volume calls for one pod');
-    assert.deepEqual(syncOverlaps, [], 'no concurrent syncs for one pod across instances');
-    assert.deepEqual(ledger.staleFences, [], 'no request with a stale fence');
-  });
+      assert.deepEqual(ledger.overlaps, [], 'no concurrent runtime/volume calls for one pod');
+      assert.deepEqual(syncOverlaps, [], 'no concurrent syncs for one pod across instances');
+      assert.deepEqual(ledger.staleFences, [], 'no request with a stale fence');
+    },
+  );
 });

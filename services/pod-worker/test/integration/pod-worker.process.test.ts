@@ -131,8 +131,7 @@ describe('pod-worker processes', () => {
     procs.push(b);
     await b.waitForLine('pod-worker instance started', 30_000);
     const leases = await driver.kv(Buckets.leases, PartitionLease);
-    const holders = async (): Promise<string[]> =>
-      Promise.all([...Array(P).keys()].map(async (pp) => (await leases.get(Keys.lease(NODE, pp)))?.value?.holder ?? '-'));
+    const holders = async (): Promise<string[]> => Promise.all([...Array(P).keys()].map(async (pp) => (await leases.get(Keys.lease(NODE, pp)))?.value?.holder ?? '-'));
     await eventually(async () => (await holders()).filter((h) => h === 'proc-b').length === P / 2, { timeoutMs: 20_000, message: 'partitions balanced' });
 
     const pods = Array.from({ length: 60 }, (_, i) => testPod(i, 'x'));
@@ -212,7 +211,10 @@ describe('pod-worker processes', () => {
         const newEpoch = records(d, 'partition acquired').find((r) => r['partition'] === pc)?.['epoch'] as number;
         assert.ok(newEpoch > oldFence.epoch, `new epoch ${newEpoch} > ${oldFence.epoch}`);
         await eventually(() => statuses.last(uid)?.status?.phase === 'Running', { timeoutMs: 30_000, message: `${uid} Running under proc-d` });
-        assert.ok(fenced.calls.some((x) => x.op === 'syncPod' && x.uid === uid && x.fence.epoch === newEpoch), 'proc-d synced the pod with its own fence');
+        assert.ok(
+          fenced.calls.some((x) => x.op === 'syncPod' && x.uid === uid && x.fence.epoch === newEpoch),
+          'proc-d synced the pod with its own fence',
+        );
 
         // The paused owner's request reaches the fence check late: refused.
         held.release();
@@ -235,7 +237,7 @@ describe('pod-worker processes', () => {
           'no request of the paused epoch for the pod was ever carried out',
         );
         const rec = await workers.get(loop.key(uid));
-        assert.equal(rec?.value.epoch, newEpoch, 'the worker record is the new owner\'s');
+        assert.equal(rec?.value.epoch, newEpoch, "the worker record is the new owner's");
       } finally {
         if (!resumed) process.kill(c.pid, 'SIGCONT');
       }

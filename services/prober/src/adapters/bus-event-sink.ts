@@ -12,7 +12,7 @@ export function createBusEventSink(bus: Pick<Bus, 'publish'>, node: string, cloc
   return {
     record(ev) {
       const { pod } = ev;
-      const index = (ev.init ? pod.spec.initContainers ?? [] : pod.spec.containers).findIndex((c) => c.name === ev.containerName);
+      const index = (ev.init ? (pod.spec.initContainers ?? []) : pod.spec.containers).findIndex((c) => c.name === ev.containerName);
       const msg: KubeEvent = {
         type: 'kubelet.events.Event.v1',
         eventType: ev.eventType,

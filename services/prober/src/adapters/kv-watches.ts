@@ -31,7 +31,9 @@ export async function watchDesiredAndRuntime(bus: Pick<Bus, 'kv'>, node: string,
   const runtimeReady = new Promise<void>((r) => (runtimeCaught = r));
   const desiredReady = new Promise<void>((r) => (desiredCaught = r));
   // The runtime first, so workers of replayed pods see their containers on their first run.
-  const runtime = await (await bus.kv(Buckets.runtime, RuntimeKvValue)).watch(
+  const runtime = await (
+    await bus.kv(Buckets.runtime, RuntimeKvValue)
+  ).watch(
     Keys.nodePrefix(node),
     signal,
     (e) => {
@@ -43,7 +45,9 @@ export async function watchDesiredAndRuntime(bus: Pick<Bus, 'kv'>, node: string,
     { onCaughtUp: () => runtimeCaught() },
   );
   await runtimeReady;
-  const desired = await (await bus.kv(Buckets.desired, DesiredPod)).watch(
+  const desired = await (
+    await bus.kv(Buckets.desired, DesiredPod)
+  ).watch(
     Keys.nodePrefix(node),
     signal,
     (e) => {

@@ -25,6 +25,8 @@ export async function execProbe(runtime: ExecRuntime, containerId: string, comma
     if (isCriError(e, 'DeadlineExceeded')) return { result: 'failure', output: `command ${JSON.stringify(command.join(' '))} timed out` };
     throw e;
   }
-  const out = Buffer.concat([Buffer.from(r.stdout), Buffer.from(r.stderr)]).subarray(0, MAX_OUTPUT_BYTES).toString('utf8');
+  const out = Buffer.concat([Buffer.from(r.stdout), Buffer.from(r.stderr)])
+    .subarray(0, MAX_OUTPUT_BYTES)
+    .toString('utf8');
   return { result: r.exitCode === 0 ? 'success' : 'failure', output: out };
 }

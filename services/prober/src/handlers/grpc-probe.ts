@@ -103,11 +103,13 @@ export async function grpcProbe(host: string, port: number, service: string, tim
     });
     if ('error' in checked) {
       const e = checked.error;
-      if (e.code === grpc.status.UNIMPLEMENTED) return { result: 'failure', output: `error: this server does not implement the grpc health protocol (grpc.health.v1.Health): ${e.details}` };
+      if (e.code === grpc.status.UNIMPLEMENTED)
+        return { result: 'failure', output: `error: this server does not implement the grpc health protocol (grpc.health.v1.Health): ${e.details}` };
       if (e.code === grpc.status.DEADLINE_EXCEEDED) return { result: 'failure', output: `timeout: health rpc did not complete within ${timeout}` };
       return { result: 'failure', output: `error: health rpc probe failed: rpc error: code = ${grpcCodeName(e.code)} desc = ${e.details}` };
     }
-    if (checked.status !== 1) return { result: 'failure', output: `service unhealthy (responded with ${JSON.stringify(SERVING_STATUS[checked.status] ?? String(checked.status))})` };
+    if (checked.status !== 1)
+      return { result: 'failure', output: `service unhealthy (responded with ${JSON.stringify(SERVING_STATUS[checked.status] ?? String(checked.status))})` };
     return { result: 'success', output: 'service healthy' };
   } finally {
     client.close();
@@ -115,6 +117,6 @@ export async function grpcProbe(host: string, port: number, service: string, tim
 }
 
 function grpcCodeName(code: number): string {
-  const name = Object.entries(grpc.status).find(([, v]) => v === code)?.[0] ?? String(code);
+  const name = Object.entries(grpc.status).find(([, v]) => Number(v) === code)?.[0] ?? String(code);
   return name.toLowerCase().replace(/(^|_)([a-z])/g, (_, _u: string, c: string) => c.toUpperCase());
 }

@@ -66,16 +66,27 @@ function getOnce(url: URL, headers: Record<string, string | string[]>, signal: A
   return new Promise((resolve, reject) => {
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     const hostHeader = Object.entries(headers).find(([k]) => k.toLowerCase() === 'host')?.[1];
-    const req = send(url, { method: 'GET', headers, signal, agent: false, ...(url.protocol === 'https:' ? { rejectUnauthorized: false } : {}), ...(hostHeader !== undefined ? { setHost: false } : {}) }, (res: IncomingMessage) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (c: Buffer) => {
-        if (size < MAX_BODY_BYTES) chunks.push(c.subarray(0, MAX_BODY_BYTES - size));
-        size += c.length;
-      });
-      res.once('end', () => resolve({ status: res.statusCode ?? 0, location: res.headers.location, body: Buffer.concat(chunks).toString('utf8') }));
-      res.once('error', reject);
-    });
+    const req = send(
+      url,
+      {
+        method: 'GET',
+        headers,
+        signal,
+        agent: false,
+        ...(url.protocol === 'https:' ? { rejectUnauthorized: false } : {}),
+        ...(hostHeader !== undefined ? { setHost: false } : {}),
+      },
+      (res: IncomingMessage) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          if (size < MAX_BODY_BYTES) chunks.push(c.subarray(0, MAX_BODY_BYTES - size));
+          size += c.length;
+        });
+        res.once('end', () => resolve({ status: res.statusCode ?? 0, location: res.headers.location, body: Buffer.concat(chunks).toString('utf8') }));
+        res.once('error', reject);
+      },
+    );
     req.once('error', reject);
     req.end();
   });

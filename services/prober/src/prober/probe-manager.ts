@@ -180,7 +180,13 @@ export class ProbeManager {
           const rs = entry.runtime?.status;
           const c = rs === undefined ? undefined : containerStatusFor(container.name, rs);
           if (c === undefined) return undefined;
-          return { id: c.id, running: c.state === 'CONTAINER_RUNNING', terminated: c.state === 'CONTAINER_EXITED', created: c.state === 'CONTAINER_CREATED', ...(c.startedAt !== undefined ? { startedAt: c.startedAt } : {}) };
+          return {
+            id: c.id,
+            running: c.state === 'CONTAINER_RUNNING',
+            terminated: c.state === 'CONTAINER_EXITED',
+            created: c.state === 'CONTAINER_CREATED',
+            ...(c.startedAt !== undefined ? { startedAt: c.startedAt } : {}),
+          };
         },
         started: (id) => container.startupProbe === undefined || o.results.get(uid, 'startup', id) === 'Success',
       },

@@ -28,7 +28,13 @@ export interface HandlerOutcome {
 export function probeSpecOf(container: Container, type: ProbeType): Probe | undefined {
   const p = type === 'liveness' ? container.livenessProbe : type === 'readiness' ? container.readinessProbe : container.startupProbe;
   if (p === undefined) return undefined;
-  return { ...p, timeoutSeconds: p.timeoutSeconds ?? 1, periodSeconds: p.periodSeconds ?? 10, successThreshold: p.successThreshold ?? 1, failureThreshold: p.failureThreshold ?? 3 };
+  return {
+    ...p,
+    timeoutSeconds: p.timeoutSeconds ?? 1,
+    periodSeconds: p.periodSeconds ?? 10,
+    successThreshold: p.successThreshold ?? 1,
+    failureThreshold: p.failureThreshold ?? 3,
+  };
 }
 
 /** The User-Agent of HTTP and gRPC probes: `kube-probe/<major>.<minor>` of the kubelet splitlet follows. */

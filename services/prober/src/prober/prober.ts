@@ -6,7 +6,7 @@
  *
  * Models pkg/kubelet/prober/prober.go (probe, runProbeWithRetries, runProbe).
  */
-import type { BoundPod, Container, Probe } from '@splitlet/api';
+import { errorMessage, type BoundPod, type Container, type Probe } from '@splitlet/api';
 import { execProbe, type ExecRuntime } from '../handlers/exec-probe.js';
 import { grpcProbe } from '../handlers/grpc-probe.js';
 import { httpProbe } from '../handlers/http-probe.js';
@@ -102,7 +102,7 @@ export function createProber(o: ProberOptions): Prober {
         }
       }
       if (error !== undefined) {
-        const msg = error instanceof Error ? error.message : String(error);
+        const msg = errorMessage(error);
         event(t, 'Unhealthy', `${name} probe errored and resulted in ${RESULT_TEXT[outcome.result]} state: ${msg}`);
         return { result: 'Failure', error: msg, output: '' };
       }

@@ -222,10 +222,7 @@ export class SimImageStore {
       if (username !== guard.username || password !== guard.password) throw unauthorizedRegistryError(ref);
     }
     if (this.#isMissing(ref)) {
-      throw new CriError(
-        'NotFound',
-        `failed to pull and unpack image "${ref.normalized}": failed to resolve reference "${ref.normalized}": ${ref.normalized}: not found`,
-      );
+      throw new CriError('NotFound', `failed to pull and unpack image "${ref.normalized}": failed to resolve reference "${ref.normalized}": ${ref.normalized}: not found`);
     }
     return this.#materialize(ref).id;
   }

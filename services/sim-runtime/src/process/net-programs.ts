@@ -97,7 +97,14 @@ async function serveUntilStopped(env: ProgramEnv, stopSignals: readonly string[]
   return code;
 }
 
-const MIME: Readonly<Record<string, string>> = { '.html': 'text/html', '.htm': 'text/html', '.txt': 'text/plain', '.css': 'text/css', '.js': 'application/javascript', '.json': 'application/json' };
+const MIME: Readonly<Record<string, string>> = {
+  '.html': 'text/html',
+  '.htm': 'text/html',
+  '.txt': 'text/plain',
+  '.css': 'text/css',
+  '.js': 'application/javascript',
+  '.json': 'application/json',
+};
 
 /** busybox's error page. */
 function errorPage(res: http.ServerResponse, status: number, text: string): void {
@@ -363,7 +370,8 @@ export const nginx: Program = async (argv, io, env) => {
       body = url === '/' || url === '/index.html' ? NGINX_INDEX : undefined;
     }
     const status = body === undefined ? 404 : 200;
-    const text = body ?? '<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n';
+    const text =
+      body ?? '<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n';
     res.writeHead(status, { Server: 'nginx', 'Content-Type': 'text/html', 'Content-Length': Buffer.byteLength(text) }).end(req.method === 'HEAD' ? undefined : text);
     io.stdout.write(accessLog(req, status, Buffer.byteLength(text)));
   });

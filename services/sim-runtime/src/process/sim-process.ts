@@ -61,11 +61,7 @@ export interface SimProcess {
 export class ExecNotFoundError extends Error {
   override readonly name = 'ExecNotFoundError';
   constructor(readonly executable: string) {
-    super(
-      executable.includes('/')
-        ? `exec: "${executable}": stat ${executable}: no such file or directory`
-        : `exec: "${executable}": executable file not found in $PATH`,
-    );
+    super(executable.includes('/') ? `exec: "${executable}": stat ${executable}: no such file or directory` : `exec: "${executable}": executable file not found in $PATH`);
   }
 }
 
@@ -211,8 +207,7 @@ export const SIMULATED_APPLETS: readonly string[] = Object.keys(PROGRAMS).filter
 const notSimulated: Program = async (argv, io) => {
   io.stderr.write(`sim-runtime: ${argv[0] ?? ''}: busybox has this applet but the simulator does not simulate it (see services/sim-runtime/README.md)\n`);
   return 127;
-}
-
+};
 
 /** The setting of a process started without one (tests): root, loopback, only busybox programs. */
 export function defaultContainerSetting(kill: AbortSignal): ContainerSetting {

@@ -14,6 +14,8 @@
  *
  * Over 450 lines on purpose: one runtime's CRI state machine is one class whose RPCs share the
  * sandbox, container and name tables; processes, images and IPs live in their own files.
+ *
+ * One file on purpose: RuntimeService and ImageService share one state (sandboxes, containers, images, IPs) and its invariants; the process, shell, filesystem and image parts are already modules of their own.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname as osHostname } from 'node:os';
@@ -102,7 +104,7 @@ export type SimLatency = Partial<Record<CriMethod | 'default', number>>;
 /** An injected failure for one RPC. */
 export interface SimFailure {
   /** A CriError code (`Unavailable`) or gRPC name (`UNAVAILABLE`). */
-  code: CriErrorCode | string;
+  code: CriErrorCode | (string & {});
   /** @default `injected failure` */
   message?: string;
   /** Fail only the next `times` calls, then clear. @default every call */
@@ -344,7 +346,12 @@ class SimRuntimeImpl implements SimRuntime {
     this.#latency = { ...options.latencyMs };
     for (const [m, f] of Object.entries(options.failures ?? {})) if (f !== undefined) this.injectFailure(m as CriMethod, f);
     this.#random = options.random ?? Math.random;
-    this.#images = new SimImageStore({ images: options.images ?? 'all', isMissing: options.isMissingImage ?? defaultIsMissingImage, registry: options.registry ?? 'open', privateRegistries: options.privateRegistries ?? [] });
+    this.#images = new SimImageStore({
+      images: options.images ?? 'all',
+      isMissing: options.isMissingImage ?? defaultIsMissingImage,
+      registry: options.registry ?? 'open',
+      privateRegistries: options.privateRegistries ?? [],
+    });
     this.#imageConfig = options.imageConfig ?? (() => undefined);
     this.#ips = new IpPool(options.podSubnet ?? '127.77.0.0/16');
     this.#pullBytesPerSecond = options.pullBytesPerSecond ?? 100_000_000;
@@ -665,8 +672,7 @@ class SimRuntimeImpl implements SimRuntime {
   async PodSandboxStatus(request: CriInput<PodSandboxStatusRequest>): Promise<PodSandboxStatusResponse> {
     await this.#enter('PodSandboxStatus');
     const sb = this.#sandbox(request.podSandboxId);
-    const info: StringMap =
-      request.verbose === true ? { info: JSON.stringify({ runtime: this.#runtimeName, hostname: sb.hostname, name: sb.name, simulated: true }) } : {};
+    const info: StringMap = request.verbose === true ? { info: JSON.stringify({ runtime: this.#runtimeName, hostname: sb.hostname, name: sb.name, simulated: true }) } : {};
     // Like containerd 1.6: no container statuses or timestamp (those are for evented PLEG runtimes).
     return { status: this.#sandboxStatus(sb), info, containersStatuses: [], timestamp: '0' };
   }
@@ -905,8 +911,7 @@ class SimRuntimeImpl implements SimRuntime {
   async ContainerStatus(request: CriInput<ContainerStatusRequest>): Promise<ContainerStatusResponse> {
     await this.#enter('ContainerStatus');
     const c = this.#container(request.containerId);
-    const info: StringMap =
-      request.verbose === true ? { info: JSON.stringify({ sandboxID: c.sandboxId, name: c.name, argv: [...c.command, ...c.args], simulated: true }) } : {};
+    const info: StringMap = request.verbose === true ? { info: JSON.stringify({ sandboxID: c.sandboxId, name: c.name, argv: [...c.command, ...c.args], simulated: true }) } : {};
     return { status: this.#containerStatus(c), info };
   }
 
@@ -1063,4 +1068,3 @@ class SimRuntimeImpl implements SimRuntime {
 export function createSimRuntime(options: SimRuntimeOptions = {}): SimRuntime {
   return new SimRuntimeImpl(options);
 }
-

@@ -4,6 +4,8 @@
  * `( … )`, assignments, single/double quotes, backslashes, `$VAR` `${VAR}` `$?` `$$` `$!` `$#` `$0-9`
  * `$@`, `$(…)`, backticks, `$((…))`, and the redirections `>` `>>` `<` `N>` `N>&M`. Pipes and `case`
  * are rejected with a clear syntax error rather than misread.
+ *
+ * One file on purpose: a recursive-descent parser is one grammar; splitting it would split mutually recursive rules.
  */
 
 /** A piece of a word, before expansion. */
@@ -88,10 +90,7 @@ export class ShellSyntaxError extends Error {
 }
 
 type Token =
-  | { t: 'word'; word: Word }
-  | { t: 'op'; op: ';' | '&' | '&&' | '||' | '|' | '(' | ')' | '\n' | ';;' }
-  | { t: 'redir'; fd: number; op: '>' | '>>' | '<' | '>&' }
-  | { t: 'eof' };
+  { t: 'word'; word: Word } | { t: 'op'; op: ';' | '&' | '&&' | '||' | '|' | '(' | ')' | '\n' | ';;' } | { t: 'redir'; fd: number; op: '>' | '>>' | '<' | '>&' } | { t: 'eof' };
 
 const RESERVED = new Set(['if', 'then', 'elif', 'else', 'fi', 'while', 'until', 'do', 'done', 'for', 'in', 'case', 'esac', '{', '}', '!']);
 
@@ -444,7 +443,9 @@ class Parser {
       case 'do':
       case 'done':
       case '}':
-        this.#unexpected();
+        return this.#unexpected();
+      default: // any other word (or an operator) starts a simple command
+        break;
     }
     return this.parseSimple();
   }

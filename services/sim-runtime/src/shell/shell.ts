@@ -2,11 +2,27 @@
  * The simulated busybox `sh` (ash): runs a parsed script (shell-parser.ts) with variables, traps,
  * background jobs, redirections and the builtins. One interpreter class over ~600 lines: its methods
  * share the shell's state (variables, traps, jobs, pending signals), so it stays in one file.
+ *
+ * One file on purpose: the evaluator of the shell's AST (lists, compounds, expansions, redirections) is one recursive walk; the parser and the applets live beside it.
  */
 import type { OutputSink } from '@splitlet/cri';
 import { echo, printf, test } from '../process/applets.js';
 import { fsErrorText, SimFsError } from '../process/container-fs.js';
-import { defaultAction, Killed, NULL_SINK, parseSignal, raceKill, runProgram, SIGNUM, type ContainerSetting, type Io, type Program, type ProgramEnv, type SignalRouter, type SimSignal } from '../process/program.js';
+import {
+  defaultAction,
+  Killed,
+  NULL_SINK,
+  parseSignal,
+  raceKill,
+  runProgram,
+  SIGNUM,
+  type ContainerSetting,
+  type Io,
+  type Program,
+  type ProgramEnv,
+  type SignalRouter,
+  type SimSignal,
+} from '../process/program.js';
 import { parseScript, ShellSyntaxError, type AndOr, type Command, type List, type Pipeline, type Redirect, type SimpleCommand, type Word } from './shell-parser.js';
 
 /** Finds the program a command names in a container, or undefined when it has no such executable. */
@@ -430,7 +446,8 @@ export class Shell {
       for (const [sig, action] of this.traps) io.stdout.write(`trap -- '${action}' ${sig}\n`);
       return 0;
     }
-    let action: string | undefined = argv[1] as string;
+    const first = argv[1] ?? ''; // argv holds `trap` and at least one operand here
+    let action: string | undefined = first;
     let sigs = argv.slice(2);
     if (/^\d+$/.test(action) && sigs.length === 0) {
       // `trap 15`: reset

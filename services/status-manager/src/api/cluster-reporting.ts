@@ -4,7 +4,7 @@
  * the event poster (`SL_EVENTS` → core/v1 Events).
  */
 import { existsSync } from 'node:fs';
-import { Buckets, Keys, NodeCapacity, errorMessage, type PodStatusRecord } from '@splitlet/api';
+import { Buckets, Keys, NodeCapacity, NodeRuntimeStatus, errorMessage, type PodStatusRecord } from '@splitlet/api';
 import type { Bus } from '@splitlet/bus';
 import { realClock, sleep } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
@@ -12,7 +12,7 @@ import type { StatusManager } from '../status/status-manager.js';
 import { createKubeRest } from './kube-rest.js';
 import { postEventsToApi } from './event-poster.js';
 import { MirrorPods } from './mirror-pods.js';
-import { LEASE_DURATION_SECONDS, NodeReporter } from './node-reporter.js';
+import { NodeReporter } from './node-reporter.js';
 import { PodStatusSyncer, STATUS_SYNC_PERIOD_MS } from './pod-status-syncer.js';
 
 /** Running cluster reporting. */
@@ -32,6 +32,8 @@ export interface ClusterReportingOptions {
   readonly manager: Pick<StatusManager, 'records'>;
   readonly node: string;
   readonly runtimeVersion?: string | undefined;
+  /** nodeStatusUpdateFrequency, nodeStatusReportFrequency (ms) and nodeLeaseDurationSeconds. */
+  readonly nodeStatus?: { readonly updateMs: number; readonly reportMs: number; readonly leaseDurationSeconds: number };
   readonly logger: Logger;
   readonly signal: AbortSignal;
 }
@@ -47,13 +49,18 @@ export async function startClusterReporting(o: ClusterReportingOptions): Promise
   }
   const api = await createKubeRest(o.kubeconfig);
   const capacityKv = await o.bus.kv(Buckets.nodeCapacity, NodeCapacity);
+  const runtimeKv = await o.bus.kv(Buckets.nodeRuntime, NodeRuntimeStatus);
   const reporter: NodeReporter = new NodeReporter({
     api,
     node: o.node,
     clock: realClock,
     logger: o.logger,
     capacity: async () => (await capacityKv.get(Keys.node(o.node)))?.value ?? undefined,
+    runtime: async () => (await runtimeKv.get(Keys.node(o.node)))?.value ?? undefined,
     ...(o.runtimeVersion === undefined ? {} : { runtimeVersion: o.runtimeVersion }),
+    ...(o.nodeStatus === undefined
+      ? {}
+      : { statusUpdateMs: o.nodeStatus.updateMs, statusReportMs: o.nodeStatus.reportMs, leaseDurationSeconds: o.nodeStatus.leaseDurationSeconds }),
   });
   const syncer = new PodStatusSyncer(api, new MirrorPods(api, o.node, () => reporter.nodeUid), o.logger);
   const nodeDone = reporter.run(o.signal);
@@ -64,7 +71,7 @@ export async function startClusterReporting(o: ClusterReportingOptions): Promise
     return Promise.all([nodeDone, events.done]).then(() => undefined);
   });
   const startedAt = realClock.now();
-  const leaseMs = LEASE_DURATION_SECONDS * 1000;
+  const leaseMs = reporter.leaseDurationSeconds * 1000;
   o.logger.info('reporting to the API server', { kubeconfig: o.kubeconfig, node: o.node });
   return {
     changed(uid, record) {

@@ -4,14 +4,26 @@
  * and JSON requests over HTTPS. Narrow on purpose: status-manager needs get, create, update, patch
  * and delete of a handful of paths.
  */
-import { request as httpsRequest, type RequestOptions } from 'node:https';
+import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { KubeConfig } from '@kubernetes/client-node';
 
 /** A response: the status code and the parsed JSON body (undefined when not JSON). */
 export interface KubeResponse {
   readonly status: number;
-  readonly body: any;
+  readonly body: unknown;
+}
+
+/** A string field of a JSON object body (`message`), undefined when the body has none. */
+function stringField(body: unknown, field: string): string | undefined {
+  if (typeof body !== 'object' || body === null) return undefined;
+  const v = (body as Record<string, unknown>)[field];
+  return typeof v === 'string' ? v : undefined;
+}
+
+/** `metadata.uid` of an object in a response body. */
+export function uidOf(body: unknown): string | undefined {
+  return typeof body === 'object' && body !== null ? stringField((body as Record<string, unknown>)['metadata'], 'uid') : undefined;
 }
 
 /** The requests status-manager makes. */
@@ -42,6 +54,10 @@ export async function createKubeRest(path: string): Promise<KubeRest> {
   const base = new URL(cluster.server);
   const tls: RequestOptions = {};
   await kc.applyToHTTPSOptions(tls);
+  // client-node's agent does not keep connections alive: every request would be a new TLS
+  // handshake (a new secure context, and the API server's handshake too). Without a proxy, one
+  // keep-alive agent with the same TLS settings reuses the connections.
+  if (cluster.proxyUrl === undefined && base.protocol === 'https:') tls.agent = keepAliveAgent(tls);
   return {
     request(method, path, body, contentType = 'application/json') {
       const payload = body === undefined ? undefined : JSON.stringify(body);
@@ -77,8 +93,26 @@ export async function createKubeRest(path: string): Promise<KubeRest> {
   };
 }
 
+/** How many connections to the API server a client keeps open at most. */
+const MAX_SOCKETS = 16;
+
+/** A keep-alive agent with the TLS settings `applyToHTTPSOptions` put into `o`. */
+function keepAliveAgent(o: RequestOptions): HttpsAgent {
+  return new HttpsAgent({
+    keepAlive: true,
+    maxSockets: MAX_SOCKETS,
+    ...(o.ca !== undefined ? { ca: o.ca } : {}),
+    ...(o.cert !== undefined ? { cert: o.cert } : {}),
+    ...(o.key !== undefined ? { key: o.key } : {}),
+    ...(o.pfx !== undefined ? { pfx: o.pfx } : {}),
+    ...(o.passphrase !== undefined ? { passphrase: o.passphrase } : {}),
+    ...(o.rejectUnauthorized !== undefined ? { rejectUnauthorized: o.rejectUnauthorized } : {}),
+    ...(o.servername !== undefined ? { servername: o.servername } : {}),
+  });
+}
+
 /** An error for an unexpected response, naming the request and the API server's message. */
 export function kubeError(what: string, res: KubeResponse): Error {
-  const message = typeof res.body?.message === 'string' ? res.body.message : `HTTP ${res.status}`;
+  const message = stringField(res.body, 'message') ?? `HTTP ${res.status}`;
   return new Error(`${what}: ${res.status} ${message}`);
 }

@@ -11,11 +11,11 @@
 import { readFileSync } from 'node:fs';
 import { arch, hostname, networkInterfaces, release } from 'node:os';
 import { isDeepStrictEqual } from 'node:util';
-import type { NodeCapacity } from '@splitlet/api';
+import type { NodeCapacity, NodeRuntimeStatus } from '@splitlet/api';
 import { errorMessage } from '@splitlet/api';
-import type { Clock } from '@splitlet/service';
+import { sleep, type Clock } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
-import { kubeError, STRATEGIC_MERGE_PATCH, type KubeRest } from './kube-rest.js';
+import { kubeError, STRATEGIC_MERGE_PATCH, uidOf, type KubeRest } from './kube-rest.js';
 
 /** nodeStatusUpdateFrequency. */
 export const NODE_STATUS_UPDATE_MS = 10_000;
@@ -27,7 +27,7 @@ export const LEASE_RENEW_MS = 10_000;
 /** The kubelet version the Node reports. */
 export const KUBELET_VERSION = 'v1.32.0-splitlet';
 
-type Json = Record<string, any>;
+type Json = Record<string, unknown>;
 
 /** Dependencies of {@link NodeReporter}. */
 export interface NodeReporterOptions {
@@ -37,9 +37,23 @@ export interface NodeReporterOptions {
   readonly logger: Logger;
   /** The node's capacity record, or undefined while it is not published yet. */
   readonly capacity: () => Promise<NodeCapacity | undefined>;
+  /** The container runtime's state as cri-adapter last reported it; undefined: not reported (yet). */
+  readonly runtime?: () => Promise<NodeRuntimeStatus | undefined>;
   /** `containerRuntimeVersion`, e.g. `containerd://2.0.0`. */
   readonly runtimeVersion?: string;
+  /** nodeStatusUpdateFrequency. @default {@link NODE_STATUS_UPDATE_MS} */
+  readonly statusUpdateMs?: number;
+  /** nodeStatusReportFrequency. @default {@link NODE_STATUS_REPORT_MS} */
+  readonly statusReportMs?: number;
+  /** nodeLeaseDurationSeconds; the Lease is renewed every quarter of it. @default {@link LEASE_DURATION_SECONDS} */
+  readonly leaseDurationSeconds?: number;
 }
+
+/**
+ * The node's record is stale (its volume-manager stopped measuring) after this many measuring
+ * periods: Ready turns False.
+ */
+export const NODE_RECORD_STALE_MS = 60_000;
 
 /** The node's status computation and the calls that report it. */
 export class NodeReporter {
@@ -72,15 +86,15 @@ export class NodeReporter {
     const capacity = await this.#o.capacity();
     if (capacity === undefined) return false;
     const { node } = this.#o;
-    const body = { apiVersion: 'v1', kind: 'Node', metadata: { name: node, labels: this.#labels() }, spec: {}, status: this.#status(capacity) };
+    const body = { apiVersion: 'v1', kind: 'Node', metadata: { name: node, labels: this.#labels() }, spec: {}, status: this.#status(capacity, await this.#o.runtime?.()) };
     const res = await this.#o.api.request('POST', '/api/v1/nodes', body);
     if (res.status === 201 || res.status === 200) {
-      this.#nodeUid = res.body.metadata.uid;
+      this.#nodeUid = uidOf(res.body);
       this.#o.logger.info('Successfully registered node', { node });
     } else if (res.status === 409) {
       const got = await this.#o.api.request('GET', `/api/v1/nodes/${encodeURIComponent(node)}`);
       if (got.status !== 200) throw kubeError(`GET node ${node}`, got);
-      this.#nodeUid = got.body.metadata.uid;
+      this.#nodeUid = uidOf(got.body);
       this.#o.logger.info('Node was previously registered', { node });
     } else throw kubeError(`Unable to register node with API server: POST node ${node}`, res);
     this.#lastStatus = undefined;
@@ -92,9 +106,14 @@ export class NodeReporter {
     if (this.#nodeUid === undefined && !(await this.register())) return false;
     const capacity = await this.#o.capacity();
     if (capacity === undefined) return false;
-    const status = this.#status(capacity);
+    const status = this.#status(capacity, await this.#o.runtime?.());
     const now = this.#o.clock.now();
-    if (this.#lastStatus !== undefined && isDeepStrictEqual(withoutHeartbeats(status), withoutHeartbeats(this.#lastStatus)) && now - this.#lastReportAt < NODE_STATUS_REPORT_MS) return false;
+    if (
+      this.#lastStatus !== undefined &&
+      isDeepStrictEqual(withoutHeartbeats(status), withoutHeartbeats(this.#lastStatus)) &&
+      now - this.#lastReportAt < (this.#o.statusReportMs ?? NODE_STATUS_REPORT_MS)
+    )
+      return false;
     const res = await this.#o.api.request('PATCH', `/api/v1/nodes/${encodeURIComponent(this.#o.node)}/status`, { status }, STRATEGIC_MERGE_PATCH);
     if (res.status === 404) {
       this.#nodeUid = undefined;
@@ -112,7 +131,7 @@ export class NodeReporter {
     const path = `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${encodeURIComponent(node)}`;
     const renewTime = new Date(this.#o.clock.now()).toISOString().replace('Z', '000Z');
     const got = await api.request('GET', path);
-    const spec = { holderIdentity: node, leaseDurationSeconds: LEASE_DURATION_SECONDS, renewTime };
+    const spec = { holderIdentity: node, leaseDurationSeconds: this.leaseDurationSeconds, renewTime };
     if (got.status === 404) {
       const owner = this.#nodeUid === undefined ? {} : { ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: node, uid: this.#nodeUid }] };
       const res = await api.request('POST', '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases', {
@@ -127,9 +146,14 @@ export class NodeReporter {
     }
     if (got.status !== 200) throw kubeError(`failed to get lease kube-node-lease/${node}`, got);
     const lease = got.body as Json;
-    const res = await api.request('PUT', path, { ...lease, spec: { ...lease['spec'], ...spec } });
+    const res = await api.request('PUT', path, { ...lease, spec: { ...(lease['spec'] as Json | undefined), ...spec } });
     if (res.status !== 200) throw kubeError(`failed to update lease kube-node-lease/${node}`, res);
     this.#leaseRenewedAt = this.#o.clock.now();
+  }
+
+  /** nodeLeaseDurationSeconds. */
+  get leaseDurationSeconds(): number {
+    return this.#o.leaseDurationSeconds ?? LEASE_DURATION_SECONDS;
   }
 
   /** Runs registration, status and Lease loops until `signal` aborts. Resolves when they stopped. */
@@ -144,21 +168,20 @@ export class NodeReporter {
         await sleep(every, signal);
       }
     };
-    await Promise.all([loop('Error updating node status, will retry', NODE_STATUS_UPDATE_MS, () => this.syncStatus()), loop('failed to renew lease', LEASE_RENEW_MS, () => this.renewLease())]);
+    await Promise.all([
+      loop('Error updating node status, will retry', this.#o.statusUpdateMs ?? NODE_STATUS_UPDATE_MS, () => this.syncStatus()),
+      // nodelease: renewInterval = 0.25 × the lease duration (10 s of 40 s).
+      loop('failed to renew lease', this.#o.leaseDurationSeconds === undefined ? LEASE_RENEW_MS : this.#o.leaseDurationSeconds * 250, () => this.renewLease()),
+    ]);
   }
 
   #labels(): Record<string, string> {
     return { 'kubernetes.io/hostname': this.#o.node, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': goArch(arch()) };
   }
 
-  #status(capacity: NodeCapacity): Json {
+  #status(capacity: NodeCapacity, runtime: NodeRuntimeStatus | undefined): Json {
     const now = new Date(this.#o.clock.now()).toISOString().replace(/\.\d+Z$/, 'Z');
-    const conditions = [
-      this.#condition('MemoryPressure', 'False', 'KubeletHasSufficientMemory', 'kubelet has sufficient memory available', now),
-      this.#condition('DiskPressure', 'False', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure', now),
-      this.#condition('PIDPressure', 'False', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available', now),
-      this.#condition('Ready', 'True', 'KubeletReady', 'kubelet is posting ready status', now),
-    ];
+    const conditions = nodeConditions(capacity, this.#o.clock.now(), runtime).map((c) => this.#condition(c.type, c.status, c.reason, c.message, now));
     return {
       capacity: capacity.capacity,
       allocatable: capacity.allocatable,
@@ -187,6 +210,53 @@ export class NodeReporter {
     this.#conditions.set(type, c);
     return c;
   }
+}
+
+/** One computed node condition, before its times. */
+export interface NodeConditionValue {
+  readonly type: 'MemoryPressure' | 'DiskPressure' | 'PIDPressure' | 'Ready';
+  readonly status: 'True' | 'False' | 'Unknown';
+  readonly reason: string;
+  readonly message: string;
+}
+
+/**
+ * The node's conditions from its records: the pressure flags the node's eviction thresholds set
+ * (volume-manager measures them every 10 s); Ready while that record is fresh and the container
+ * runtime is up (cri-adapter's record, when there is one: not ready, or older than a minute, is
+ * NotReady with the kubelet's runtime error).
+ *
+ * Models nodestatus/setters.go MemoryPressureCondition, DiskPressureCondition, PIDPressureCondition
+ * and ReadyCondition (reasons and messages verbatim).
+ */
+export function nodeConditions(record: NodeCapacity, nowMs: number, runtime?: NodeRuntimeStatus): NodeConditionValue[] {
+  const p = record.pressure;
+  const isStale = (at: string): boolean => {
+    const age = nowMs - Date.parse(at);
+    return !Number.isFinite(age) || age > NODE_RECORD_STALE_MS;
+  };
+  const errors: string[] = [];
+  if (runtime !== undefined) {
+    if (isStale(runtime.observedAt))
+      errors.push(`container runtime status check may not have completed yet: not reported by cri-adapter on ${record.node} since ${runtime.observedAt}`);
+    else if (!runtime.ready) errors.push(runtime.message || 'container runtime is down');
+  }
+  if (isStale(record.observedAt)) errors.push(`node status not measured since ${record.observedAt}: volume-manager on ${record.node} is not running`);
+  return [
+    p?.memory === true
+      ? { type: 'MemoryPressure', status: 'True', reason: 'KubeletHasInsufficientMemory', message: 'kubelet has insufficient memory available' }
+      : { type: 'MemoryPressure', status: 'False', reason: 'KubeletHasSufficientMemory', message: 'kubelet has sufficient memory available' },
+    p?.disk === true
+      ? { type: 'DiskPressure', status: 'True', reason: 'KubeletHasDiskPressure', message: 'kubelet has disk pressure' }
+      : { type: 'DiskPressure', status: 'False', reason: 'KubeletHasNoDiskPressure', message: 'kubelet has no disk pressure' },
+    p?.pid === true
+      ? { type: 'PIDPressure', status: 'True', reason: 'KubeletHasInsufficientPID', message: 'kubelet has insufficient PID available' }
+      : { type: 'PIDPressure', status: 'False', reason: 'KubeletHasSufficientPID', message: 'kubelet has sufficient PID available' },
+    errors.length > 0
+      ? // utilerrors.NewAggregate of the errors: the one message, or "[e1, e2]".
+        { type: 'Ready', status: 'False', reason: 'KubeletNotReady', message: errors.length === 1 ? (errors[0] as string) : `[${errors.join(', ')}]` }
+      : { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' },
+  ];
 }
 
 function withoutHeartbeats(status: Json): Json {
@@ -219,17 +289,4 @@ function readOr(path: string, fallback: string): string {
 
 function goArch(a: string): string {
   return a === 'x64' ? 'amd64' : a === 'ia32' ? '386' : a;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

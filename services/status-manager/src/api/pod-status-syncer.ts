@@ -59,9 +59,11 @@ export class PodStatusSyncer {
     const previous = this.#running.get(record.uid) ?? Promise.resolve<PodSyncOutcome>('current');
     const run = previous.catch(() => 'current' as const).then(() => this.#sync(record, force));
     this.#running.set(record.uid, run);
-    void run.finally(() => {
-      if (this.#running.get(record.uid) === run) this.#running.delete(record.uid);
-    }).catch(() => undefined);
+    void run
+      .finally(() => {
+        if (this.#running.get(record.uid) === run) this.#running.delete(record.uid);
+      })
+      .catch(() => undefined);
     return run;
   }
 
@@ -113,7 +115,7 @@ export class PodStatusSyncer {
       }
     }
     const apiStatus = apiPod.status ?? {};
-    const status = neverRegressTerminal(apiStatus, record.status as Record<string, unknown>);
+    const status = neverRegressTerminal(apiStatus, record.status);
     const patch = podStatusPatch(apiPod.metadata.uid, apiStatus, status);
     let outcome: PodSyncOutcome = 'unchanged';
     if (patch !== undefined) {

@@ -28,11 +28,21 @@ export interface StatusManagerOptions {
 /** What happened to one update. */
 export type StatusOutcome = 'written' | 'deleted' | 'unchanged' | 'illegal-transition' | 'unknown-pod';
 
+/** How long a removed pod's UID is remembered to drop its late updates. */
+export const REMOVED_MEMORY_MS = 15 * 60_000;
+
 /** The status manager. Create it, `load()` the cache, then feed it updates. */
 export class StatusManager {
   readonly #o: StatusManagerOptions;
   readonly #cache = new Map<string, PodStatusRecord>();
   readonly #chains = new Map<string, Promise<unknown>>();
+  /**
+   * Pods `removed` in the last {@link REMOVED_MEMORY_MS} (uid → when). An update for one arriving
+   * later is stale (a redelivery, or a sync that ended after the worker forgot the pod) and must not
+   * bring the record back: the kubelet's status manager drops the status of a pod its pod manager no
+   * longer has. UIDs are never reused, so remembering them is safe.
+   */
+  readonly #removed = new Map<string, number>();
 
   constructor(options: StatusManagerOptions) {
     this.#o = options;
@@ -87,6 +97,11 @@ export class StatusManager {
 
   async #apply(update: PodStatusUpdate): Promise<StatusOutcome> {
     const { clock, logger, metrics, store } = this.#o;
+    if (update.kind !== 'removed' && this.#removed.has(update.uid)) {
+      logger.warn('status update for a removed pod ignored', { podUID: update.uid, pod: `${update.namespace}/${update.name}`, kind: update.kind });
+      metrics.updates.inc({ kind: update.kind, outcome: 'unknown-pod' });
+      return 'unknown-pod';
+    }
     const cached = this.#cache.get(update.uid);
     let decision: StatusDecision;
     try {
@@ -123,8 +138,18 @@ export class StatusManager {
     } catch (e) {
       throw new KubeletError('StatusWriteFailed', `could not write the status of pod ${update.uid}: ${errorMessage(e)}`, { retryable: true, cause: e });
     }
+    if (update.kind === 'removed') this.#remember(update.uid);
     metrics.updates.inc({ kind: update.kind, outcome });
     return outcome;
+  }
+
+  #remember(uid: string): void {
+    const now = this.#o.clock.now();
+    this.#removed.set(uid, now);
+    for (const [u, at] of this.#removed) {
+      if (now - at <= REMOVED_MEMORY_MS) break; // insertion order: the rest is newer
+      this.#removed.delete(u);
+    }
   }
 
   #observeSync(at: string): void {

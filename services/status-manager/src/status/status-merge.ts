@@ -22,9 +22,7 @@ export type SkipReason = 'unchanged' | 'illegal-transition' | 'unknown-pod';
 
 /** The outcome of applying one update. */
 export type StatusDecision =
-  | { readonly kind: 'write'; readonly record: PodStatusRecord }
-  | { readonly kind: 'delete' }
-  | { readonly kind: 'skip'; readonly reason: SkipReason; readonly detail?: string };
+  { readonly kind: 'write'; readonly record: PodStatusRecord } | { readonly kind: 'delete' } | { readonly kind: 'skip'; readonly reason: SkipReason; readonly detail?: string };
 
 type TerminalPhase = 'Succeeded' | 'Failed';
 type Held = NonNullable<PodStatusRecord['heldTerminal']>;
@@ -145,9 +143,7 @@ function terminatePod(cached: PodStatusRecord | undefined, update: PodStatusUpda
   }
   if (status.initContainerStatuses !== undefined) {
     const started = initializedContainers(status.initContainerStatuses);
-    status.initContainerStatuses = status.initContainerStatuses.map((c, i) =>
-      i < started && c.state?.terminated === undefined ? { ...c, state: unknown() } : c,
-    );
+    status.initContainerStatuses = status.initContainerStatuses.map((c, i) => (i < started && c.state?.terminated === undefined ? { ...c, state: unknown() } : c));
   }
   if (!isStaticPod(pod) && !isTerminalPhase(status.phase)) status = { ...status, phase: 'Failed' };
 
@@ -220,10 +216,7 @@ function heldOf(status: PodStatus, phase: TerminalPhase): Held {
 }
 
 /** `status` with phase, reason and message replaced (an absent reason or message is removed). */
-function withPhase(
-  status: PodStatus,
-  p: { phase: NonNullable<PodStatus['phase']>; reason?: string | undefined; message?: string | undefined },
-): PodStatus {
+function withPhase(status: PodStatus, p: { phase: NonNullable<PodStatus['phase']>; reason?: string | undefined; message?: string | undefined }): PodStatus {
   const { reason: _r, message: _m, ...rest } = status;
   const out: PodStatus = { ...rest, phase: p.phase };
   if (p.reason !== undefined) out.reason = p.reason;

@@ -9,18 +9,10 @@ import type { SyncLoop } from '../sync-loop/sync-loop.js';
 
 /** Consumes PodUpdates in order into the sync loop. */
 export function consumeConfig(bus: Pick<Bus, 'consume'>, loop: SyncLoop, node: string, signal: AbortSignal): Promise<Consumption> {
-  return bus.consume(
-    PodUpdate,
-    { ...CONSUMERS.syncLoopConfig(node), concurrency: 1, signal },
-    (d) => loop.handlePodUpdate(d.data),
-  );
+  return bus.consume(PodUpdate, { ...CONSUMERS.syncLoopConfig(node), concurrency: 1, signal }, (d) => loop.handlePodUpdate(d.data));
 }
 
 /** Consumes PLEG events (new ones only when the consumer is first created) into the sync loop. */
 export function consumePleg(bus: Pick<Bus, 'consume'>, loop: SyncLoop, node: string, signal: AbortSignal): Promise<Consumption> {
-  return bus.consume(
-    PodLifecycleEvent,
-    { ...CONSUMERS.syncLoopPleg(node), concurrency: 16, signal },
-    (d) => loop.handlePlegEvent(d.data),
-  );
+  return bus.consume(PodLifecycleEvent, { ...CONSUMERS.syncLoopPleg(node), concurrency: 16, signal }, (d) => loop.handlePlegEvent(d.data));
 }

@@ -51,7 +51,8 @@ export async function watchNodeCapacity(bus: Pick<Bus, 'kv'>, node: string, logg
         stopWaitingLog();
         arrived();
       }
-      if (changed) logger.info(first ? 'node capacity received' : 'node capacity changed', { capacity: latest.capacity, allocatable: latest.allocatable, observedAt: latest.observedAt });
+      if (changed)
+        logger.info(first ? 'node capacity received' : 'node capacity changed', { capacity: latest.capacity, allocatable: latest.allocatable, observedAt: latest.observedAt });
     },
     {
       onCaughtUp: () => {

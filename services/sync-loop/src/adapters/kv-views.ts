@@ -65,13 +65,7 @@ export async function startClusterViews(bus: Pick<Bus, 'kv'>, node: string, sign
   const runtime = new WatchedView<RuntimeCacheEntry>();
   const kills = new WatchedView<KillRequest>();
   const w = await watchInto(await bus.kv(Buckets.worker, WorkerRecord), node, workers, (v) => v, signal);
-  const r = await watchInto(
-    await bus.kv(Buckets.runtime, RuntimeKvValue),
-    node,
-    runtime,
-    (v) => (v.type === 'kubelet.pleg.RuntimeCacheEntry.v1' ? v : undefined),
-    signal,
-  );
+  const r = await watchInto(await bus.kv(Buckets.runtime, RuntimeKvValue), node, runtime, (v) => (v.type === 'kubelet.pleg.RuntimeCacheEntry.v1' ? v : undefined), signal);
   const k = await watchInto(await bus.kv(Buckets.kill, KillRequest), node, kills, (v) => v, signal);
   return {
     workers,

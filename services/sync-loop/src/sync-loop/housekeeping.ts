@@ -25,6 +25,12 @@ export interface HousekeepingInput {
    * least this old (the worker may simply not have written its record yet). @default 10000
    */
   readonly restartAfterMs?: number;
+  /**
+   * When each pod was last sent `create` again: a pod still unknown is sent it again only
+   * `restartAfterMs` after that, not at every pass (a burst that keeps the workers busy for longer
+   * than restartAfterMs would otherwise get a poke per pod every housekeeping period).
+   */
+  readonly restartedAt?: { get(uid: string): number | undefined };
 }
 
 /** A kill of a worker whose pod is no longer desired. */
@@ -60,7 +66,7 @@ export function emptyWorkingPods(): Map<WorkingPodKey, number> {
   const m = new Map<WorkingPodKey, number>();
   for (const l of LIFECYCLES) {
     for (const k of [`${l}|desired|true`, `${l}|desired|`, `${l}|orphan|true`, `${l}|orphan|`, `${l}|runtime_only|unknown`] as const) {
-      m.set(k as WorkingPodKey, 0);
+      m.set(k, 0);
     }
   }
   return m;
@@ -119,7 +125,7 @@ export function planHousekeeping(input: HousekeepingInput): HousekeepingPlan {
     if (isStatic) activeStatic++;
     else activeRegular++;
     if (w === undefined && input.kills.get(d.pod.metadata.uid) === undefined) {
-      const since = Date.parse(d.startTime);
+      const since = Math.max(Date.parse(d.startTime), input.restartedAt?.get(d.pod.metadata.uid) ?? -Infinity);
       if (!Number.isNaN(since) && input.now - since >= restartAfterMs) restart.push(d);
       count(`sync|desired|${isStatic ? 'true' : ''}`);
     }

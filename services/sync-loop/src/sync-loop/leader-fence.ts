@@ -10,8 +10,14 @@
  */
 import type { Clock } from '@splitlet/service';
 
-/** Thrown by a refused write of a leader whose term ended (or may have ended). */
+/**
+ * Thrown by a refused write of a leader whose term ended (or may have ended). Retryable: the message
+ * whose handling it refused is nak'ed, not dead-lettered, so the leader of now handles it (a paused
+ * leader resumed with config updates in hand must not lose them).
+ */
 export class FencedError extends Error {
+  readonly retryable = true;
+
   constructor(message: string) {
     super(message);
     this.name = 'FencedError';

@@ -24,6 +24,8 @@ const VOLUME_ERROR_LOG_EVERY_MS = 60_000;
 export class PodCleanups {
   readonly #c: SyncLoopContext;
   #lastVolumeError: { message: string; at: number } | undefined;
+  /** When a pod unknown to the workers was last sent `create` again (see HousekeepingInput.restartedAt). */
+  readonly #restartedAt = new Map<string, number>();
 
   constructor(context: SyncLoopContext) {
     this.#c = context;
@@ -40,6 +42,7 @@ export class PodCleanups {
       kills: views.kills,
       removedPods: this.#c.removed,
       now: start,
+      restartedAt: this.#restartedAt,
       ...(this.#c.o.restartAfterMs === undefined ? {} : { restartAfterMs: this.#c.o.restartAfterMs }),
     });
     const requestedAt = new Date(start).toISOString();
@@ -62,7 +65,9 @@ export class PodCleanups {
       actions.push(this.#housekeepingKill(request, 'Clean up containers for orphaned pod we had not seen before'));
     }
     if (plan.killOrphaned.length > 0) metrics.orphanedRuntimePods.inc(plan.killOrphaned.length);
+    for (const uid of this.#restartedAt.keys()) if (!this.#c.podManager.has(uid) || views.workers.get(uid) !== undefined) this.#restartedAt.delete(uid);
     for (const d of plan.restart) {
+      this.#restartedAt.set(d.pod.metadata.uid, start);
       actions.push(
         (async () => {
           logger.info('Pod will be restarted because it is in the desired set and not known to the pod workers', { pod: podRef(d.pod), podUID: d.pod.metadata.uid });

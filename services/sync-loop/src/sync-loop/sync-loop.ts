@@ -171,7 +171,7 @@ export class SyncLoop {
    */
   housekeeping(): Promise<boolean> {
     if (!this.#sourcesReady.allReady()) {
-      this.#o.logger.debug('SyncLoop (housekeeping, skipped): sources aren\'t ready yet');
+      this.#o.logger.debug("SyncLoop (housekeeping, skipped): sources aren't ready yet");
       return Promise.resolve(false);
     }
     return this.#lock.run(() => untraced(() => this.#cleanups.run()).then(() => true));

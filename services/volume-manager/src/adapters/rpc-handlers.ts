@@ -3,15 +3,7 @@
  * `sl.<node>.rpc.volume.{mount,unmount,cleanup}`. Decoding, validation, dead-lettering of malformed
  * requests and the SERVER span are the bus's; this file only maps requests to the domain.
  */
-import {
-  Subjects,
-  VolumeCleanupReply,
-  VolumeCleanupRequest,
-  VolumeMountReply,
-  VolumeMountRequest,
-  VolumeUnmountReply,
-  VolumeUnmountRequest,
-} from '@splitlet/api';
+import { Subjects, VolumeCleanupReply, VolumeCleanupRequest, VolumeMountReply, VolumeMountRequest, VolumeUnmountReply, VolumeUnmountRequest } from '@splitlet/api';
 import type { Bus } from '@splitlet/bus';
 import type { VolumeManager } from '../volumes/volume-manager.js';
 

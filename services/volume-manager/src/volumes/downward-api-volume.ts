@@ -18,9 +18,7 @@ export const DownwardApiVolumeSource = z.looseObject({
       z.looseObject({
         path: z.string(),
         fieldRef: z.looseObject({ fieldPath: z.string(), apiVersion: z.string().optional() }).optional(),
-        resourceFieldRef: z
-          .looseObject({ containerName: z.string().optional(), resource: z.string(), divisor: z.union([z.string(), z.number()]).optional() })
-          .optional(),
+        resourceFieldRef: z.looseObject({ containerName: z.string().optional(), resource: z.string(), divisor: z.union([z.string(), z.number()]).optional() }).optional(),
         mode: z.number().int().min(0).max(0o777).optional(),
       }),
     )
@@ -61,7 +59,7 @@ export function downwardApiPayload(pod: BoundPod, source: unknown, ctx: Downward
       errors.push(`Unable to extract field ${JSON.stringify(item.path)}: ${errorMessage(e)}`);
     }
   }
-  if (errors.length > 0) throw new Error(errors.length === 1 ? (errors[0] as string) : `[${errors.join(', ')}]`);
+  if (errors.length > 0) throw new Error(errors.length === 1 ? errors[0] : `[${errors.join(', ')}]`);
   return payload;
 }
 

@@ -21,6 +21,9 @@ export const PluginNames = {
   emptyDir: 'kubernetes.io/empty-dir',
   hostPath: 'kubernetes.io/host-path',
   downwardAPI: 'kubernetes.io/downward-api',
+  configMap: 'kubernetes.io/configmap',
+  secret: 'kubernetes.io/secret',
+  projected: 'kubernetes.io/projected',
 } as const;
 
 /** Mode of the pod directories (makePodDataDirs). */

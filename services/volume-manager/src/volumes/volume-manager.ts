@@ -18,6 +18,8 @@
  *
  * Concurrency: one operation per pod UID at a time (a {@link KeyedMutex}); different pods run in
  * parallel. Every operation is idempotent: a repeated mount returns the same paths.
+ *
+ * One file on purpose: the actual state of world and the reconcile steps that change it (mount, unmount, cleanup) share one lock and one cache; each volume plugin is a module of its own.
  */
 import { cpus, totalmem } from 'node:os';
 import { access, mkdir, readdir } from 'node:fs/promises';
@@ -29,11 +31,12 @@ import { FenceKeeper, type DownwardApiContext } from '@splitlet/kube';
 import { KeyedMutex } from '@splitlet/service';
 import { podSpanAttributes, withSpan } from '@splitlet/telemetry';
 import type { Logger } from '@splitlet/telemetry';
-import type { Clock, EventRecorder, Mounter, VolumeMetrics, VolumeStateStore } from '../ports.js';
-import { writeAtomically } from './atomic-writer.js';
+import type { ApiObjectReader, ApiObjectRef, Clock, EventRecorder, Mounter, VolumeMetrics, VolumeStateStore } from '../ports.js';
+import { configMapVolumePayload, isApiObjectVolume, projectedVolumePayload, secretVolumePayload, volumeObjectRefs } from './api-volumes.js';
+import { writeAtomically, type ProjectedFile } from './atomic-writer.js';
 import { downwardApiInputs, downwardApiPayload } from './downward-api-volume.js';
 import { setUpHostPath } from './host-path.js';
-import type { HostPathType, HostPathTypeChecker } from './host-path.js';
+import type { HostPathTypeChecker } from './host-path.js';
 import { listPodsFromDisk, makeEmptyDir, makePodDataDirs, PluginNames, removeAllOneFilesystem } from './pod-dirs.js';
 import type { PodPaths } from './pod-dirs.js';
 import { parseByteQuantity } from './quantity.js';
@@ -54,10 +57,15 @@ export const VolumeErrorCodes = {
 /** The volume source a volume uses, as the kubelet's plugin manager would pick it. */
 export type VolumeType = 'emptyDir' | 'hostPath' | 'configMap' | 'secret' | 'projected' | 'downwardAPI' | 'persistentVolumeClaim' | (string & {});
 
-const API_VOLUME_TYPES: readonly string[] = ['configMap', 'secret', 'projected', 'persistentVolumeClaim'];
-const KNOWN_SOURCE_KEYS: readonly string[] = ['emptyDir', 'hostPath', 'downwardAPI', ...API_VOLUME_TYPES];
+/** Volume types whose content comes from API objects (configMaps, secrets), re-projected when they change. */
+const OBJECT_VOLUME_TYPES: readonly string[] = ['configMap', 'secret', 'projected'];
+/** Volume types this node has no plugin for (attachable: a failure leaves them "unattached"). */
+const UNSUPPORTED_VOLUME_TYPES: readonly string[] = ['persistentVolumeClaim'];
+const KNOWN_SOURCE_KEYS: readonly string[] = ['emptyDir', 'hostPath', 'downwardAPI', ...OBJECT_VOLUME_TYPES, ...UNSUPPORTED_VOLUME_TYPES];
 /** Plugins whose volume directories live under the pod dir and go at teardown. */
-const POD_LOCAL_PLUGINS = [PluginNames.emptyDir, PluginNames.downwardAPI] as const;
+const POD_LOCAL_PLUGINS = [PluginNames.emptyDir, PluginNames.downwardAPI, PluginNames.configMap, PluginNames.secret, PluginNames.projected] as const;
+/** The plugin (and directory) of each volume type the node sets up in the pod directory. */
+const OBJECT_VOLUME_PLUGINS: Readonly<Record<string, string>> = { configMap: PluginNames.configMap, secret: PluginNames.secret, projected: PluginNames.projected };
 
 /**
  * The source type of a volume: the first set source field; a volume with none is an emptyDir (API
@@ -76,6 +84,8 @@ export function pluginName(t: VolumeType): string {
   if (t === 'emptyDir') return PluginNames.emptyDir;
   if (t === 'hostPath') return PluginNames.hostPath;
   if (t === 'downwardAPI') return PluginNames.downwardAPI;
+  const own = OBJECT_VOLUME_PLUGINS[t];
+  if (own !== undefined) return own;
   const kebab = t.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
   return `kubernetes.io/${kebab}`;
 }
@@ -99,6 +109,11 @@ export interface VolumeManagerDeps {
   readonly hostPathChecker?: (path: string) => HostPathTypeChecker;
   /** Node allocatable, for downwardAPI `resourceFieldRef` items of containers without limits. @default the host's cpus and memory */
   readonly nodeAllocatable?: DownwardApiContext['nodeAllocatable'];
+  /**
+   * The configMaps and secrets of configMap / secret / projected volumes, read on the node (cluster
+   * mode). Absent: standalone mode, and those volumes fail with the kubelet's no-client error.
+   */
+  readonly objects?: ApiObjectReader;
 }
 
 interface AswEntry {
@@ -122,10 +137,13 @@ export class VolumeManager {
   readonly #fences = new FenceKeeper();
   readonly #mutex: KeyedMutex;
   readonly #asw = new Map<string, AswEntry>();
+  /** Mounted pods with configMap / secret / projected volumes, re-projected when their objects change. */
+  readonly #objectPods = new Map<string, BoundPod>();
 
   constructor(deps: VolumeManagerDeps) {
     this.#d = deps;
     this.#mutex = new KeyedMutex(deps.clock);
+    deps.objects?.onChange((ref) => this.#objectChanged(ref));
   }
 
   /**
@@ -173,7 +191,14 @@ export class VolumeManager {
       // A downwardAPI volume also depends on the pod's labels and annotations: a change re-projects it.
       const volumesKey = JSON.stringify(volumes) + (volumes.some((v) => volumeType(v) === 'downwardAPI') ? downwardApiInputs(pod) : '');
       const cached = this.#asw.get(uid);
-      if (cached !== undefined && cached.state.mounted && cached.volumesKey === volumesKey && (await exists(podDir))) {
+      // configMap / secret / projected volumes are projected again at every mount (the kubelet's
+      // remount at each sync); the atomic writer leaves unchanged content alone.
+      const objectVolumes = this.#d.objects !== undefined && volumes.some(isApiObjectVolume);
+      if (objectVolumes) {
+        this.#objectPods.set(uid, pod);
+        this.#d.objects?.hold(uid, volumeObjectRefs(pod));
+      }
+      if (!objectVolumes && cached !== undefined && cached.state.mounted && cached.volumesKey === volumesKey && (await exists(podDir))) {
         return { type: 'kubelet.volume.MountReply.v1', podDir, volumes: structuredClone(cached.state.volumes) };
       }
       try {
@@ -202,7 +227,7 @@ export class VolumeManager {
           this.#d.metrics?.observeOperation('volume_mount', plugin, true, (this.#d.clock.now() - started) / 1000);
         } catch (e) {
           this.#d.metrics?.observeOperation('volume_mount', plugin, false, (this.#d.clock.now() - started) / 1000);
-          failures.push({ name: v.name, message: errorMessage(e), unattached: API_VOLUME_TYPES.includes(type) || !KNOWN_SOURCE_KEYS.includes(type) });
+          failures.push({ name: v.name, message: errorMessage(e), unattached: UNSUPPORTED_VOLUME_TYPES.includes(type) || !KNOWN_SOURCE_KEYS.includes(type) });
         }
       }
       const state: PodVolumeState = {
@@ -215,8 +240,14 @@ export class VolumeManager {
       };
       if (failures.length > 0) {
         const setUpErrors = failures.map((f) => `MountVolume.SetUp failed for volume ${JSON.stringify(f.name)} : ${f.message}`);
-        const unmounted = volumes.map((v) => v.name).filter((n) => mounted[n] === undefined).sort();
-        const unattached = failures.filter((f) => f.unattached).map((f) => f.name).sort();
+        const unmounted = volumes
+          .map((v) => v.name)
+          .filter((n) => mounted[n] === undefined)
+          .sort();
+        const unattached = failures
+          .filter((f) => f.unattached)
+          .map((f) => f.name)
+          .sort();
         // WaitForAttachAndMount's error; the pod-worker's FailedMount event adds "Unable to attach or mount volumes: ".
         const message = `unmounted volumes=[${unmounted.join(' ')}], unattached volumes=[${unattached.join(' ')}]: ${setUpErrors.join('; ')}`;
         state.error = message;
@@ -271,6 +302,8 @@ export class VolumeManager {
         throw new KubeletError(VolumeErrorCodes.FailedUnmount, `UnmountVolume.TearDown failed for pod ${JSON.stringify(uid)}: ${errorMessage(e)}`, { retryable: true, cause: e });
       }
       this.#asw.delete(uid);
+      this.#objectPods.delete(uid);
+      this.#d.objects?.hold(uid, []);
       this.#publishTotals();
       if (removeContent) {
         await this.#d.store.delete(uid);
@@ -312,6 +345,8 @@ export class VolumeManager {
           }
           await removeAllOneFilesystem(podDir);
           this.#asw.delete(uid);
+          this.#objectPods.delete(uid);
+          this.#d.objects?.hold(uid, []);
           await this.#d.store.delete(uid);
           removed.push(uid);
         } catch (e) {
@@ -383,15 +418,68 @@ export class VolumeManager {
         if (fsGroup !== undefined && written) await setVolumeOwnership(dir, fsGroup.fsGroup, 'Always', true);
         return dir;
       }
+      case 'configMap':
+      case 'secret':
+      case 'projected': {
+        const dir = this.#d.paths.podVolumeDir(uid, OBJECT_VOLUME_PLUGINS[type] as string, v.name);
+        // The object first: a missing one fails the volume before anything is made (kubelet SetUpAt).
+        const payload = await this.#objectPayload(pod, v, type);
+        await mkdir(dir, { recursive: true, mode: 0o755 });
+        if (type !== 'configMap' && this.#d.allowTmpfs) {
+          // Secret and projected volumes are memory-backed, as the kubelet wraps them: secret values never touch the disk.
+          const mounts = await this.#d.mounter.mountPointsUnder(dir);
+          if (!mounts.includes(dir)) await this.#d.mounter.mountTmpfs(dir, this.#tmpfsSize(pod, { name: v.name }));
+        }
+        const written = await writeAtomically(dir, payload, new Date(this.#d.clock.now()));
+        // Read-only volumes: fsGroup gives group read, never group write.
+        const fsGroup = podFsGroup(pod.spec.securityContext);
+        if (fsGroup !== undefined && written) await setVolumeOwnership(dir, fsGroup.fsGroup, 'Always', true);
+        return dir;
+      }
       case 'hostPath': {
         const hp = v.hostPath;
         if (hp === undefined) throw new Error('hostPath volume without a path');
-        await setUpHostPath(hp.path, hp.type as HostPathType | undefined, this.#d.hostPathChecker);
+        await setUpHostPath(hp.path, hp.type, this.#d.hostPathChecker);
         return hp.path;
       }
       default:
-        if (API_VOLUME_TYPES.includes(type)) throw new Error(`${type} volumes are not available in standalone mode yet`);
+        if (UNSUPPORTED_VOLUME_TYPES.includes(type)) throw new Error(`${type} volumes are not supported by this node yet`);
         throw new Error(`no volume plugin matched: ${type} volumes are not supported`);
+    }
+  }
+
+  #objectPayload(pod: BoundPod, v: Volume, type: VolumeType): Promise<Map<string, ProjectedFile>> {
+    if (type === 'configMap') return configMapVolumePayload(pod, v.configMap, this.#d.objects);
+    if (type === 'secret') return secretVolumePayload(pod, v.secret, this.#d.objects);
+    return projectedVolumePayload(pod, v.name, v.projected, this.#d.objects, this.#downwardApiContext());
+  }
+
+  /** A watched configMap or secret changed: project the volumes of the mounted pods that use it again. */
+  #objectChanged(ref: ApiObjectRef): void {
+    for (const uid of this.#d.objects?.holders(ref) ?? []) {
+      void this.#mutex
+        .run(uid, async () => {
+          const pod = this.#objectPods.get(uid);
+          if (pod === undefined || this.#asw.get(uid)?.state.mounted !== true) return;
+          for (const v of pod.spec.volumes ?? []) {
+            const type = volumeType(v);
+            if (!OBJECT_VOLUME_TYPES.includes(type)) continue;
+            try {
+              await withSpan(
+                this.#d.tracer,
+                `volume.mount ${v.name}`,
+                { attributes: { ...podSpanAttributes(pod.metadata), 'k8s.volume.name': v.name, 'k8s.volume.type': type } },
+                () => this.#setUp(pod, v, type),
+              );
+            } catch (e) {
+              // The volume keeps its last content, as the kubelet's failed remount does.
+              const message = `MountVolume.SetUp failed for volume ${JSON.stringify(v.name)} : ${errorMessage(e)}`;
+              this.#d.logger.warn('volume update failed', { uid, pod: `${pod.metadata.namespace}/${pod.metadata.name}`, volume: v.name, error: message });
+              await this.#recordPodEvent(pod, 'FailedMount', message);
+            }
+          }
+        })
+        .catch((e: unknown) => this.#d.logger.error('volume update failed', { uid, err: errorMessage(e) }));
     }
   }
 
@@ -412,7 +500,7 @@ export class VolumeManager {
     const limits = containers.map((c) => c.resources?.limits?.['memory']);
     let podLimit: number | undefined;
     if (limits.length > 0 && limits.every((l) => l !== undefined)) {
-      podLimit = limits.reduce<number>((sum, l) => sum + parseByteQuantity(l as string), 0);
+      podLimit = limits.reduce<number>((sum, l) => sum + parseByteQuantity(l), 0);
     }
     const sizeLimit = v.emptyDir?.sizeLimit === undefined ? undefined : parseByteQuantity(v.emptyDir.sizeLimit);
     const candidates = [sizeLimit, podLimit].filter((n): n is number => n !== undefined && n > 0);

@@ -1,0 +1,111 @@
+/**
+ * Every stream and bucket is bounded (age, bytes, messages / value size) with its discard policy,
+ * on a real nats-server: a fresh store gets the declared limits, a store provisioned before the
+ * limits is updated in place, and the bounds act (a full discard-new stream refuses the publish, a
+ * message over the size bound is refused).
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { jetstream, jetstreamManager, DiscardPolicy, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
+import { startTestNats } from '@splitlet/testkit';
+import type { NatsServer } from '@splitlet/testkit';
+import { Buckets, Streams } from '@splitlet/api';
+import { BUCKETS, STREAMS, connectBus, ensureStream, ensureTopology } from '../src/index.ts';
+
+describe('topology limits (real nats-server)', () => {
+  let server: NatsServer;
+  let nc: NatsConnection;
+  before(async () => {
+    server = await startTestNats();
+    nc = await connect({ servers: server.url });
+  });
+  after(async () => {
+    await nc?.close();
+    await server?.stop();
+  });
+
+  test('a store from before the limits is updated in place; every stream and bucket then carries its bounds', async () => {
+    const jsm = await jetstreamManager(nc);
+    // The old, unbounded declarations: SL_WORK discarding old, a bucket without size bounds.
+    await jsm.streams.add({
+      name: Streams.work,
+      subjects: ['sl.*.work.*.*'],
+      retention: RetentionPolicy.Workqueue,
+      storage: StorageType.File,
+      discard: DiscardPolicy.Old,
+      max_age: nanos(86_400_000),
+    });
+    await new Kvm(nc).create(Buckets.status, { history: 1 });
+    await ensureTopology(nc, jsm);
+    for (const spec of STREAMS) {
+      const { config } = await jsm.streams.info(spec.name);
+      assert.equal(config.max_age, nanos(spec.maxAgeMs), `${spec.name} max_age`);
+      assert.equal(config.max_bytes, spec.maxBytes, `${spec.name} max_bytes`);
+      assert.equal(config.max_msgs, spec.maxMsgs, `${spec.name} max_msgs`);
+      assert.equal(config.max_msg_size, spec.maxMsgSize, `${spec.name} max_msg_size`);
+      assert.equal(config.discard, spec.discard === 'new' ? DiscardPolicy.New : DiscardPolicy.Old, `${spec.name} discard`);
+      assert.ok(config.max_bytes > 0 && config.max_msgs > 0 && config.max_msg_size > 0, `${spec.name} is bounded`);
+    }
+    assert.equal((await jsm.streams.info(Streams.work)).config.discard, DiscardPolicy.New, 'the work queue refuses new work when full rather than dropping queued work');
+    for (const b of BUCKETS) {
+      const { config } = await jsm.streams.info(`KV_${b.name}`);
+      assert.equal(config.max_bytes, b.maxBytes, `${b.name} max_bytes`);
+      assert.equal(config.max_msg_size, b.maxValueSize, `${b.name} max value size`);
+      assert.equal(config.max_msgs_per_subject, b.history, `${b.name} history`);
+      assert.equal(config.discard, DiscardPolicy.New, `${b.name} refuses writes when full`);
+    }
+    // Idempotent: a second pass changes nothing and does not fail.
+    await ensureTopology(nc, jsm);
+  });
+
+  test('the bounds act: a full discard-new stream refuses the publish; a message over its size bound is refused', async () => {
+    const jsm = await jetstreamManager(nc);
+    const js = jetstream(nc);
+    await ensureStream(jsm, {
+      name: 'SL_TEST_FULL',
+      subjects: ['test.full.*'],
+      retention: 'workqueue',
+      maxAgeMs: 60_000,
+      maxBytes: 1024 * 1024,
+      maxMsgs: 3,
+      maxMsgSize: 1024,
+      discard: 'new',
+    });
+    for (let i = 0; i < 3; i++) await js.publish(`test.full.${i}`, 'x');
+    await assert.rejects(js.publish('test.full.9', 'x'), /maximum messages exceeded/);
+    await assert.rejects(js.publish('test.full.8', 'x'.repeat(2048)), /message size exceeds maximum allowed/);
+  });
+
+  test('old delete markers are removed, newer values and re-created keys are kept', async () => {
+    const bus = await connectBus({
+      servers: server.url,
+      process: 'test',
+      node: 'n',
+      logger: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
+      failFast: true,
+    });
+    try {
+      const kv = await new Kvm(nc).open(Buckets.volumes);
+      await kv.put('n.gone', 'a');
+      await kv.delete('n.gone');
+      await kv.put('n.kept', 'b');
+      await kv.put('n.back', 'c');
+      await kv.delete('n.back');
+      await kv.put('n.back', 'c2');
+      const jsm = await jetstreamManager(nc);
+      const before = (await jsm.streams.info(`KV_${Buckets.volumes}`)).state.messages;
+      assert.equal(await bus.compactDeleteMarkers(Buckets.volumes, 60_000), 0, 'markers younger than the age are kept');
+      assert.equal(await bus.compactDeleteMarkers(Buckets.volumes, 0), 1, "only n.gone's marker is removed");
+      const after = (await jsm.streams.info(`KV_${Buckets.volumes}`)).state.messages;
+      assert.equal(after, before - 1);
+      assert.equal(await kv.get('n.gone'), null);
+      assert.equal((await kv.get('n.kept'))?.string(), 'b');
+      assert.equal((await kv.get('n.back'))?.string(), 'c2');
+      assert.equal(await bus.compactDeleteMarkers(Buckets.volumes, 0), 0, 'idempotent');
+    } finally {
+      await bus.close();
+    }
+  });
+});

@@ -1,0 +1,5 @@
+export { ObjectCache, ObjectCacheError, isNotFound } from './object-cache.js';
+export type { CacheLogger, DataObject, ObjectCacheErrorCode, ObjectCacheOptions, ObjectKind, ObjectListWatch, ObjectRef, WatchEvent } from './object-cache.js';
+export { kubeconfigListWatch } from './kube-list-watch.js';
+export { configMapBytes, openNodeObjects, secretBytes } from './node-objects.js';
+export type { NodeObjects, NodeObjectsOptions } from './node-objects.js';

@@ -1,0 +1,246 @@
+/**
+ * Where a burst's time and work go, measured independently of the machine's load: runs one burst
+ * on a fresh node and prints, per pod, the bus messages by subject (every core message, JetStream
+ * publish, KV write, ack and request/reply the nats-server carried), the RPCs with their median and
+ * p90 latency, the CPU milliseconds of each process, and the median time from the pod's creation
+ * to the first occurrence of each subject (the pipeline's stages in order).
+ *
+ * With `--cpu-prof DIR`, every process profiles itself (lib/cpu-prof-preload.cjs) and the profiles are summarized over
+ * the burst: each process's busiest functions and files, in CPU ms per pod.
+ *
+ * Usage: node --import tsx test/bench/burst-probe.ts [--pods 200] [--pod-workers 2] [--latency 0] [--splitlet-root DIR] [--json out.json]
+ *        [--cpu-prof DIR] [--top 12] [--settle 3] [--up-arg=--no-apiserver …] (seconds counted after the last Running, for the tail of the work)
+ */
+import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { connect } from '@nats-io/transport-node';
+import { mkdirSync, rmSync } from 'node:fs';
+import { monotonicMicros, readProfiles, summarizeProfile } from './lib/cpu-profiles.ts';
+import { NodeUnderTest } from './lib/node-under-test.ts';
+import type { BurstProbeResult } from './lib/result.ts';
+import { cpuSeconds, fmt, loadAverage, pct } from './lib/stats.ts';
+
+const { values } = parseArgs({
+  options: {
+    pods: { type: 'string', default: '200' },
+    'pod-workers': { type: 'string', default: '2' },
+    latency: { type: 'string', default: '0' },
+    'splitlet-root': { type: 'string' },
+    json: { type: 'string' },
+    'cpu-prof': { type: 'string' },
+    top: { type: 'string', default: '12' },
+    settle: { type: 'string', default: '3' },
+    'up-arg': { type: 'string', multiple: true, default: [] },
+  },
+});
+const PODS = Number(values.pods);
+const WORKERS = Number(values['pod-workers']);
+const LATENCY = Number(values.latency);
+for (const [k, v] of [
+  ['pods', PODS],
+  ['pod-workers', WORKERS],
+  ['latency', LATENCY],
+] as const) {
+  if (!Number.isFinite(v) || v < 0) throw new Error(`--${k} must be a number ≥ 0`);
+}
+
+const UID_TOKEN = /^[0-9a-f]{16,}$|^[0-9a-f]{8}-[0-9a-f]{4}-/;
+const UID_IN_BODY = /"uid":"([^"]+)"/;
+const UIDS_IN_BODY = /"uid":"([^"]+)"/g;
+/** Body fields that tell messages of one subject apart (a poke's kind, an update's op, an event's reason). */
+const KIND_IN_BODY = /"(?:kind|op|event|reason)":"([^"]+)"/;
+const dec = new TextDecoder();
+
+/** The subject with pod UIDs, partitions, inboxes and ack tokens replaced by placeholders. */
+function template(subject: string): string {
+  if (subject.startsWith('_INBOX.')) return '_INBOX (replies)';
+  if (subject.startsWith('$JS.ACK.')) return `$JS.ACK.${subject.split('.')[2]}.{consumer} (acks)`;
+  if (subject.startsWith('$JS.API.')) return subject.split('.').slice(0, 4).join('.') + '…';
+  if (subject.startsWith('$KV.sl_api.')) return '$KV.sl_api.{key}';
+  return subject
+    .split('.')
+    .map((t) => (UID_TOKEN.test(t) ? '{uid}' : /^\d+$/.test(t) ? '{n}' : t))
+    .join('.');
+}
+
+async function main(): Promise<void> {
+  const load0 = loadAverage();
+  const profDir = values['cpu-prof'] === undefined ? undefined : resolve(values['cpu-prof']);
+  if (profDir !== undefined) {
+    rmSync(profDir, { recursive: true, force: true });
+    mkdirSync(profDir, { recursive: true });
+  }
+  const node = await NodeUnderTest.start({
+    ...(profDir !== undefined ? { env: { NODE_OPTIONS: `--require ${resolve(import.meta.dirname, 'lib', 'cpu-prof-preload.cjs')}`, SPLITLET_BENCH_CPU_PROF_DIR: profDir } } : {}),
+    podWorkers: WORKERS,
+    simLatencyMs: LATENCY,
+    maxPods: PODS + 100,
+    spans: false,
+    upArgs: values['up-arg'],
+    ...(values['splitlet-root'] !== undefined ? { splitletRoot: resolve(values['splitlet-root']) } : {}),
+  });
+  const spy = await connect({ servers: node.nats.url, name: 'burst-probe' });
+  let window: { from: number; to: number; names: Map<number, string> } | undefined;
+  let summary: BurstProbeResult | undefined;
+  try {
+    await new Promise((r) => setTimeout(r, 3000));
+    const counts = new Map<string, number>();
+    const bytes = new Map<string, number>();
+    /** uid → template → first time seen. */
+    const firstSeen = new Map<string, Map<string, number>>();
+    /** reply inbox → request. */
+    const pending = new Map<string, { tpl: string; t: number }>();
+    const rpcLatency = new Map<string, number[]>();
+    let recording = false;
+    const sub = spy.subscribe('>', {
+      callback: (_err, m) => {
+        if (!recording) return;
+        const now = Date.now();
+        let tpl = template(m.subject);
+        if (!tpl.startsWith('$') && !tpl.startsWith('_') && m.data.length > 0) {
+          const kind = KIND_IN_BODY.exec(dec.decode(m.data.subarray(0, 2048)))?.[1];
+          if (kind !== undefined) tpl = `${tpl} [${kind}]`;
+        }
+        // A JetStream delivery (a consumer's or a KV watch's) carries the stored message's subject and an ack reply.
+        const delivery = m.reply?.startsWith('$JS.ACK.') === true;
+        if (delivery) tpl = `${tpl} (delivered)`;
+        counts.set(tpl, (counts.get(tpl) ?? 0) + 1);
+        bytes.set(tpl, (bytes.get(tpl) ?? 0) + m.data.length);
+        if (m.reply !== undefined && m.reply !== '' && m.subject.includes('.rpc.')) pending.set(m.reply, { tpl, t: now });
+        if (m.subject.startsWith('_INBOX.')) {
+          const req = pending.get(m.subject);
+          if (req !== undefined && m.data.length > 0 && !dec.decode(m.data.subarray(0, 20)).includes('"progress"')) {
+            pending.delete(m.subject);
+            let xs = rpcLatency.get(req.tpl);
+            if (xs === undefined) rpcLatency.set(req.tpl, (xs = []));
+            xs.push(now - req.t);
+          }
+          return;
+        }
+        if (delivery) return;
+        const stage = tpl.replace(/ \[.*\]$/, '');
+        let uids: string[] = [];
+        const inSubject = m.subject.split('.').find((t) => UID_TOKEN.test(t));
+        if (inSubject !== undefined) uids = [inSubject];
+        else if (m.subject.includes('.config.') && m.data.length > 0) uids = [...dec.decode(m.data).matchAll(UIDS_IN_BODY)].map((x) => x[1]!);
+        else if (m.data.length > 0) {
+          const u = UID_IN_BODY.exec(dec.decode(m.data.subarray(0, 4096)))?.[1];
+          if (u !== undefined) uids = [u];
+        }
+        for (const uid of uids) {
+          let f = firstSeen.get(uid);
+          if (f === undefined) firstSeen.set(uid, (f = new Map<string, number>()));
+          if (!f.has(stage)) f.set(stage, now);
+        }
+      },
+    });
+    const procs = node.processes();
+    const cpu0 = procs.map((p) => cpuSeconds(p.pid));
+    recording = true;
+    const mono0 = monotonicMicros();
+    const t0 = Date.now();
+    const names: string[] = [];
+    for (let i = 0; i < PODS; i++) {
+      node.create(`probe-${i}`);
+      names.push(`probe-${i}`);
+    }
+    await node.waitRunning(names, 120_000 + PODS * 500);
+    const tRunning = Date.now();
+    // Let the follow-up work of the last pods (pleg events, their syncs, status reports) finish before counting.
+    await new Promise((r) => setTimeout(r, Number(values.settle) * 1000));
+    recording = false;
+    const mono1 = monotonicMicros();
+    sub.unsubscribe();
+    window = { from: mono0, to: mono1, names: new Map(procs.map((p) => [p.pid, p.name])) };
+    const cpuMs: Record<string, number> = {};
+    procs.forEach((p, i) => (cpuMs[p.name] = (1000 * (cpuSeconds(p.pid) - cpu0[i]!)) / PODS));
+    const podsPerSec = (PODS * 1000) / (tRunning - t0);
+    const lat = names.map((n) => node.runningAt.get(n)! - node.createdAt.get(n)!);
+
+    console.log(`\nburst of ${PODS} pods, ${WORKERS} pod-workers, simulator ${LATENCY} ms per CRI call: ${fmt(podsPerSec)} pods/s, p50 ${pct(lat, 50)} ms, p99 ${pct(lat, 99)} ms`);
+    console.log(`load average before ${load0.join(' ')}, after ${loadAverage().join(' ')}`);
+    console.log(`\nCPU ms per pod by process (counted until ${values.settle} s after the last Running):`);
+    const cpuTotal = Object.values(cpuMs).reduce((a, b) => a + b, 0);
+    for (const [k, v] of Object.entries(cpuMs).sort((a, b) => b[1] - a[1])) console.log(`  ${k.padEnd(18)} ${fmt(v, 2).padStart(7)}`);
+    console.log(`  ${'total'.padEnd(18)} ${fmt(cpuTotal, 2).padStart(7)}`);
+
+    const total = [...counts.values()].reduce((a, b) => a + b, 0);
+    console.log(`\nbus messages per pod by subject (${fmt(total / PODS)} in all):`);
+    for (const [k, v] of [...counts].sort((a, b) => b[1] - a[1])) {
+      if (v / PODS < 0.05) continue;
+      console.log(`  ${fmt(v / PODS, 2).padStart(6)}  ${fmt((bytes.get(k) ?? 0) / v, 0).padStart(6)} B  ${k}`);
+    }
+    console.log('\nRPCs: count per pod, median / p90 latency (ms):');
+    for (const [k, xs] of [...rpcLatency].sort((a, b) => b[1].length - a[1].length)) {
+      console.log(`  ${fmt(xs.length / PODS, 2).padStart(6)}  ${String(pct(xs, 50)).padStart(6)} / ${String(pct(xs, 90)).padStart(6)}  ${k}`);
+    }
+    // Stage timeline: median (over pods) of the first time each subject was seen for the pod, from its creation.
+    const created = new Map<string, number>();
+    for (const [uid, f] of firstSeen) {
+      const c = f.get('sl.bench-node.config.file');
+      if (c !== undefined) created.set(uid, c);
+    }
+    const stageTimes = new Map<string, number[]>();
+    for (const [uid, f] of firstSeen) {
+      const c = created.get(uid);
+      if (c === undefined) continue;
+      for (const [tpl, t] of f) {
+        let xs = stageTimes.get(tpl);
+        if (xs === undefined) stageTimes.set(tpl, (xs = []));
+        xs.push(t - c);
+      }
+    }
+    console.log(`\nstages: first message of each subject per pod, ms after the pod's PodUpdate (median / p90 over ${created.size} pods):`);
+    for (const [k, xs] of [...stageTimes].sort((a, b) => pct(a[1], 50) - pct(b[1], 50))) {
+      if (xs.length < created.size / 2) continue;
+      console.log(`  ${String(pct(xs, 50)).padStart(7)} / ${String(pct(xs, 90)).padStart(7)}  ${k}`);
+    }
+    summary = {
+      pods: PODS,
+      workers: WORKERS,
+      latencyMs: LATENCY,
+      podsPerSec,
+      load: [load0, loadAverage()],
+      cpuMsPerPod: cpuMs,
+      messagesPerPod: Object.fromEntries([...counts].map(([k, v]) => [k, v / PODS])),
+      rpc: Object.fromEntries([...rpcLatency].map(([k, xs]) => [k, { perPod: xs.length / PODS, p50: pct(xs, 50), p90: pct(xs, 90) }])),
+    };
+  } finally {
+    await spy.close().catch(() => undefined);
+    await node.stop();
+  }
+  if (profDir !== undefined && window !== undefined) {
+    const top = Number(values.top);
+    console.log(`\nCPU profiles over the burst (+3 s), CPU ms per pod (sampled; ${profDir}):`);
+    const summaries = [...readProfiles(profDir)]
+      .filter(([pid]) => window.names.has(pid))
+      .map(([pid, prof]) => ({ name: window.names.get(pid)!, s: summarizeProfile(prof, pid, window.from, window.to) }))
+      .sort((a, b) => b.s.busyMs - a.s.busyMs);
+    for (const { name, s } of summaries) {
+      console.log(`\n  ${name}: ${fmt(s.busyMs / PODS, 2)} ms per pod`);
+      console.log(
+        `    files:     ${s.files
+          .slice(0, 8)
+          .map((f) => `${f.name} ${fmt(f.ms / PODS, 2)}`)
+          .join(', ')}`,
+      );
+      for (const f of s.functions.slice(0, top)) console.log(`    ${fmt(f.ms / PODS, 3).padStart(7)}  ${f.name}`);
+    }
+    if (summary !== undefined) {
+      const msPerPod = (ms: number): number => Math.round((1000 * ms) / PODS) / 1000;
+      const perPod = (xs: ReadonlyArray<{ name: string; ms: number }>, n: number): Array<{ name: string; msPerPod: number }> =>
+        xs.slice(0, n).map((x) => ({ name: x.name, msPerPod: msPerPod(x.ms) }));
+      summary = {
+        ...summary,
+        profile: summaries.map(({ name, s }) => ({ process: name, msPerPod: msPerPod(s.busyMs), files: perPod(s.files, 8), functions: perPod(s.functions, top) })),
+      };
+    }
+  }
+  if (values.json !== undefined && summary !== undefined) writeFileSync(values.json, `${JSON.stringify({ date: new Date().toISOString(), ...summary }, null, 2)}\n`);
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});

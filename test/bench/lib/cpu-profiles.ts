@@ -1,0 +1,93 @@
+/**
+ * Summaries of V8 CPU profiles (`node --cpu-prof`): for a window of time, the sampled milliseconds
+ * of a process and where they went — by function (self time) and by source file — so a benchmark
+ * can say where the CPU per pod goes in each process.
+ *
+ * Profile timestamps are microseconds of the monotonic clock, the one `process.hrtime` reads, so a
+ * window measured with `process.hrtime.bigint()` in the benchmark selects the same samples.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+interface ProfileNode {
+  readonly id: number;
+  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
+}
+
+interface CpuProfile {
+  readonly nodes: readonly ProfileNode[];
+  readonly startTime: number;
+  readonly samples: readonly number[];
+  readonly timeDeltas: readonly number[];
+}
+
+/** Where one process's sampled time went. */
+export interface ProfileSummary {
+  readonly pid: number;
+  /** Sampled milliseconds in the window (idle excluded). */
+  readonly busyMs: number;
+  /** Self milliseconds by `function file:line`, largest first. */
+  readonly functions: ReadonlyArray<{ readonly name: string; readonly ms: number }>;
+  /** Self milliseconds by source file (node_modules packages grouped by package), largest first. */
+  readonly files: ReadonlyArray<{ readonly name: string; readonly ms: number }>;
+}
+
+/** The current monotonic time in the profiles' unit (µs). */
+export function monotonicMicros(): number {
+  return Number(process.hrtime.bigint() / 1000n);
+}
+
+const IDLE = new Set(['(idle)', '(program)', '(garbage collector)']);
+
+/** A short name for a script URL: the package for node_modules, else the path from the repo's services/ or libs/. */
+function fileOf(url: string): string {
+  if (url === '') return '(native)';
+  const nm = url.lastIndexOf('/node_modules/');
+  if (nm >= 0) {
+    const rest = url.slice(nm + '/node_modules/'.length).split('/');
+    return `npm:${rest[0]!.startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0]}`;
+  }
+  const m = /\/((?:services|libs)\/.*)$/.exec(url);
+  if (m !== null) return m[1]!.replace('/dist/', '/');
+  return url.replace(/^file:\/\//, '').replace(/^node:/, 'node:');
+}
+
+/** Summarizes one profile over [fromUs, toUs] (monotonic µs). */
+export function summarizeProfile(profile: CpuProfile, pid: number, fromUs: number, toUs: number): ProfileSummary {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const fn = new Map<string, number>();
+  const files = new Map<string, number>();
+  let t = profile.startTime;
+  let busy = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    const dt = profile.timeDeltas[i] ?? 0;
+    t += dt;
+    if (t < fromUs || t > toUs) continue;
+    const node = byId.get(profile.samples[i]!);
+    if (node === undefined) continue;
+    const name = node.callFrame.functionName || '(anonymous)';
+    // The sample's interval is the gap to the next sample.
+    const ms = (profile.timeDeltas[i + 1] ?? dt) / 1000;
+    const gc = name === '(garbage collector)';
+    if (IDLE.has(name) && !gc) continue;
+    busy += ms;
+    const key = gc ? name : `${name} ${fileOf(node.callFrame.url)}:${node.callFrame.lineNumber + 1}`;
+    fn.set(key, (fn.get(key) ?? 0) + ms);
+    const f = gc ? '(gc)' : fileOf(node.callFrame.url);
+    files.set(f, (files.get(f) ?? 0) + ms);
+  }
+  const sorted = (m: Map<string, number>): Array<{ name: string; ms: number }> => [...m].map(([name, ms]) => ({ name, ms })).sort((a, b) => b.ms - a.ms);
+  return { pid, busyMs: busy, functions: sorted(fn), files: sorted(files) };
+}
+
+/** Every `.cpuprofile` in `dir` (node names them CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile), by pid. */
+export function readProfiles(dir: string): Map<number, CpuProfile> {
+  const out = new Map<number, CpuProfile>();
+  for (const f of readdirSync(dir)) {
+    if (!f.endsWith('.cpuprofile')) continue;
+    const pid = Number(f.split('.')[3]);
+    if (!Number.isInteger(pid)) continue;
+    out.set(pid, JSON.parse(readFileSync(join(dir, f), 'utf8')) as CpuProfile);
+  }
+  return out;
+}
