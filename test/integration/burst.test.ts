@@ -173,7 +173,11 @@ async function burst(s: Instance, prefix: string, chaos?: () => Promise<void>): 
     `${PODS} pods Running`,
     async () => {
       const pods = (await s.pods()).filter((p) => p.metadata.name.startsWith(`${prefix}-`));
-      return pods.length === PODS && pods.every((p) => p.status?.phase === 'Running' && p.status.containerStatuses?.[0]?.ready);
+      const behind = pods.filter((p) => !(p.status?.phase === 'Running' && p.status.containerStatuses?.[0]?.ready));
+      if (pods.length === PODS && behind.length === 0) return true;
+      throw new Error(
+        `${pods.length} listed, ${behind.length} not Running and ready (${behind.slice(0, 5).map(described).join('; ')})${behind[0] ? logTrail(s.stateDir, behind[0].metadata.uid) : ''}`,
+      );
     },
     180_000,
     1000,

@@ -123,7 +123,9 @@ export async function startSplitlet(opts: { podWorkers?: number; nodeName?: stri
       const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
       const code = await exited;
       clearTimeout(t);
-      rmSync(stateDir, { recursive: true, force: true });
+      // SPLITLET_TEST_KEEP_STATE=1 keeps the state dir (process logs under logs/) for a post-mortem.
+      if (process.env.SPLITLET_TEST_KEEP_STATE === '1') process.stderr.write(`kept ${stateDir}\n`);
+      else rmSync(stateDir, { recursive: true, force: true });
       return code;
     },
   };

@@ -56,7 +56,7 @@ export interface ConsumeOptions {
   filterSubject: string;
   /** @default 30000 */
   ackWaitMs?: number;
-  /** @default 10 */
+  /** Deliveries before a retryable failure is dead-lettered; -1: never (redelivered with backoff until it succeeds). @default 10 */
   maxDeliver?: number;
   /** @default 1000 */
   maxAckPending?: number;
@@ -68,6 +68,14 @@ export interface ConsumeOptions {
   deliverNew?: boolean;
   /** Handle up to this many messages at once. @default 1 */
   concurrency?: number;
+  /**
+   * The durable has one holder at a time (a leader), and this one takes it over: deliveries a
+   * previous holder left unsettled (it died or was fenced off) are delivered again at once rather
+   * than after their ack wait, and a consumer declared with another config is redeclared. Every
+   * message above the consumer's ack floor is delivered again. A previous holder still running gets
+   * no more deliveries and its settles are ignored. @default false
+   */
+  takeOver?: boolean;
   signal: AbortSignal;
 }
 

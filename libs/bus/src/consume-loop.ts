@@ -145,7 +145,8 @@ export async function handleDelivery<T>(deps: ConsumeDeps, schema: z.ZodType<T>,
         return;
       }
       const retryable = typeof e === 'object' && e !== null && (e as { retryable?: unknown }).retryable === true;
-      if (retryable && m.deliveryCount < (opts.maxDeliver ?? DEFAULT_MAX_DELIVER)) {
+      const maxDeliver = opts.maxDeliver ?? DEFAULT_MAX_DELIVER;
+      if (retryable && (maxDeliver < 0 || m.deliveryCount < maxDeliver)) {
         const backoff = opts.nakBackoffMs ?? DEFAULT_NAK_BACKOFF_MS;
         const delay = backoff[Math.min(m.deliveryCount - 1, backoff.length - 1)] ?? 1000;
         deps.logger.warn('handler failed, retrying', { subject: m.subject, delivery: m.deliveryCount, delayMs: delay, error: errorMessage(e) });

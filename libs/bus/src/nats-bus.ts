@@ -105,8 +105,8 @@ export class NatsBus extends BusBase implements Bus {
   }
 
   /** Creates the durable pull consumer if missing (config of an existing one is left as is). */
-  ensureConsumer(opts: ConsumeOptions): Promise<void> {
-    return ensureNatsConsumer(this.jsm, opts);
+  async ensureConsumer(opts: ConsumeOptions): Promise<void> {
+    await ensureNatsConsumer(this.jsm, opts);
   }
 
   consume<S extends z.ZodType>(schema: S, opts: ConsumeOptions, handler: (d: Delivery<z.output<S>>) => Promise<void>): Promise<Consumption> {

@@ -4,16 +4,16 @@
  */
 import { nanos } from '@nats-io/transport-node';
 import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
-import type { ConsumerConfig, JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
+import type { ConsumerConfig, ConsumerInfo, JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import type { z } from 'zod';
 import { errorMessage } from '@splitlet/api';
 import type { ConsumeOptions, Consumption, Delivery } from './bus.js';
 import { DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_ACK_PENDING, DEFAULT_MAX_DELIVER, runConsumeLoop, type ConsumeDeps, type RawDelivery } from './consume-loop.js';
 import { isJsApiError, JsApiCodes } from './js-api-codes.js';
 
-/** Creates the durable pull consumer if missing (config of an existing one is left as is). */
-export async function ensureNatsConsumer(jsm: JetStreamManager, opts: ConsumeOptions): Promise<void> {
-  const cfg: Partial<ConsumerConfig> = {
+/** The server-side config `opts` declares. */
+function consumerConfig(opts: ConsumeOptions): Partial<ConsumerConfig> {
+  return {
     durable_name: opts.durable,
     filter_subject: opts.filterSubject,
     ack_policy: AckPolicy.Explicit,
@@ -22,17 +22,52 @@ export async function ensureNatsConsumer(jsm: JetStreamManager, opts: ConsumeOpt
     max_ack_pending: opts.maxAckPending ?? DEFAULT_MAX_ACK_PENDING,
     deliver_policy: opts.deliverNew ? DeliverPolicy.New : DeliverPolicy.All,
   };
+}
+
+/**
+ * Creates the durable pull consumer if missing (config of an existing one is left as is). With
+ * `opts.takeOver`, an existing consumer holding unsettled deliveries, or declared with another ack
+ * wait, max deliver or max ack pending, is deleted and created again from the message after its ack
+ * floor: what the previous holder left is delivered at once, and its pull requests and settles end
+ * with the old consumer.
+ */
+export async function ensureNatsConsumer(jsm: JetStreamManager, opts: ConsumeOptions): Promise<TakeOver | undefined> {
+  const cfg = consumerConfig(opts);
+  let info: ConsumerInfo | undefined;
   try {
-    await jsm.consumers.info(opts.stream, opts.durable);
+    info = await jsm.consumers.info(opts.stream, opts.durable);
   } catch (e) {
     if (!isJsApiError(e)) throw e;
-    try {
-      await jsm.consumers.add(opts.stream, cfg);
-    } catch (e2) {
-      // created concurrently by another replica
-      if (!isJsApiError(e2, JsApiCodes.ConsumerNameInUse)) throw e2;
-    }
   }
+  if (info !== undefined) {
+    if (!opts.takeOver) return undefined;
+    if (sameConfigOf(info, cfg) && info.num_ack_pending === 0) return undefined;
+    await jsm.consumers.delete(opts.stream, opts.durable);
+    cfg.deliver_policy = DeliverPolicy.StartSequence;
+    cfg.opt_start_seq = info.ack_floor.stream_seq + 1;
+  }
+  try {
+    await jsm.consumers.add(opts.stream, cfg);
+  } catch (e2) {
+    // created concurrently by another replica
+    if (!isJsApiError(e2, JsApiCodes.ConsumerNameInUse)) throw e2;
+  }
+  return info === undefined ? undefined : { unsettled: info.num_ack_pending, startSequence: info.ack_floor.stream_seq + 1, reconfigured: !sameConfigOf(info, cfg) };
+}
+
+/** What a takeover did. */
+export interface TakeOver {
+  /** Deliveries the previous holder left unsettled. */
+  readonly unsettled: number;
+  /** The stream sequence the new consumer starts at. */
+  readonly startSequence: number;
+  /** The consumer had been declared with another config. */
+  readonly reconfigured: boolean;
+}
+
+function sameConfigOf(info: ConsumerInfo, cfg: Partial<ConsumerConfig>): boolean {
+  const c = info.config;
+  return c.ack_wait === cfg.ack_wait && c.max_deliver === cfg.max_deliver && c.max_ack_pending === cfg.max_ack_pending && c.filter_subject === cfg.filter_subject;
 }
 
 function rawDelivery(m: JsMsg): RawDelivery {
@@ -63,7 +98,8 @@ export async function consumeNats<T>(
   opts: ConsumeOptions,
   handler: (d: Delivery<T>) => Promise<void>,
 ): Promise<Consumption> {
-  await ensureNatsConsumer(jsm, opts);
+  const took = await ensureNatsConsumer(jsm, opts);
+  if (took !== undefined) deps.logger.info('took the consumer over', { stream: opts.stream, durable: opts.durable, ...took });
   const consumer = await js.consumers.get(opts.stream, opts.durable);
   const concurrency = Math.max(1, opts.concurrency ?? 1);
   const messages = await consumer.consume({ max_messages: Math.max(100, concurrency * 2), expires: 10_000 });

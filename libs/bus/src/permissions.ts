@@ -17,11 +17,12 @@
  *   gets), and an ordered consumer for `watch`/`keys`/`list` (`CONSUMER.CREATE`, its flow control
  *   `$JS.FC`, `CONSUMER.DELETE` when it is reset after a reconnect);
  * - a KV write: `$KV.<bucket>.<keys>`;
- * - a durable pull consumer: `CONSUMER.CREATE` / `INFO` / `MSG.NEXT` and the acks `$JS.ACK`;
+ * - a durable pull consumer: `CONSUMER.CREATE` / `INFO` / `MSG.NEXT` and the acks `$JS.ACK`; and
+ *   `CONSUMER.DELETE` of it where a new holder takes it over (`ConsumeOptions.takeOver`);
  * - replies come back on the connection's own `_INBOX.>`; a responder answers on the reply subject
  *   it was given (`allow_responses`: only to messages it received, any number of progress beats).
  */
-import { Buckets, Streams, nodeToken } from '@splitlet/api';
+import { Buckets, Consumers, Streams, nodeToken } from '@splitlet/api';
 
 /** The NATS identities of a splitlet installation: `admin` (provisioning, operators), the CLI, and one per process type. */
 export const IDENTITIES = ['admin', 'cli', 'config-source', 'sync-loop', 'pod-worker', 'pleg', 'volume-manager', 'status-manager', 'prober', 'cri-adapter', 'apiserver'] as const;
@@ -134,6 +135,8 @@ export function identityPermissions(id: Identity, scope: PermissionScope = {}): 
         publish: [
           ...proc(id),
           ...durable(Streams.config),
+          // A new leader takes its config consumer over (recreates it at the ack floor).
+          `${API}.CONSUMER.DELETE.${Streams.config}.${scope.node === undefined ? '*' : Consumers.syncLoopConfig(scope.node)}`,
           ...durable(Streams.pleg),
           sl('work.*.*'),
           events,

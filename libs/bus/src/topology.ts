@@ -129,6 +129,8 @@ export interface ConsumerSpec {
   readonly maxAckPending?: number;
   readonly maxDeliver?: number;
   readonly deliverNew?: boolean;
+  /** See `ConsumeOptions.takeOver`. */
+  readonly takeOver?: boolean;
 }
 
 /** The durable consumers splitlet uses, per node (and partition). */
@@ -137,9 +139,20 @@ export const CONSUMERS = {
    * sync-loop's PodUpdates, in order: one in flight (max_ack_pending 1). With more, a sync-loop killed
    * holding unacked updates had them redelivered (after the ack wait) behind newer ones its successor
    * had already applied — an old ADD re-adding a removed pod, an old image undoing a newer one (found
-   * by the chaos suite).
+   * by the chaos suite). A new leader takes the consumer over, so the update its killed predecessor
+   * held is delivered again at once, not after the 30 s ack wait (on a loaded machine the chaos suite
+   * saw a takeover stall that long, with the whole node's config behind it). An update is never
+   * dropped: a retryable failure is retried until it succeeds (max deliver -1), as the kubelet's
+   * config channel blocks rather than loses a pod.
    */
-  syncLoopConfig: (node: string): ConsumerSpec => ({ stream: Streams.config, durable: Consumers.syncLoopConfig(node), filterSubject: Subjects.configAll(node), maxAckPending: 1 }),
+  syncLoopConfig: (node: string): ConsumerSpec => ({
+    stream: Streams.config,
+    durable: Consumers.syncLoopConfig(node),
+    filterSubject: Subjects.configAll(node),
+    maxAckPending: 1,
+    maxDeliver: -1,
+    takeOver: true,
+  }),
   /** sync-loop's PLEG events: only new ones when first created. */
   syncLoopPleg: (node: string): ConsumerSpec => ({ stream: Streams.pleg, durable: Consumers.syncLoopPleg(node), filterSubject: Subjects.plegAll(node), deliverNew: true }),
   /** One pod-worker partition's pokes (the lease owner consumes it). */

@@ -25,7 +25,7 @@ const dec = new TextDecoder();
 const LIST_GUARD_MS = 5000;
 /** How many invalid `key@revision`s a view remembers having dead-lettered from a listing. */
 const MAX_REPORTED = 1024;
-/** When a watch re-counts keys that may have expired before the replay reached them. */
+/** How often a watch still replaying checks whether it delivered every key stored (see `watch`). */
 const WATCH_RECHECK_MS = 2000;
 
 /** Typed view of one bucket. Obtain it from `Bus.kv()`. */
@@ -161,22 +161,38 @@ export class TypedKv<T> implements KvBucket<T> {
     const w = await this.raw.watch(filter, opts.updatesOnly ? 'updates' : 'last');
     signal.addEventListener('abort', () => w.stop(), { once: true });
     let caughtUp = false;
+    /** Keys the replay delivered (until caught up). */
+    const delivered = new Set<string>();
     const markCaughtUp = (): void => {
       if (!caughtUp) {
         caughtUp = true;
+        delivered.clear();
         opts.onCaughtUp?.();
       }
     };
     if (opts.updatesOnly || (await this.keys(filter)).length === 0) markCaughtUp();
-    // Keys that expire (bucket TTL) between the count and the watch never arrive: re-check once.
-    const recheck = setTimeout(() => {
-      if (!caughtUp) {
+    // The replay's last entry normally says nothing is pending (delta 0). It may not: on nats-server
+    // 2.9 a key overwritten, expired or compacted between the consumer's pending count and its
+    // delivery leaves the count one too high, and then only the bucket's next write ends the replay
+    // (a sync-loop leader waited 4 minutes for one). So, until caught up, every WATCH_RECHECK_MS:
+    // caught up once every key stored now has been delivered at least once.
+    let recheck: NodeJS.Timeout | undefined;
+    const scheduleRecheck = (): void => {
+      recheck = setTimeout(() => {
+        if (caughtUp || signal.aborted) return;
         void this.keys(filter).then(
-          (keys) => keys.length === 0 && markCaughtUp(),
-          (e: unknown) => this.#owner.logger.warn('could not re-count the keys of a watch', { bucket: this.bucket, filter, error: errorMessage(e) }),
+          (keys) => {
+            if (keys.every((k) => delivered.has(k))) markCaughtUp();
+            else scheduleRecheck();
+          },
+          (e: unknown) => {
+            this.#owner.logger.warn('could not re-count the keys of a watch', { bucket: this.bucket, filter, error: errorMessage(e) });
+            scheduleRecheck();
+          },
         );
-      }
-    }, WATCH_RECHECK_MS);
+      }, WATCH_RECHECK_MS);
+    };
+    if (!caughtUp) scheduleRecheck();
     signal.addEventListener('abort', () => clearTimeout(recheck), { once: true });
     const done = (async () => {
       for await (const e of w) {
@@ -186,6 +202,7 @@ export class TypedKv<T> implements KvBucket<T> {
         } else {
           await onEntry({ key: e.key, value: d.value, revision: e.revision, created: e.created, delta: e.delta ?? 0 });
         }
+        if (!caughtUp) delivered.add(e.key);
         if ((e.delta ?? 0) === 0) {
           clearTimeout(recheck);
           markCaughtUp();

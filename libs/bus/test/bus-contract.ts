@@ -186,6 +186,48 @@ export function busContract(name: string, factory: HarnessFactory): void {
       await c.done;
     });
 
+    withBuses('takeOver: what a dead holder left unsettled is delivered to the new one at once, in order; the old one settles nothing', async ({ a, b }, node) => {
+      // The ack wait is far longer than the test may wait: only the takeover can deliver this early.
+      const spec = { stream: Streams.pleg, durable: 'c9', filterSubject: Subjects.pleg(node, 'u9'), ackWaitMs: 300_000, maxAckPending: 1, maxDeliver: -1 };
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      const old: number[] = [];
+      const acOld = new AbortController();
+      const first = await b.consume(Ping, { ...spec, signal: acOld.signal }, async (d) => {
+        old.push(d.data.n);
+        await held; // the holder "dies" with message 1 unsettled
+      });
+      await a.publish(Ping, Subjects.pleg(node, 'u9'), ping(1));
+      await a.publish(Ping, Subjects.pleg(node, 'u9'), ping(2));
+      await eventually(() => assert.deepEqual(old, [1]));
+      acOld.abort();
+      const got: number[] = [];
+      const acNew = new AbortController();
+      const next = await a.consume(Ping, { ...spec, takeOver: true, signal: acNew.signal }, async (d) => void got.push(d.data.n));
+      await eventually(() => assert.deepEqual(got, [1, 2]), 60_000);
+      release(); // the old holder's late ack is ignored: nothing is redelivered or skipped
+      await first.done;
+      await a.publish(Ping, Subjects.pleg(node, 'u9'), ping(3));
+      await eventually(() => assert.deepEqual(got, [1, 2, 3]));
+      assert.deepEqual(old, [1], 'the old holder got nothing after the takeover');
+      acNew.abort();
+      await next.done;
+    });
+
+    withBuses('max deliver -1: a retryable failure is retried until it succeeds, never dead-lettered', async ({ a, b }, node) => {
+      const counts: number[] = [];
+      const ac = new AbortController();
+      const c = await consumeInto(b, { node, uid: 'u10', durable: 'c10', signal: ac.signal, maxDeliver: -1 }, async (d) => {
+        counts.push(d.deliveryCount);
+        if (d.deliveryCount < 5) throw new KubeletError('Unavailable', 'try later', { retryable: true });
+      });
+      await a.publish(Ping, Subjects.pleg(node, 'u10'), ping(1));
+      await eventually(() => assert.deepEqual(counts, [1, 2, 3, 4, 5]), 30_000);
+      assert.deepEqual(await deadLetters(a, node, b.process), []);
+      ac.abort();
+      await c.done;
+    });
+
     withBuses('msgID deduplicates; an expected last subject sequence is a compare-and-swap', async ({ a }, node) => {
       const subject = Subjects.config(node, 'file');
       const first = await a.publish(Ping, subject, ping(1), { msgID: `${node}-1` });

@@ -2,11 +2,16 @@
  * TypedKv.list against a real nats-server while the bucket is being written: every listing ends
  * promptly with one entry per key. On nats-server 2.9 a last-value watch can report `delta` 1 for
  * good when keys change during its replay, which used to stall such a listing for its 5 s guard
- * (seen as 5 s pauses of `splitlet get pods` while pods were starting).
+ * (seen as 5 s pauses of `splitlet get pods` while pods were starting). A watch whose replay meets
+ * keys deleted and compacted away (their delete markers purged, as the buckets' compaction does) is
+ * caught up all the same once the writes stop: its count went stale, and it used to wait for the
+ * next write to the key range (a sync-loop leader waited 4 minutes for its sl_kill view).
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { startTestNats } from '@splitlet/testkit';
 import type { NatsServer } from '@splitlet/testkit';
 import { connectBus } from '../src/index.ts';
@@ -16,7 +21,7 @@ const NODE = 'list-node';
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 const Value = z.object({ type: z.literal('test.Value.v1'), n: z.number().int() });
 
-describe('TypedKv.list under concurrent writes', () => {
+describe('TypedKv.list and watch under concurrent writes', () => {
   let server: NatsServer;
   let bus: NatsBus;
   let writer: NatsBus;
@@ -65,5 +70,46 @@ describe('TypedKv.list under concurrent writes', () => {
     // After the churn, a listing shows the last value of each rewritten key.
     const final = new Map((await kv.list('list-node.>')).map((e) => [e.key, e.value?.n]));
     for (const k of keys.slice(0, 5)) assert.equal(final.get(k), (await kv.get(k))?.value?.n);
+  });
+  test('a watch is caught up once the writes stop, also when keys were deleted and compacted during its replay', async () => {
+    const nc = await connect({ servers: server.url });
+    const jsm = await jetstreamManager(nc);
+    const w = await writer.kv('sl_kill', Value);
+    const kv = await bus.kv('sl_kill', Value);
+    try {
+      for (let trial = 0; trial < 8; trial++) {
+        const prefix = `${NODE}.t${trial}`;
+        const key = (i: number): string => `${prefix}.uid-${i}`;
+        for (let i = 0; i < 200; i++) await w.put(key(i), { type: 'test.Value.v1', n: 0 });
+        let stop = false;
+        let n = 0;
+        const churn = (async () => {
+          while (!stop) {
+            const k = key(Math.floor(Math.random() * 200));
+            if (n++ % 3 === 0) {
+              await w.delete(k);
+              const marker = await jsm.streams.getMessage('KV_sl_kill', { last_by_subj: `$KV.sl_kill.${k}` }).catch(() => null);
+              if (marker !== null) await jsm.streams.purge('KV_sl_kill', { filter: `$KV.sl_kill.${k}`, seq: marker.seq + 1 });
+            } else {
+              await w.put(k, { type: 'test.Value.v1', n });
+            }
+          }
+        })();
+        await new Promise((r) => setTimeout(r, 50));
+        const ac = new AbortController();
+        let caughtUp = false;
+        const { done } = await kv.watch(`${prefix}.>`, ac.signal, () => undefined, { onCaughtUp: () => (caughtUp = true) });
+        await new Promise((r) => setTimeout(r, 300));
+        stop = true;
+        await churn;
+        const deadline = Date.now() + 30_000;
+        while (!caughtUp && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+        ac.abort();
+        await done;
+        assert.ok(caughtUp, `trial ${trial}: the watch of ${prefix}.> never caught up after ${n} writes stopped`);
+      }
+    } finally {
+      await nc.close();
+    }
   });
 });

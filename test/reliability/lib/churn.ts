@@ -19,6 +19,7 @@
  *   started, per CRI ContainerStatus, > 1 + updates applied). A container created but never started
  *   (its creator died before StartContainer) and then replaced, as the kubelet does, is no second start.
  */
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { GrpcRuntimeService } from '@splitlet/cri';
 import { ApplyPodsReply, ApplyPodsRequest, DeletePodReply, DeletePodRequest, Subjects } from '@splitlet/api';
@@ -320,4 +321,28 @@ export function describeProblems(o: Observation): string {
   if (o.duplicateSandboxes.length) parts.push(`duplicates: ${o.duplicateSandboxes.slice(0, 3).join('; ')}`);
   if (o.startedTwice.length) parts.push(`started twice: ${o.startedTwice.slice(0, 3).join('; ')}`);
   return parts.join(' | ');
+}
+
+/**
+ * The last `n` lines every process logged about the pod `name` (by `namespace/name` or, when it is
+ * still listed, its uid), in time order: what a pod that did not converge went through last.
+ */
+export async function logTrail(inst: Instance, name: string, n = 30): Promise<string> {
+  let uid: string | undefined;
+  try {
+    uid = (await inst.pods()).find((p) => p.metadata.name === name)?.metadata.uid;
+  } catch {
+    // the CLI is unreachable: by name only
+  }
+  const needles = [`${NAMESPACE}/${name}"`, ...(uid ? [uid] : [])];
+  const dir = join(inst.stateDir, 'logs');
+  const lines: string[] = [];
+  for (const f of readdirSync(dir).filter((x) => x.endsWith('.log'))) {
+    for (const line of readFileSync(join(dir, f), 'utf8').split('\n')) if (needles.some((x) => line.includes(x))) lines.push(`${f}: ${line.slice(0, 600)}`);
+  }
+  const time = (l: string): string => /"time":"([^"]+)"/.exec(l)?.[1] ?? '';
+  return `the last lines about ${name}${uid ? ` (${uid})` : ''}:\n${lines
+    .sort((a, b) => time(a).localeCompare(time(b)))
+    .slice(-n)
+    .join('\n')}`;
 }

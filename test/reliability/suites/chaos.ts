@@ -12,7 +12,7 @@
  * node must start every pod again (one sandbox each, attempt 0: that is the recovery, not a second start).
  */
 import { startSplitlet, type Instance } from '../../integration/harness.ts';
-import { Churn, describeProblems, driverBus } from '../lib/churn.ts';
+import { Churn, describeProblems, driverBus, logTrail } from '../lib/churn.ts';
 import { pidOf } from '../lib/processes.ts';
 import type { SuiteOptions, SuiteResult } from '../suite.ts';
 
@@ -101,6 +101,8 @@ export async function run(opts: SuiteOptions & { types?: readonly string[]; tria
           good ? 'ok' : describeProblems(r.o),
         ]);
         log(`chaos: ${rows[rows.length - 1]!.join(' | ')}`);
+        const stuck = [...r.o.notConverged, ...r.o.leftovers, ...r.o.statusBehind][0]?.split(':')[0];
+        if (!good && stuck !== undefined) log(await logTrail(stack, stuck));
       }
     }
     await churn.deleteAll();
@@ -117,6 +119,8 @@ export async function run(opts: SuiteOptions & { types?: readonly string[]; tria
       end.converged ? 'ok' : describeProblems(end.o),
     ]);
     ok &&= end.converged;
+    const left = end.o.leftovers[0]?.split(':')[0];
+    if (!end.converged && left !== undefined) log(await logTrail(stack, left));
     log(`chaos: ${churn.retries} requests retried`);
   } catch (e) {
     ok = false;

@@ -152,13 +152,17 @@ export class InMemoryBus extends BusBase implements Bus {
 
   async consume<S extends z.ZodType>(schema: S, opts: ConsumeOptions, handler: (d: Delivery<z.output<S>>) => Promise<void>): Promise<Consumption> {
     this.#open();
-    const consumer = this.server.stream(opts.stream).consumer(opts.durable, {
-      filterSubject: opts.filterSubject,
-      ackWaitMs: opts.ackWaitMs ?? DEFAULT_ACK_WAIT_MS,
-      maxDeliver: opts.maxDeliver ?? DEFAULT_MAX_DELIVER,
-      maxAckPending: opts.maxAckPending ?? DEFAULT_MAX_ACK_PENDING,
-      deliverNew: opts.deliverNew ?? false,
-    });
+    const consumer = this.server.stream(opts.stream).consumer(
+      opts.durable,
+      {
+        filterSubject: opts.filterSubject,
+        ackWaitMs: opts.ackWaitMs ?? DEFAULT_ACK_WAIT_MS,
+        maxDeliver: opts.maxDeliver ?? DEFAULT_MAX_DELIVER,
+        maxAckPending: opts.maxAckPending ?? DEFAULT_MAX_ACK_PENDING,
+        deliverNew: opts.deliverNew ?? false,
+      },
+      opts.takeOver ?? false,
+    );
     let last = Date.now();
     const signal = AbortSignal.any([opts.signal, this.#closing.signal]);
     const done = runConsumeLoop(this.consumeDeps, schema as unknown as z.ZodType<z.output<S>>, { ...opts, signal }, consumer.messages(signal), handler, () => {

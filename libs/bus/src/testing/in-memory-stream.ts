@@ -79,9 +79,18 @@ export class MemStream {
     return last;
   }
 
-  /** The consumer `durable`, created with `cfg` if missing (an existing one keeps its config). */
-  consumer(durable: string, cfg: MemConsumerConfig): MemConsumer {
+  /**
+   * The consumer `durable`, created with `cfg` if missing (an existing one keeps its config). With
+   * `takeOver`, an existing one is replaced by one with `cfg` that starts after its ack floor (see
+   * `ConsumeOptions.takeOver`); the old one delivers nothing more and ignores settles.
+   */
+  consumer(durable: string, cfg: MemConsumerConfig, takeOver = false): MemConsumer {
     let c = this.#consumers.get(durable);
+    if (c !== undefined && takeOver) {
+      const floor = c.retire();
+      c = new MemConsumer(this, durable, cfg, floor);
+      this.#consumers.set(durable, c);
+    }
     if (c === undefined) {
       c = new MemConsumer(this, durable, cfg);
       this.#consumers.set(durable, c);
@@ -108,12 +117,25 @@ export class MemConsumer {
   readonly #pending = new Map<number, { timer: NodeJS.Timeout; token: object }>();
   readonly #redeliver = new Set<number>();
   readonly #waiters = new Set<() => void>();
+  #retired = false;
 
-  constructor(stream: MemStream, durable: string, cfg: MemConsumerConfig) {
+  /** `ackFloor`: start after this sequence (a consumer taken over). */
+  constructor(stream: MemStream, durable: string, cfg: MemConsumerConfig, ackFloor?: number) {
     this.#stream = stream;
     this.durable = durable;
     this.#cfg = cfg;
-    this.#cursor = cfg.deliverNew ? stream.lastSeq : 0;
+    this.#cursor = ackFloor ?? (cfg.deliverNew ? stream.lastSeq : 0);
+  }
+
+  /** Replaced by a new holder: delivers nothing more, ignores settles; returns its ack floor. */
+  retire(): number {
+    this.#retired = true;
+    const unsettled = [...this.#pending.keys(), ...this.#redeliver];
+    for (const p of this.#pending.values()) clearTimeout(p.timer);
+    this.#pending.clear();
+    this.#redeliver.clear();
+    this.wake();
+    return unsettled.length === 0 ? this.#cursor : Math.min(...unsettled) - 1;
   }
 
   wake(): void {
@@ -137,7 +159,7 @@ export class MemConsumer {
   }
 
   #next(): RawDelivery | undefined {
-    if (this.#pending.size >= this.#cfg.maxAckPending) return undefined;
+    if (this.#retired || this.#pending.size >= this.#cfg.maxAckPending) return undefined;
     for (const seq of [...this.#redeliver].sort((a, b) => a - b)) {
       this.#redeliver.delete(seq);
       if (this.#stream.messages.has(seq)) return this.#deliver(seq);
@@ -202,7 +224,7 @@ export class MemConsumer {
     if (p?.token !== token) return;
     clearTimeout(p.timer);
     this.#pending.delete(seq);
-    if ((this.#deliveries.get(seq) ?? 0) >= this.#cfg.maxDeliver) {
+    if (this.#cfg.maxDeliver >= 0 && (this.#deliveries.get(seq) ?? 0) >= this.#cfg.maxDeliver) {
       this.wake();
       return;
     }
