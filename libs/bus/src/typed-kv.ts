@@ -27,6 +27,8 @@ const LIST_GUARD_MS = 5000;
 const MAX_REPORTED = 1024;
 /** How often a watch still replaying checks whether it delivered every key stored (see `watch`). */
 const WATCH_RECHECK_MS = 2000;
+/** A watch still replaying after this long (and every such period after) logs a warning naming the missing keys. */
+const WATCH_SLOW_WARN_MS = 10_000;
 
 /** Typed view of one bucket. Obtain it from `Bus.kv()`. */
 export class TypedKv<T> implements KvBucket<T> {
@@ -177,13 +179,29 @@ export class TypedKv<T> implements KvBucket<T> {
     // (a sync-loop leader waited 4 minutes for one). So, until caught up, every WATCH_RECHECK_MS:
     // caught up once every key stored now has been delivered at least once.
     let recheck: NodeJS.Timeout | undefined;
+    const started = Date.now();
+    let nextWarnAt = WATCH_SLOW_WARN_MS;
+    let lastDelta: number | undefined;
     const scheduleRecheck = (): void => {
       recheck = setTimeout(() => {
         if (caughtUp || signal.aborted) return;
         void this.keys(filter).then(
           (keys) => {
-            if (keys.every((k) => delivered.has(k))) markCaughtUp();
-            else scheduleRecheck();
+            const missing = keys.filter((k) => !delivered.has(k));
+            if (missing.length === 0) return markCaughtUp();
+            const waited = Date.now() - started;
+            if (waited >= nextWarnAt) {
+              nextWarnAt += WATCH_SLOW_WARN_MS;
+              this.#owner.logger.warn('a watch is still replaying its keys', {
+                bucket: this.bucket,
+                filter,
+                waitedMs: waited,
+                stored: keys.length,
+                missing: missing.slice(0, 5),
+                lastDelta,
+              });
+            }
+            scheduleRecheck();
           },
           (e: unknown) => {
             this.#owner.logger.warn('could not re-count the keys of a watch', { bucket: this.bucket, filter, error: errorMessage(e) });
@@ -203,6 +221,7 @@ export class TypedKv<T> implements KvBucket<T> {
           await onEntry({ key: e.key, value: d.value, revision: e.revision, created: e.created, delta: e.delta ?? 0 });
         }
         if (!caughtUp) delivered.add(e.key);
+        lastDelta = e.delta;
         if ((e.delta ?? 0) === 0) {
           clearTimeout(recheck);
           markCaughtUp();
