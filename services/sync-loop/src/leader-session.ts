@@ -60,27 +60,33 @@ export interface SessionHealth {
 
 /**
  * Runs one leadership term; `onHealth` receives the term's health check: while it starts, whether it
- * is stuck on a step of its own for more than SESSION_START_MS; once it runs, the loop's. Every write
+ * spent more than SESSION_START_MS on one step of its own; once it runs, the loop's. Every write
  * to sl_desired, sl_kill and SL_WORK passes `fence` and carries its epoch.
  */
 export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSignal, fence: LeaderFence, onHealth: (h: SessionHealth | undefined) => void): Promise<void> {
   const { bus, node, partitions, clock, logger } = deps;
-  // Until the loop runs, health names the step the term waits on, and fails after SESSION_START_MS.
-  const since = clock.now();
-  // Waiting for the node's capacity is not this process's fault (readyz reports it): no step then.
-  let step: string | undefined = 'starting the watches of sl_worker, sl_runtime and sl_kill';
+  // Until the loop runs, health names the step the term waits on, and fails when one step of its
+  // own took over SESSION_START_MS. Waiting for the node's capacity is not this process's fault
+  // (readyz reports it): no step then.
+  let step: string | undefined;
+  let since = clock.now();
+  const enter = (next: string | undefined): void => {
+    step = next;
+    since = clock.now();
+  };
+  enter('starting the watches of sl_worker, sl_runtime and sl_kill');
   onHealth({
     healthy: () => {
       const ms = clock.now() - since;
-      return step !== undefined && ms > SESSION_START_MS ? { ok: false, reason: `leading for ${ms} ms and the sync loop has not started: ${step}` } : { ok: true };
+      return step !== undefined && ms > SESSION_START_MS ? { ok: false, reason: `the sync loop has not started, ${ms} ms into: ${step}` } : { ok: true };
     },
   });
   const views = await startClusterViews(bus, node, signal);
   const aborted = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-  step = 'waiting for the watches of sl_worker, sl_runtime and sl_kill to replay the buckets';
+  enter('waiting for the watches of sl_worker, sl_runtime and sl_kill to replay the buckets');
   await Promise.race([views.ready, aborted]);
   // No admission without the node's capacity: pods wait in SL_CONFIG until the node published it.
-  step = undefined;
+  enter(undefined);
   await Promise.race([deps.nodeCapacity.present, aborted]);
   if (signal.aborted) {
     await views.done;
@@ -110,9 +116,9 @@ export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSig
     tracer: deps.tracer,
     metrics: deps.metrics,
   });
-  step = 'loading sl_desired and sl_node';
+  enter('loading sl_desired and sl_node');
   await loop.start();
-  step = 'starting the config and PLEG consumers';
+  enter('starting the config and PLEG consumers');
 
   const consumers: Consumption[] = [];
   consumers.push(await consumeConfig(bus, loop, node, signal));
