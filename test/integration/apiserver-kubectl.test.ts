@@ -147,7 +147,7 @@ describe('kubectl against the embedded API server', { skip, timeout: 300_000 }, 
 describe('client-node informer against the embedded API server', { timeout: 300_000 }, () => {
   let api: ApiServerUnderTest;
   before(async () => {
-    api = await startApiServer();
+    api = await startApiServer('debug'); // its watches' starts and ends are in a failure's message
   });
   after(async () => {
     await api?.stop();
@@ -162,12 +162,20 @@ describe('client-node informer against the embedded API server', { timeout: 300_
     informer.on('add', (o) => log.push(`add ${o.metadata?.name}`));
     informer.on('update', (o) => log.push(`update ${o.metadata?.name} ${o.data?.['v'] ?? ''}`));
     informer.on('delete', (o) => log.push(`delete ${o.metadata?.name}`));
+    // The informer's own history (connects, errors, restarts), for a failure's message.
+    const t0 = Date.now();
+    const history: string[] = [];
+    const note = (what: string): void => void history.push(`${Date.now() - t0} ms ${what}`);
+    informer.on('connect', () => note(`connect (resourceVersion ${informer.latestResourceVersion() || 'none'})`));
+    informer.on('error', (e: unknown) => note(`error ${e instanceof Error ? e.message : String(e)}`));
     let stopped = false;
     // ListWatch stops on a transport error; start it again as controllers do, also when that start
     // fails (the server still down): otherwise the informer stays stopped.
     const restart = (): void => {
       setTimeout(() => {
-        if (!stopped) informer.start().catch(restart);
+        if (stopped) return;
+        note('start');
+        informer.start().catch(restart);
       }, 500);
     };
     informer.on('error', restart);
@@ -182,7 +190,9 @@ describe('client-node informer against the embedded API server', { timeout: 300_
       });
 
       // Changes the informer misses while its server is down, then purge what it would need to resume.
+      note('killing the server');
       await api.restart(true);
+      note('the server is back');
       await core.deleteNamespacedConfigMap({ namespace: 'default', name: 'a' });
       await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'c' } } });
       const nc2 = await connect({ servers: api.nats.url });
@@ -192,6 +202,7 @@ describe('client-node informer against the embedded API server', { timeout: 300_
       } finally {
         await nc2.close();
       }
+      note('deleted a, created c, compacted');
       await eventually(
         () => {
           const names = informer
@@ -202,7 +213,9 @@ describe('client-node informer against the embedded API server', { timeout: 300_
           return true;
         },
         { timeoutMs: 60_000 },
-      );
+      ).catch((e: unknown) => {
+        throw new Error(`informer events ${JSON.stringify(log)}; its history:\n${history.join('\n')}\nthe server's last lines:\n${api.proc.tail(40)}`, { cause: e });
+      });
     } finally {
       stopped = true;
       await informer.stop();

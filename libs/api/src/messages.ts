@@ -80,6 +80,8 @@ export const DesiredPod = z.object({
   trace: TraceCarrier.optional(),
   /** The sync-loop leader epoch (its lease revision) that wrote this record; a fenced old leader cannot write. */
   leaderEpoch: z.number().int().min(0).optional(),
+  /** When that leader's fence admitted the write (ms since the Unix epoch, the writer's clock): a write arriving late was admitted while the term could still write. */
+  fencedAt: z.number().int().min(0).optional(),
 });
 export type DesiredPod = z.infer<typeof DesiredPod>;
 
@@ -113,6 +115,8 @@ export const KillRequest = z.object({
   trace: TraceCarrier.optional(),
   /** The sync-loop leader epoch (its lease revision) that wrote this record; a fenced old leader cannot write. */
   leaderEpoch: z.number().int().min(0).optional(),
+  /** When that leader's fence admitted the write (ms since the Unix epoch, the writer's clock): a write arriving late was admitted while the term could still write. */
+  fencedAt: z.number().int().min(0).optional(),
 });
 export type KillRequest = z.infer<typeof KillRequest>;
 
@@ -123,6 +127,8 @@ export const WorkPoke = z.object({
   kind: SyncPodType,
   /** The sync-loop leader epoch (its lease revision) that wrote this record; a fenced old leader cannot write. */
   leaderEpoch: z.number().int().min(0).optional(),
+  /** When that leader's fence admitted the write (ms since the Unix epoch, the writer's clock): a write arriving late was admitted while the term could still write. */
+  fencedAt: z.number().int().min(0).optional(),
 });
 export type WorkPoke = z.infer<typeof WorkPoke>;
 

@@ -24,6 +24,7 @@ export type { BusMetrics } from './metrics.js';
 export { BusError, BusErrorCodes, isBusError } from './errors.js';
 export type { BusErrorCode } from './errors.js';
 export { TypedKv } from './typed-kv.js';
+export { deleteStoredMessage } from './nats-kv.js';
 export { ensureTopology, ensureStream, STREAMS, BUCKETS, CONSUMERS } from './topology.js';
 export type { StreamSpec, BucketSpec, ConsumerSpec } from './topology.js';
 export { headersWithContext, contextFromHeaders, carrierFromContext, contextFromCarrier, linkFromContext, subjectTemplate, failSpan, busTracer } from './trace.js';

@@ -9,6 +9,8 @@ export const JsApiCodes = {
   StreamNotFound: JetStreamApiCodes.StreamNotFound,
   StreamWrongLastSequence: JetStreamApiCodes.StreamWrongLastSequence,
   StreamWrongLastSequenceUnknown: JetStreamApiCodes.StreamWrongLastSequenceUnknown,
+  /** A message get or delete found no message at that sequence. */
+  NoMessageFound: JetStreamApiCodes.NoMessageFound,
   /** `NewJSStreamNameExistError`: a stream with that name exists (with another config). */
   StreamNameInUse: 10058,
   /** `NewJSConsumerNameExistError`: a consumer with that name exists (created concurrently). */

@@ -6,7 +6,7 @@ import type { KV } from '@nats-io/kv';
 import { KvWatchInclude } from '@nats-io/kv';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import { BusError } from './errors.js';
-import { isWrongLastSequence } from './js-api-codes.js';
+import { isJsApiError, isWrongLastSequence, JsApiCodes } from './js-api-codes.js';
 import type { RawKv, RawKvWatch } from './kv-bucket.js';
 
 async function mapConflict<R>(what: string, op: () => Promise<R>): Promise<R> {
@@ -47,7 +47,7 @@ export function natsRawKv(kv: KV, bucket: string, jsm: JetStreamManager): RawKv 
  * Removes a bucket's delete markers older than `olderThanMs`. A deleted key leaves a marker behind
  * (history 1 keeps the last message of every key, and nats-server 2.9 has no marker TTL), so a node
  * that churns pods would otherwise grow its buckets without bound until they refuse writes. Each
- * marker is purged up to its own revision only (`seq`), so a key written again since is kept.
+ * marker is deleted by its own revision (one message), so a key written again since is kept.
  * Reads the bucket's headers only, once; gives up after `timeoutMs`. Returns how many were removed.
  */
 export async function compactDeleteMarkers(kv: KV, jsm: JetStreamManager, bucket: string, olderThanMs: number, timeoutMs = 30_000): Promise<number> {
@@ -65,11 +65,26 @@ export async function compactDeleteMarkers(kv: KV, jsm: JetStreamManager, bucket
     clearTimeout(giveUp);
   }
   const before = Date.now() - olderThanMs;
-  let purged = 0;
-  for (const [key, m] of markers) {
+  let removed = 0;
+  for (const m of markers.values()) {
     if (m.created.getTime() >= before) continue;
-    const r = await jsm.streams.purge(`KV_${bucket}`, { filter: `$KV.${bucket}.${key}`, seq: m.revision + 1 });
-    purged += r.purged;
+    if (await deleteStoredMessage(jsm, `KV_${bucket}`, m.revision)) removed++;
   }
-  return purged;
+  return removed;
+}
+
+/**
+ * Deletes one message by its sequence; false when it is gone already (a key written again since
+ * replaced its marker). Not a (filtered) purge: on nats-server 2.9 a filtered purge moves every
+ * consumer of the stream that has not yet delivered past the purged subject's first remaining
+ * message, so a KV watch lagging by a few messages silently loses the other keys' updates written
+ * meanwhile (measured: 30 of 30 rounds lost 11–20 of 20 concurrent puts; a message delete lost none).
+ */
+export async function deleteStoredMessage(jsm: JetStreamManager, stream: string, seq: number): Promise<boolean> {
+  try {
+    return await jsm.streams.deleteMessage(stream, seq, false);
+  } catch (e) {
+    if (isJsApiError(e, JsApiCodes.NoMessageFound)) return false;
+    throw e;
+  }
 }

@@ -275,9 +275,10 @@ export function busContract(name: string, factory: HarnessFactory): void {
     withBuses('request/reply: progress beats keep a slow request alive past the idle timeout', async ({ a, b }, node) => {
       const ac = new AbortController();
       const subject = Subjects.rpc.runtime(node, 'syncPod');
-      b.serve(subject, Ping, Ping, async (req) => (await new Promise((r) => setTimeout(r, 700)), ping(req.n)), { queue: 'slow', signal: ac.signal });
+      // Twice the idle timeout of work, beats every 100 ms: 15 beat periods of slack for a loaded machine.
+      b.serve(subject, Ping, Ping, async (req) => (await new Promise((r) => setTimeout(r, 3000)), ping(req.n)), { queue: 'slow', signal: ac.signal });
       await b.flush();
-      assert.equal((await a.request(Ping, Ping, subject, ping(7), { timeoutMs: 10_000, idleTimeoutMs: 350 })).n, 7);
+      assert.equal((await a.request(Ping, Ping, subject, ping(7), { timeoutMs: 30_000, idleTimeoutMs: 1500 })).n, 7);
       ac.abort();
     });
 

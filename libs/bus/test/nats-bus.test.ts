@@ -239,23 +239,23 @@ describe('NatsBus', () => {
       Ping,
       Ping,
       async (req) => {
-        if (req.n === 1) await new Promise((r) => setTimeout(r, 800));
+        if (req.n === 1) await new Promise((r) => setTimeout(r, 3000));
         else await new Promise<void>((r) => (release = r));
         return { type: 'test.Ping.v1' as const, n: req.n };
       },
       { queue: 'slow', signal: ac.signal },
     );
     await server2.nc.flush();
-    // 800 ms of work against a 300 ms idle timeout: the beats keep the request alive.
-    const rep = await bus.request(Ping, Ping, subject, { type: 'test.Ping.v1', n: 1 }, { timeoutMs: 5000, idleTimeoutMs: 300 });
+    // 3 s of work against a 1.5 s idle timeout (15 beats of slack for a loaded machine): the beats keep the request alive.
+    const rep = await bus.request(Ping, Ping, subject, { type: 'test.Ping.v1', n: 1 }, { timeoutMs: 30_000, idleTimeoutMs: 1500 });
     assert.equal(rep.n, 1);
     // The responder dies mid-request: the requester knows within the idle timeout, not the deadline.
     const started = Date.now();
-    const pending = bus.request(Ping, Ping, subject, { type: 'test.Ping.v1', n: 2 }, { timeoutMs: 60_000, idleTimeoutMs: 300 });
+    const pending = bus.request(Ping, Ping, subject, { type: 'test.Ping.v1', n: 2 }, { timeoutMs: 60_000, idleTimeoutMs: 1500 });
     await new Promise((r) => setTimeout(r, 150));
     await server2.nc.close();
     await assert.rejects(pending, (e: unknown) => isBusError(e, 'Timeout') && /went silent/.test((e as Error).message));
-    assert.ok(Date.now() - started < 5000);
+    assert.ok(Date.now() - started < 30_000, 'noticed at the idle timeout, long before the 60 s deadline');
     release?.();
     ac.abort();
   });

@@ -7,9 +7,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { jetstream, jetstreamManager, DiscardPolicy, RetentionPolicy, StorageType } from '@nats-io/jetstream';
-import { Kvm } from '@nats-io/kv';
+import { Kvm, KvWatchInclude } from '@nats-io/kv';
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
-import { startTestNats } from '@splitlet/testkit';
+import { eventually, startTestNats } from '@splitlet/testkit';
 import type { NatsServer } from '@splitlet/testkit';
 import { Buckets, Streams } from '@splitlet/api';
 import { BUCKETS, STREAMS, connectBus, ensureStream, ensureTopology } from '../src/index.ts';
@@ -25,6 +25,14 @@ describe('topology limits (real nats-server)', () => {
     await nc?.close();
     await server?.stop();
   });
+  const testBus = (): ReturnType<typeof connectBus> =>
+    connectBus({
+      servers: server.url,
+      process: 'test',
+      node: 'n',
+      logger: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
+      failFast: true,
+    });
 
   test('a store from before the limits is updated in place; every stream and bucket then carries its bounds', async () => {
     const jsm = await jetstreamManager(nc);
@@ -79,13 +87,7 @@ describe('topology limits (real nats-server)', () => {
   });
 
   test('old delete markers are removed, newer values and re-created keys are kept', async () => {
-    const bus = await connectBus({
-      servers: server.url,
-      process: 'test',
-      node: 'n',
-      logger: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
-      failFast: true,
-    });
+    const bus = await testBus();
     try {
       const kv = await new Kvm(nc).open(Buckets.volumes);
       await kv.put('n.gone', 'a');
@@ -104,6 +106,53 @@ describe('topology limits (real nats-server)', () => {
       assert.equal((await kv.get('n.kept'))?.string(), 'b');
       assert.equal((await kv.get('n.back'))?.string(), 'c2');
       assert.equal(await bus.compactDeleteMarkers(Buckets.volumes, 0), 0, 'idempotent');
+    } finally {
+      await bus.close();
+    }
+  });
+
+  test("removing markers loses no other key's update for a KV watch behind by a few messages", async () => {
+    // nats-server 2.9 moves every consumer past a filtered purge's subject: a watch that had not yet
+    // delivered the writes made around it lost them (every round, 11-20 of 20, before the fix).
+    const bus = await testBus();
+    const kv = await new Kvm(nc).open(Buckets.status);
+    try {
+      for (let round = 0; round < 3; round++) {
+        for (let i = 0; i < 20; i++) {
+          await kv.put(`r${round}.old${i}`, 'x');
+          await kv.delete(`r${round}.old${i}`);
+        }
+        const from = (await (await jetstreamManager(nc)).streams.info(`KV_${Buckets.status}`)).state.last_seq;
+        const w = await kv.watch({ key: `r${round}.>`, include: KvWatchInclude.AllHistory, resumeFromRevision: from + 1 });
+        const seen = new Set<number>();
+        const reading = (async () => {
+          for await (const e of w) seen.add(e.revision);
+        })();
+        // Batches of writes in flight while the markers go, so the watch is always a few behind.
+        const puts: number[] = [];
+        let compacting = true;
+        const writing = (async () => {
+          for (let b = 0; compacting || b < 3; b++) {
+            await Promise.all(Array.from({ length: 10 }, (_, i) => kv.put(`r${round}.new${b}-${i}`, 'y').then((r) => void puts.push(r))));
+          }
+        })();
+        assert.equal(await bus.compactDeleteMarkers(Buckets.status, 0), 20);
+        compacting = false;
+        await writing;
+        await eventually(
+          () => (
+            assert.deepEqual(
+              puts.filter((r) => !seen.has(r)),
+              [],
+              `round ${round}: updates the watch never delivered`,
+            ),
+            true
+          ),
+          { timeoutMs: 10_000 },
+        );
+        w.stop();
+        await reading;
+      }
     } finally {
       await bus.close();
     }

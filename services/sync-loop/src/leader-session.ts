@@ -27,6 +27,8 @@ const TICK_STALL_MS = 10_000;
 const CONSUMER_STALL_MS = 30_000;
 /** A term is unhealthy when it has not started its loop this long after the lease was won. */
 const SESSION_START_MS = 60_000;
+/** An ended term still draining after this long logs what it waits on (again every period). */
+const DRAIN_WARN_MS = 10_000;
 /** volume-manager `cleanup` deadline. */
 const VOLUME_CLEANUP_TIMEOUT_MS = 10_000;
 /** cri-adapter `garbageCollect` deadline: a run waits for the pods' operations in progress. */
@@ -95,7 +97,7 @@ export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSig
   }
 
   const writes = fencedPorts(fence, await createKvDesiredStore(bus, node, partitions), await createKvKillStore(bus, node, partitions));
-  const poker = writes.poker((epoch) => createBusWorkPoker(bus, node, partitions, epoch));
+  const poker = writes.poker((admit) => createBusWorkPoker(bus, node, partitions, admit));
   const loop = new SyncLoop({
     node,
     admissionNode: () => {
@@ -160,6 +162,45 @@ export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSig
   }).run(deps.containerGcPeriodMs, signal);
   logger.info('sync loop running', { desiredPods: loop.desiredPodCount, allSourcesReady: loop.sourcesReady.allReady() });
 
-  await Promise.all([ticking, housekeeping, containerGc, ...consumers.map((c) => c.done), views.done, probes.done]);
+  await drained(
+    {
+      'the sync tick': ticking,
+      housekeeping,
+      'container GC': containerGc,
+      'the SL_CONFIG consumer': consumers[0]!.done,
+      'the SL_PLEG consumer': consumers[1]!.done,
+      'the sl_worker, sl_runtime and sl_kill watches': views.done,
+      'the probe results watch': probes.done,
+    },
+    signal,
+    clock,
+    logger,
+  );
   onHealth(undefined);
+}
+
+/**
+ * Resolves (or rejects) as `Promise.all` of `parts` does. Once `signal` aborted, every
+ * DRAIN_WARN_MS a term still draining logs the parts it waits on: a new term cannot start (and
+ * `stopped leading` is not logged) until this one has ended.
+ */
+export async function drained(parts: Record<string, Promise<unknown>>, signal: AbortSignal, clock: Clock, logger: Logger): Promise<void> {
+  const pending = new Set(Object.keys(parts));
+  const all = Promise.all(Object.entries(parts).map(([name, p]) => p.finally(() => pending.delete(name))));
+  const done = new AbortController();
+  const watching = (async () => {
+    const aborted = signal.aborted ? Promise.resolve() : new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    const finished = new Promise<void>((resolve) => done.signal.addEventListener('abort', () => resolve(), { once: true }));
+    await Promise.race([aborted, finished]);
+    const since = clock.now();
+    while (await sleep(DRAIN_WARN_MS, done.signal, clock)) {
+      logger.warn('the ended leader term is still draining', { ms: clock.now() - since, waitingOn: [...pending] });
+    }
+  })();
+  try {
+    await all;
+  } finally {
+    done.abort();
+    await watching;
+  }
 }

@@ -41,13 +41,14 @@ describe('LeaderFence', () => {
     const killStore: KillStore = { create: async (k) => (kills.push(k), true), get: async () => undefined, update: async (k) => (kills.push(k), true) };
     const pokes: string[] = [];
     const ports = fencedPorts(fence, desired, killStore);
-    const poker = ports.poker((epoch) => ({ poke: async (uid) => void pokes.push(`${uid}@${epoch}`) }));
+    const poker = ports.poker((admit) => ({ poke: async (uid) => void pokes.push(`${uid}@${admit('poke').leaderEpoch}`) }));
     const d = { type: 'kubelet.podworker.DesiredPod.v1', pod: { metadata: { uid: 'u' } } } as unknown as DesiredPod;
     const k = { type: 'kubelet.podworker.KillRequest.v1', uid: 'u' } as unknown as KillRequest;
     await ports.desired.put(d);
     await ports.kills.create(k);
     await poker.poke('u', 'create');
     assert.deepEqual([puts[0]?.leaderEpoch, kills[0]?.leaderEpoch, pokes], [9, 9, ['u@9']]);
+    assert.deepEqual([puts[0]?.fencedAt, kills[0]?.fencedAt], [clock.now(), clock.now()], 'each write carries when the fence admitted it');
     clock.advance(9_000);
     await assert.rejects(ports.desired.put(d), FencedError);
     await assert.rejects(ports.desired.delete('u'), FencedError);

@@ -24,7 +24,7 @@ export interface ApiServerUnderTest {
   stop(): Promise<void>;
 }
 
-async function spawnApiServer(natsUrl: string, dir: string, port: number): Promise<SpawnedProcess> {
+async function spawnApiServer(natsUrl: string, dir: string, port: number, logLevel: string): Promise<SpawnedProcess> {
   const proc = await spawnProcess({
     cmd: process.execPath,
     args: ['--import', 'tsx', MAIN],
@@ -36,7 +36,7 @@ async function spawnApiServer(natsUrl: string, dir: string, port: number): Promi
       API_CERT_DIR: join(dir, 'pki'),
       API_KUBECONFIG: join(dir, 'kubeconfig'),
       HEALTH_PORT: '0',
-      LOG_LEVEL: 'info',
+      LOG_LEVEL: logLevel,
       PUBLISH_SPANS: 'false',
       OTEL_SDK_DISABLED: 'true',
     },
@@ -45,14 +45,14 @@ async function spawnApiServer(natsUrl: string, dir: string, port: number): Promi
   return proc;
 }
 
-/** Starts nats-server and the API server. */
-export async function startApiServer(): Promise<ApiServerUnderTest> {
+/** Starts nats-server and the API server (logging at `logLevel`, default info). */
+export async function startApiServer(logLevel = 'info'): Promise<ApiServerUnderTest> {
   const nats = await startNatsServer();
   const dir = await makeTempDir('apiserver-');
   const port = await freePort();
   let proc: SpawnedProcess;
   try {
-    proc = await spawnApiServer(nats.url, dir.path, port);
+    proc = await spawnApiServer(nats.url, dir.path, port, logLevel);
   } catch (e) {
     await nats.stop();
     await dir.cleanup();
@@ -106,7 +106,7 @@ export async function startApiServer(): Promise<ApiServerUnderTest> {
     async restart(kill = true) {
       if (kill) await t.proc.kill();
       else await t.proc.stop();
-      t.proc = await spawnApiServer(nats.url, dir.path, port);
+      t.proc = await spawnApiServer(nats.url, dir.path, port, logLevel);
     },
     async stop() {
       await t.proc.stop().catch(() => undefined);

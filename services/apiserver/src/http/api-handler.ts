@@ -333,6 +333,9 @@ export function createApiHandler(o: ApiHandlerOptions): (req: IncomingMessage, r
     // (410 Expired) and any later failure arrive as an ERROR event, which informers answer with a relist.
     res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', 'Cache-Control': 'no-cache' });
     res.flushHeaders();
+    const watchLog = { resource: r.name, namespace: ns ?? '', fromRevision: from };
+    o.logger.debug('watch started', watchLog);
+    let sent = 0;
     let headers = true;
     let last = from;
     const write = (type: string, object: KubeObject): void => {
@@ -348,8 +351,11 @@ export function createApiHandler(o: ApiHandlerOptions): (req: IncomingMessage, r
       for await (const e of o.storage.watch(r, ns, opts, from, matching, ctl.signal)) {
         last = e.revision;
         write(e.type, e.object);
+        sent++;
       }
+      o.logger.debug('watch ended', { ...watchLog, events: sent, lastRevision: last });
     } catch (e) {
+      o.logger.debug('watch ended', { ...watchLog, events: sent, lastRevision: last, err: e instanceof Error ? e.message : String(e) });
       if (!ctl.signal.aborted) {
         const status = isApiError(e) ? e.status() : new ApiError(500, 'InternalError', e instanceof Error ? e.message : String(e)).status();
         res.write(enc({ type: 'ERROR', object: status }) + '\n');

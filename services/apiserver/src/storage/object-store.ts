@@ -13,11 +13,14 @@
  *          {"o": object, "d": true}      a deletion tombstone: watchers see DELETED with the last state
  * ```
  * Tombstones are purged after {@link TOMBSTONE_TTL_MS}; a watch that would need a purged event is
- * refused with 410 Gone (`compactedRevision`), as etcd compaction does.
+ * refused with 410 Gone (`compactedRevision`), as etcd compaction does; a watch still reading when
+ * compaction removed a deletion it had not delivered ends with 410 rather than lose the DELETED
+ * event (see `compact`).
  */
 import type { JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, KvWatchInclude, type KV, type KvEntry } from '@nats-io/kv';
-import type { NatsConnection } from '@nats-io/nats-core';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { deleteStoredMessage } from '@splitlet/bus';
 import { ApiError } from '../http/api-errors.js';
 
 /** A Kubernetes object as stored: any JSON with `metadata`. */
@@ -53,6 +56,8 @@ export const HISTORY = 16;
 export const TOMBSTONE_TTL_MS = 5 * 60_000;
 
 const META_COMPACTED = 'meta._.compacted';
+/** Keys a compaction pass removes at most (its announcement stays well under the 1 MiB value bound). */
+const MAX_COMPACTED_PER_PASS = 2000;
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
@@ -96,6 +101,8 @@ export class ObjectStore {
   readonly #kv: KV;
   readonly #jsm: JetStreamManager;
   readonly #bucket: string;
+  #compactionWatch: Promise<void> | undefined;
+  readonly #compactionListeners = new Set<(c: Compaction) => void>();
 
   private constructor(kv: KV, jsm: JetStreamManager, bucket: string) {
     this.#kv = kv;
@@ -126,8 +133,7 @@ export class ObjectStore {
 
   /** The oldest revision a watch may resume from (older ones may have lost purged tombstones). */
   async compactedRevision(): Promise<number> {
-    const e = await this.#kv.get(META_COMPACTED);
-    return e === null || e.operation !== 'PUT' ? 0 : Number(dec.decode(e.value)) || 0;
+    return parseCompaction(await this.#kv.get(META_COMPACTED))?.revision ?? 0;
   }
 
   /**
@@ -152,16 +158,19 @@ export class ObjectStore {
   /** Creates `key`; 409 AlreadyExists when a live object has it. Returns the stored object. */
   async create(key: string, object: KubeObject, what: { resource: string; name: string }): Promise<Stored> {
     const data = enc.encode(JSON.stringify({ o: object, c: true } satisfies Envelope));
-    try {
-      const revision = await this.#kv.create(key, data);
-      return { key, object: withRevision(object, revision), revision };
-    } catch (e) {
-      if (!isWrongLastSequence(e)) throw e;
-    }
-    // A tombstone (or a purge marker) holds the key: create over it with a CAS on its revision.
-    const cur = await this.#kv.get(key);
-    const env = cur === null ? undefined : decode(cur);
-    if (cur !== null && (env === undefined || env.d === true)) {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        const revision = await this.#kv.create(key, data);
+        return { key, object: withRevision(object, revision), revision };
+      } catch (e) {
+        if (!isWrongLastSequence(e)) throw e;
+      }
+      // A tombstone (or an older version's purge marker) holds the key: create over it with a CAS on
+      // its revision. Gone meanwhile (compaction removed it): create again.
+      const cur = await this.#kv.get(key);
+      if (cur === null) continue;
+      const env = decode(cur);
+      if (env !== undefined && env.d !== true) break;
       try {
         const revision = await this.#kv.update(key, data, cur.revision);
         return { key, object: withRevision(object, revision), revision };
@@ -200,37 +209,73 @@ export class ObjectStore {
 
   /**
    * Events under `filter` after `fromRevision`, until `signal` aborts. Throws 410 Gone when
-   * `fromRevision` is older than the compacted revision.
+   * `fromRevision` is older than the compacted revision, and when a compaction announced the removal
+   * of a deletion after `fromRevision` that this watch had not delivered (it may be gone before the
+   * watch reads it).
    */
   async *watch(filter: string, fromRevision: number, signal: AbortSignal): AsyncGenerator<StoreEvent> {
-    if (fromRevision < (await this.compactedRevision())) throw ApiError.gone(`too old resource version: ${fromRevision} (${await this.compactedRevision()})`);
-    const w = await this.#kv.watch({ key: filter, include: KvWatchInclude.AllHistory, resumeFromRevision: fromRevision + 1 });
-    const stop = (): void => w.stop();
-    signal.addEventListener('abort', stop, { once: true });
-    try {
-      for await (const e of w) {
-        if (signal.aborted) return;
-        if (e.revision <= fromRevision) continue;
-        const env = decode(e);
-        if (env === undefined) continue;
-        const type = env.d === true ? 'DELETED' : env.c === true ? 'ADDED' : 'MODIFIED';
-        yield { type, object: withRevision(env.o, e.revision), revision: e.revision };
+    const inFilter = keyMatcher(filter);
+    // The revision of the last deletion delivered, per key.
+    const delivered = new Map<string, number>();
+    let missed: string | undefined;
+    let w: { stop(): void } | undefined;
+    const onCompaction = (c: Compaction): void => {
+      for (const [key, revision] of c.removed) {
+        if (inFilter(key) && revision > fromRevision && delivered.get(key) !== revision) missed ??= `the deletion of ${key} at ${revision} was compacted before this watch read it`;
       }
+      if (missed !== undefined) w?.stop();
+    };
+    // Listening before the start check: a compaction announced after it is seen here.
+    const unlisten = await this.#onCompaction(onCompaction);
+    try {
+      const compacted = await this.compactedRevision();
+      if (fromRevision < compacted) throw ApiError.gone(`too old resource version: ${fromRevision} (${compacted})`);
+      const kw = await this.#kv.watch({ key: filter, include: KvWatchInclude.AllHistory, resumeFromRevision: fromRevision + 1 });
+      w = kw;
+      if (missed !== undefined) kw.stop();
+      const stop = (): void => kw.stop();
+      signal.addEventListener('abort', stop, { once: true });
+      try {
+        for await (const e of kw) {
+          if (signal.aborted || missed !== undefined) break;
+          if (e.revision <= fromRevision) continue;
+          // A purge marker of an earlier version's compaction: conservative, as if missed.
+          if (e.operation === 'PURGE') {
+            if (delivered.has(e.key)) continue;
+            missed = `the history of ${e.key} was purged before this watch read it`;
+            break;
+          }
+          const env = decode(e);
+          if (env === undefined) continue;
+          const type = env.d === true ? 'DELETED' : env.c === true ? 'ADDED' : 'MODIFIED';
+          if (type === 'DELETED') delivered.set(e.key, e.revision);
+          yield { type, object: withRevision(env.o, e.revision), revision: e.revision };
+        }
+      } finally {
+        signal.removeEventListener('abort', stop);
+        kw.stop();
+      }
+      if (missed !== undefined && !signal.aborted) throw ApiError.gone(`too old resource version: ${fromRevision} (${missed})`);
     } finally {
-      signal.removeEventListener('abort', stop);
-      w.stop();
+      unlisten();
     }
   }
 
   /**
-   * Purges tombstones older than `ttlMs` and raises the compacted revision to the newest purged one.
-   * Returns how many were purged. Run periodically by one process.
+   * Removes the tombstones older than `ttlMs` with their keys' history (at most
+   * MAX_COMPACTED_PER_PASS a pass). The removal is announced first, in `meta._.compacted`: the
+   * compacted revision (watches from an older one are refused) and the removed (key, revision)
+   * pairs, which running watches check against what they delivered. Messages are deleted one by
+   * one, oldest first (the tombstone last, so the key never reads as its older value): on
+   * nats-server 2.9 a filtered purge or a rollup moves every lagging consumer of the stream past
+   * other keys' writes (see `deleteStoredMessage` in libs/bus). Returns how many keys were removed.
+   * Run periodically by one process.
    */
   async compact(now: number, ttlMs = TOMBSTONE_TTL_MS): Promise<number> {
+    const stream = `KV_${this.#bucket}`;
     const prefix = `$KV.${this.#bucket}.`;
-    const si = await this.#jsm.streams.info(`KV_${this.#bucket}`, { subjects_filter: `${prefix}>` });
-    let purged = 0;
-    let high = await this.compactedRevision();
+    const si = await this.#jsm.streams.info(stream, { subjects_filter: `${prefix}>` });
+    const removed: [string, number][] = [];
     for (const subject of Object.keys(si.state.subjects ?? {})) {
       const key = subject.slice(prefix.length);
       if (key === META_COMPACTED) continue;
@@ -238,11 +283,79 @@ export class ObjectStore {
       if (e === null) continue;
       const env = decode(e);
       if (env?.d !== true || now - e.created.getTime() < ttlMs) continue;
-      await this.#kv.purge(key, { previousSeq: e.revision }).catch(() => undefined);
-      high = Math.max(high, e.revision);
-      purged++;
+      removed.push([key, e.revision]);
+      if (removed.length >= MAX_COMPACTED_PER_PASS) break;
     }
-    if (purged > 0) await this.#kv.put(META_COMPACTED, enc.encode(String(high)));
-    return purged;
+    if (removed.length === 0) return 0;
+    const revision = Math.max(await this.compactedRevision(), ...removed.map(([, r]) => r));
+    const announced: Compaction = { revision, removed };
+    await this.#kv.put(META_COMPACTED, enc.encode(JSON.stringify(announced)));
+    // This process's watches at once; the bucket's watch brings it to them again (idempotent) and to other processes.
+    this.#announce(announced);
+    for (const [key, tombstone] of removed) {
+      const seqs: number[] = [];
+      for (let seq = 1; ;) {
+        const m = await this.#jsm.direct.getMessage(stream, { next_by_subj: `${prefix}${key}`, seq });
+        if (m === null || m.seq > tombstone) break;
+        seqs.push(m.seq);
+        seq = m.seq + 1;
+      }
+      for (const seq of seqs) await deleteStoredMessage(this.#jsm, stream, seq);
+    }
+    return removed.length;
   }
+
+  #announce(c: Compaction): void {
+    for (const l of [...this.#compactionListeners]) l(c);
+  }
+
+  /** Calls `fn` with every compaction announced from now on; returns the unsubscribe. */
+  async #onCompaction(fn: (c: Compaction) => void): Promise<() => void> {
+    this.#compactionWatch ??= (async () => {
+      const w = await this.#kv.watch({ key: META_COMPACTED, include: KvWatchInclude.UpdatesOnly });
+      void (async () => {
+        for await (const e of w) {
+          const c = parseCompaction(e);
+          if (c !== undefined) this.#announce(c);
+        }
+      })();
+    })().catch((e: unknown) => {
+      this.#compactionWatch = undefined; // the next watch tries again
+      throw e;
+    });
+    await this.#compactionWatch;
+    this.#compactionListeners.add(fn);
+    return () => this.#compactionListeners.delete(fn);
+  }
+}
+
+/** The value of `meta._.compacted`: a bare number before removals were announced. */
+interface Compaction {
+  readonly revision: number;
+  readonly removed: readonly [string, number][];
+}
+
+function parseCompaction(e: KvEntry | null): Compaction | undefined {
+  if (e === null || e.operation !== 'PUT') return undefined;
+  try {
+    const v: unknown = JSON.parse(dec.decode(e.value));
+    if (typeof v === 'number') return { revision: v, removed: [] };
+    const c = v as Partial<Compaction>;
+    return typeof c.revision === 'number' && Array.isArray(c.removed) ? { revision: c.revision, removed: c.removed } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether a key is under a KV key filter (`*` one token, `>` the rest). */
+function keyMatcher(filter: string): (key: string) => boolean {
+  const f = filter.split('.');
+  return (key) => {
+    const k = key.split('.');
+    for (let i = 0; i < f.length; i++) {
+      if (f[i] === '>') return k.length > i;
+      if (i >= k.length || (f[i] !== '*' && f[i] !== k[i])) return false;
+    }
+    return k.length === f.length;
+  };
 }

@@ -23,11 +23,14 @@ import type { EventRecorder, RuntimeGarbageCollector, StatusSink, VolumeCleaner,
 
 type Publisher = Pick<Bus, 'publish'>;
 
-/** Pokes `sl.<node>.work.<partition>.<uid>`; the poke carries `ctx` (default: active) as its trace parent. */
-export function createBusWorkPoker(bus: Publisher, node: string, partitions: number, leaderEpoch?: number): WorkPoker {
+/**
+ * Pokes `sl.<node>.work.<partition>.<uid>`; the poke carries `ctx` (default: active) as its trace
+ * parent, and what `admit` (the leader's fence, called as the poke is built) stamps on it.
+ */
+export function createBusWorkPoker(bus: Publisher, node: string, partitions: number, admit?: (what: string) => { leaderEpoch: number; fencedAt: number }): WorkPoker {
   return {
     async poke(uid: string, kind: SyncPodType, ctx?: Context): Promise<void> {
-      const poke: WorkPoke = { type: 'kubelet.podworker.WorkPoke.v1', uid, kind, ...(leaderEpoch === undefined ? {} : { leaderEpoch }) };
+      const poke: WorkPoke = { type: 'kubelet.podworker.WorkPoke.v1', uid, kind, ...admit?.(`work poke for pod ${uid}`) };
       await bus.publish(WorkPoke, Subjects.work(node, partitionOf(uid, partitions), uid), poke, ctx === undefined ? {} : { ctx });
     },
   };

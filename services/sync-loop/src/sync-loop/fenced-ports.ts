@@ -1,20 +1,19 @@
 /**
  * The leader's write ports behind its {@link LeaderFence}: every write is checked against the fence
- * just before it goes out and carries the term's epoch (`leaderEpoch`), so a record or poke can be
- * traced to the term that wrote it. A refused write rejects with {@link FencedError}; callers treat it
+ * just before it goes out and carries the term's epoch (`leaderEpoch`) and the admission time
+ * (`fencedAt`), so a record or poke can be traced to the term that wrote it and to when. A refused write rejects with {@link FencedError}; callers treat it
  * as any failed write (the message is redelivered to whichever instance leads now).
  */
-import type { Context } from '@opentelemetry/api';
-import type { DesiredPod, KillRequest, SyncPodType } from '@splitlet/api';
+import type { DesiredPod, KillRequest } from '@splitlet/api';
 import type { DesiredStore, KillStore, StoredKill, WorkPoker } from '../ports.js';
-import type { LeaderFence } from './leader-fence.js';
+import type { LeaderFence, LeaderStamp } from './leader-fence.js';
 
 /** The sync-loop ports a leader writes through. */
 export interface LeaderWritePorts {
   readonly desired: DesiredStore;
   readonly kills: KillStore;
-  /** Wraps a poker (the loop's and the probe watch's). */
-  poker(inner: (epoch: number) => WorkPoker): WorkPoker;
+  /** A poker (the loop's and the probe watch's) built on `admit`, which it calls as it builds each poke. */
+  poker(inner: (admit: (what: string) => LeaderStamp) => WorkPoker): WorkPoker;
 }
 
 /** Wraps `desired` and `kills` so that they write only while `fence` is open, stamped with its epoch. */
@@ -23,8 +22,7 @@ export function fencedPorts(fence: LeaderFence, desired: DesiredStore, kills: Ki
     desired: {
       list: () => desired.list(),
       async put(d: DesiredPod): Promise<void> {
-        fence.check(`sl_desired put of pod ${d.pod.metadata.uid}`);
-        await desired.put({ ...d, leaderEpoch: fence.epoch });
+        await desired.put({ ...d, ...fence.admit(`sl_desired put of pod ${d.pod.metadata.uid}`) });
       },
       async delete(uid: string): Promise<void> {
         fence.check(`sl_desired delete of pod ${uid}`);
@@ -33,23 +31,15 @@ export function fencedPorts(fence: LeaderFence, desired: DesiredStore, kills: Ki
     },
     kills: {
       async create(request: KillRequest): Promise<boolean> {
-        fence.check(`sl_kill create for pod ${request.uid}`);
-        return kills.create({ ...request, leaderEpoch: fence.epoch });
+        return kills.create({ ...request, ...fence.admit(`sl_kill create for pod ${request.uid}`) });
       },
       get: (uid: string): Promise<StoredKill | undefined> => kills.get(uid),
       async update(request: KillRequest, revision: number): Promise<boolean> {
-        fence.check(`sl_kill update for pod ${request.uid}`);
-        return kills.update({ ...request, leaderEpoch: fence.epoch }, revision);
+        return kills.update({ ...request, ...fence.admit(`sl_kill update for pod ${request.uid}`) }, revision);
       },
     },
-    poker(inner: (epoch: number) => WorkPoker): WorkPoker {
-      const p = inner(fence.epoch);
-      return {
-        async poke(uid: string, kind: SyncPodType, ctx?: Context): Promise<void> {
-          fence.check(`work poke for pod ${uid}`);
-          await p.poke(uid, kind, ctx);
-        },
-      };
+    poker(inner: (admit: (what: string) => LeaderStamp) => WorkPoker): WorkPoker {
+      return inner((what) => fence.admit(what));
     },
   };
 }

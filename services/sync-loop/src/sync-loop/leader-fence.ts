@@ -24,6 +24,13 @@ export class FencedError extends Error {
   }
 }
 
+/** What a write admitted by a {@link LeaderFence} carries. */
+export interface LeaderStamp {
+  readonly leaderEpoch: number;
+  /** When the fence admitted it (ms since the Unix epoch). */
+  readonly fencedAt: number;
+}
+
 /** Options of {@link LeaderFence}. */
 export interface LeaderFenceOptions {
   readonly epoch: number;
@@ -66,5 +73,16 @@ export class LeaderFence {
   check(what: string): void {
     const reason = this.closedReason();
     if (reason !== undefined) throw new FencedError(`refused ${what}: ${reason}`);
+  }
+
+  /**
+   * {@link LeaderFence.check}, then the stamp the admitted write carries: the term's epoch and the
+   * time of admission. A write admitted just before the process was paused still goes out when it
+   * resumes (the residual window between the check and the socket); its `fencedAt` tells it apart
+   * from a write the fence should have refused.
+   */
+  admit(what: string): LeaderStamp {
+    this.check(what);
+    return { leaderEpoch: this.epoch, fencedAt: this.#o.clock.now() };
   }
 }

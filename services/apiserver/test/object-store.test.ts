@@ -1,0 +1,101 @@
+/**
+ * The API server's store against a real nats-server: compaction removes old tombstones with their
+ * keys' history, and a watch that a compaction overtakes ends with 410 instead of missing a
+ * DELETED event; one that delivered it goes on.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { startNatsServer, type NatsServer } from '@splitlet/testkit';
+import { ApiError } from '../src/http/api-errors.js';
+import { ObjectStore, TOMBSTONE_TTL_MS, keyFilter, objectKey, type StoreEvent } from '../src/storage/object-store.js';
+
+const what = (name: string): { resource: string; name: string } => ({ resource: 'configmaps', name });
+const cm = (name: string): Record<string, unknown> => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default' } });
+
+describe('ObjectStore compaction and watches (real nats-server)', { timeout: 60_000 }, () => {
+  let nats: NatsServer;
+  let nc: NatsConnection;
+  let store: ObjectStore;
+  before(async () => {
+    nats = await startNatsServer();
+    nc = await connect({ servers: nats.url });
+    store = await ObjectStore.open(nc, await jetstreamManager(nc), 'sl_api_test');
+  });
+  after(async () => {
+    await nc?.close();
+    await nats?.stop();
+  });
+  const compactAll = (): Promise<number> => store.compact(Date.now() + TOMBSTONE_TTL_MS + 1000);
+  const createThenDelete = async (name: string): Promise<number> => {
+    const c = await store.create(objectKey('configmaps', 'default', name), cm(name), what(name));
+    return (await store.delete(c.key, c.object, c.revision, what(name))).revision;
+  };
+
+  it('a compaction removes the deleted keys whole; the compacted revision refuses older watches', async () => {
+    await store.create(objectKey('configmaps', 'default', 'kept'), cm('kept'), what('kept'));
+    const k = objectKey('configmaps', 'default', 'gone');
+    const c = await store.create(k, cm('gone'), what('gone'));
+    const u = await store.update(k, { ...cm('gone'), data: { v: '2' } }, c.revision, what('gone'));
+    const tombstone = (await store.delete(k, u.object, u.revision, what('gone'))).revision;
+    assert.equal(await store.compact(Date.now()), 0, 'a young tombstone stays');
+    assert.equal(await compactAll(), 1);
+    assert.equal(await store.compactedRevision(), tombstone);
+    const listed = await store.list(keyFilter('configmaps', 'default'));
+    assert.deepEqual(
+      listed.items.map((s) => s.key),
+      [objectKey('configmaps', 'default', 'kept')],
+      'no message of the removed key is left (its older revisions would read as alive)',
+    );
+    const recreated = await store.create(k, cm('gone'), what('gone'));
+    assert.ok(recreated.revision > tombstone);
+    const it = store.watch(keyFilter('configmaps', 'default'), tombstone - 1, new AbortController().signal);
+    await assert.rejects(it.next(), (e: unknown) => e instanceof ApiError && e.code === 410 && /too old resource version/.test(e.message));
+  });
+
+  it('a watch a compaction overtook ends with 410 naming the deletion it missed', async () => {
+    const from = await store.currentRevision();
+    await store.create(objectKey('configmaps', 'default', 'first'), cm('first'), what('first'));
+    const tombstone = await createThenDelete('overtaken');
+    const ac = new AbortController();
+    const it = store.watch(keyFilter('configmaps', 'default'), from, ac.signal);
+    // The watch holds its first event; the deletion after it is not delivered yet when compaction runs.
+    const first = await it.next();
+    assert.equal((first.value as StoreEvent).object.metadata?.['name'], 'first');
+    assert.ok((await compactAll()) >= 1);
+    await assert.rejects(
+      (async () => {
+        for (let r = await it.next(); !r.done; r = await it.next()) {
+          // events before the check may still come
+        }
+      })(),
+      (e: unknown) =>
+        e instanceof ApiError &&
+        e.code === 410 &&
+        e.message === `too old resource version: ${from} (the deletion of configmaps.default.overtaken at ${tombstone} was compacted before this watch read it)`,
+    );
+    ac.abort();
+  });
+
+  it('a watch that delivered the deletion goes on through the compaction', async () => {
+    const from = await store.currentRevision();
+    const ac = new AbortController();
+    const it = store.watch(keyFilter('configmaps', 'default'), from, ac.signal);
+    const pending = it.next();
+    await createThenDelete('seen');
+    const types: string[] = [];
+    for (let r = await pending; ; r = await it.next()) {
+      const e = r.value as StoreEvent;
+      types.push(`${e.type} ${String(e.object.metadata?.['name'])}`);
+      if (e.type === 'DELETED') break;
+    }
+    assert.ok((await compactAll()) >= 1);
+    await store.create(objectKey('configmaps', 'default', 'after'), cm('after'), what('after'));
+    const next = (await it.next()).value as StoreEvent;
+    types.push(`${next.type} ${String(next.object.metadata?.['name'])}`);
+    assert.deepEqual(types, ['ADDED seen', 'DELETED seen', 'ADDED after']);
+    ac.abort();
+    await it.return(undefined);
+  });
+});
