@@ -315,17 +315,27 @@ describe('tracing and metrics across every process (issue 4)', () => {
     // ContainerStarted: published once the runtime had started the container (the relist may have
     // begun during StartContainer, poked by CreateContainer).
     const startedEvent = plegSends.find((x) => x.startUnixNano + SKEW_NS >= start.startUnixNano);
-    assert.ok(startedEvent, 'an event published after StartContainer began');
+    if (startedEvent === undefined) {
+      // The periodic relist (every second, untraced) may see the started container before the relist
+      // StartContainer's poke asked for: that one then finds the change published already.
+      const after = relists.filter((r) => r.startUnixNano + SKEW_NS >= start.endUnixNano);
+      assert.ok(
+        after.length > 0 && after.every((r) => r.attributes['splitlet.pleg.events'] === 0),
+        `an event published after StartContainer began, or else a relist of the trace after it that found nothing left to publish: ${relists.map((r) => `${at(r)} events ${JSON.stringify(r.attributes['splitlet.pleg.events'])}`).join(', ')}`,
+      );
+      console.log('ℹ a periodic relist published ContainerStarted before the relist of the trace');
+    } else {
+      const eventRelist = t.byId.get(startedEvent.parentSpanId!)!;
+      assert.ok(
+        t.named('send sl.{node}.rpc.runtime.relist', 'pleg').some((x) => x.parentSpanId === eventRelist.spanId),
+        'the relist request is in the trace',
+      );
+    }
     const consumed = t.named('process sl.{node}.pleg.{uid}', 'sync-loop').filter((x) => plegSends.some((p) => p.spanId === x.parentSpanId));
     assert.equal(consumed.length, plegSends.length, 'sync-loop consumes every PLEG event in the same trace');
     assert.ok(
       consumed.every((c) => t.named('send sl.{node}.work.{partition}.{uid}', 'sync-loop').some((x) => x.parentSpanId === c.spanId)),
       'and pokes the pod worker for each',
-    );
-    const eventRelist = t.byId.get(startedEvent.parentSpanId!)!;
-    assert.ok(
-      t.named('send sl.{node}.rpc.runtime.relist', 'pleg').some((x) => x.parentSpanId === eventRelist.spanId),
-      'the relist request is in the trace',
     );
   });
 

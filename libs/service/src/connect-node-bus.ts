@@ -14,7 +14,8 @@ import type { Closer } from './run-service.js';
 export interface ConnectNodeBusOptions {
   /** The process name (NATS connection name, dead-letter origin, span `service`). */
   readonly service: string;
-  readonly settings: Pick<NodeProcessSettings, 'NATS_URL' | 'NODE_NAME' | 'PUBLISH_SPANS'> & Partial<Pick<NodeProcessSettings, 'NATS_USER' | 'NATS_PASSWORD'>>;
+  readonly settings: Pick<NodeProcessSettings, 'NATS_URL' | 'NODE_NAME' | 'PUBLISH_SPANS'> &
+    Partial<Pick<NodeProcessSettings, 'NATS_USER' | 'NATS_PASSWORD' | 'DELETE_MARKER_COMPACTION_INTERVAL_MS' | 'DELETE_MARKER_MIN_AGE_MS'>>;
   readonly logger: Logger;
   /** Where the bus metrics (consumer pending, redeliveries, dead letters, request latency) go. */
   readonly registry: Registry;
@@ -42,7 +43,10 @@ export async function connectNodeBus(o: ConnectNodeBusOptions): Promise<Bus> {
     signal: o.signal,
     ...(settings.NATS_USER !== undefined ? { user: settings.NATS_USER, pass: settings.NATS_PASSWORD ?? '' } : {}),
   });
-  const compaction = startDeleteMarkerCompaction(bus, service, logger);
+  const compaction = startDeleteMarkerCompaction(bus, service, logger, {
+    everyMs: settings.DELETE_MARKER_COMPACTION_INTERVAL_MS ?? DELETE_MARKER_COMPACTION.everyMs,
+    olderThanMs: settings.DELETE_MARKER_MIN_AGE_MS ?? DELETE_MARKER_COMPACTION.olderThanMs,
+  });
   const spanSink = settings.PUBLISH_SPANS
     ? createSpanRecordProcessor({ service, sink: (records) => bus.publishSpans(records), onError: (e) => logger.debug('could not publish span records', { err: e }) })
     : undefined;
@@ -58,15 +62,16 @@ export async function connectNodeBus(o: ConnectNodeBusOptions): Promise<Bus> {
   return bus;
 }
 
-/** How often a process removes old delete markers from the buckets it writes, and how old they must be. */
+/** How often a process removes old delete markers from the buckets it writes, and how old they must be (the defaults). */
 export const DELETE_MARKER_COMPACTION = { everyMs: 10 * 60_000, olderThanMs: 30 * 60_000 } as const;
 
 /**
- * Every 10 min, removes the delete markers older than 30 min from the buckets this process writes
- * (`writtenBuckets` of its identity), so pod churn does not grow the buckets without bound
- * (docs/architecture.md, "Limits of the bus"). Failures are logged and retried at the next round.
+ * Every `every.everyMs` (10 min), removes the delete markers older than `every.olderThanMs` (30 min)
+ * from the buckets this process writes (`writtenBuckets` of its identity), so pod churn does not grow
+ * the buckets without bound (docs/architecture.md, "Limits of the bus"). Failures are logged and
+ * retried at the next round.
  */
-function startDeleteMarkerCompaction(bus: NatsBus, service: string, logger: Logger): NodeJS.Timeout | undefined {
+function startDeleteMarkerCompaction(bus: NatsBus, service: string, logger: Logger, every: { everyMs: number; olderThanMs: number }): NodeJS.Timeout | undefined {
   if (!(IDENTITIES as readonly string[]).includes(service)) return undefined;
   const buckets = writtenBuckets(service as Identity);
   if (buckets.length === 0) return undefined;
@@ -75,14 +80,14 @@ function startDeleteMarkerCompaction(bus: NatsBus, service: string, logger: Logg
       for (const b of buckets) {
         if (bus.isClosed()) return;
         try {
-          const n = await bus.compactDeleteMarkers(b, DELETE_MARKER_COMPACTION.olderThanMs);
+          const n = await bus.compactDeleteMarkers(b, every.olderThanMs);
           if (n > 0) logger.info('removed old delete markers', { bucket: b, removed: n });
         } catch (e) {
           logger.warn('could not remove old delete markers', { bucket: b, err: errorMessage(e) });
         }
       }
     })();
-  }, DELETE_MARKER_COMPACTION.everyMs);
+  }, every.everyMs);
   t.unref();
   return t;
 }

@@ -32,8 +32,10 @@ export type ProcessSettings = z.output<z.ZodObject<typeof ProcessEnv>>;
 
 /**
  * The variables of every node process on the bus: {@link ProcessEnv} plus `NATS_URL` (one or more
- * URLs, comma-separated), `NATS_USER` / `NATS_PASSWORD` (the process's NATS identity), `NODE_NAME` and `PUBLISH_SPANS` (true: finished spans also go to
- * `SL_SPANS` so `splitlet trace` works without a collector). Spread it into a service's schema.
+ * URLs, comma-separated), `NATS_USER` / `NATS_PASSWORD` (the process's NATS identity), `NODE_NAME`, `PUBLISH_SPANS` (true: finished spans also go to
+ * `SL_SPANS` so `splitlet trace` works without a collector) and the removal of old KV delete markers
+ * (`DELETE_MARKER_COMPACTION_INTERVAL_MS` 10 min, `DELETE_MARKER_MIN_AGE_MS` 30 min). Spread it into
+ * a service's schema.
  */
 export const NodeProcessEnv = {
   NATS_URL: z.string().min(1),
@@ -44,6 +46,18 @@ export const NodeProcessEnv = {
   NODE_NAME: NodeNameSchema,
   ...ProcessEnv,
   PUBLISH_SPANS: z.stringbool().default(true),
+  /** How often the process removes old delete markers from the buckets it writes (ms). */
+  DELETE_MARKER_COMPACTION_INTERVAL_MS: z.coerce
+    .number()
+    .int()
+    .min(1000)
+    .default(10 * 60_000),
+  /** How old a delete marker must be to be removed (ms). */
+  DELETE_MARKER_MIN_AGE_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(30 * 60_000),
 } as const;
 
 /** The parsed {@link NodeProcessEnv} variables. */

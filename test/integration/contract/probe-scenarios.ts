@@ -153,7 +153,8 @@ export const PROBE_SCENARIOS: readonly ProbeScenario[] = [
           name: 'side',
           image: IMAGE,
           restartPolicy: 'Always',
-          command: ['sh', '-c', 'sleep 2; touch /tmp/up; sleep 3600'],
+          // 8 s before the probe can pass: its first run fails even on a loaded machine.
+          command: ['sh', '-c', 'sleep 8; touch /tmp/up; sleep 3600'],
           startupProbe: { exec: { command: ['cat', '/tmp/up'] }, periodSeconds: 1, failureThreshold: 30 },
         },
       ],

@@ -1,8 +1,9 @@
 /**
  * The leader's write ports behind its {@link LeaderFence}: every write is checked against the fence
  * just before it goes out and carries the term's epoch (`leaderEpoch`) and the admission time
- * (`fencedAt`), so a record or poke can be traced to the term that wrote it and to when. A refused write rejects with {@link FencedError}; callers treat it
- * as any failed write (the message is redelivered to whichever instance leads now).
+ * (`fencedAt`), so a record or poke can be traced to the term that wrote it and to when. A refused
+ * write rejects with {@link FencedError}; callers treat it as any failed write (the message is
+ * redelivered to whichever instance leads now).
  */
 import type { DesiredPod, KillRequest } from '@splitlet/api';
 import type { DesiredStore, KillStore, StoredKill, WorkPoker } from '../ports.js';
