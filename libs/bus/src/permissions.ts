@@ -16,7 +16,8 @@
  * - a KV read: the message get (`STREAM.MSG.GET`, or `DIRECT.GET` where the bucket allows direct
  *   gets), and an ordered consumer for `watch`/`keys`/`list` (`CONSUMER.CREATE`, its flow control
  *   `$JS.FC`, `CONSUMER.DELETE` when it is reset after a reconnect);
- * - a KV write: `$KV.<bucket>.<keys>`;
+ * - a KV write: `$KV.<bucket>.<keys>`, and `STREAM.MSG.DELETE` of the bucket for removing its old
+ *   delete markers (one message at a time: never a purge, see `deleteStoredMessage`);
  * - a durable pull consumer: `CONSUMER.CREATE` / `INFO` / `MSG.NEXT` and the acks `$JS.ACK`; and
  *   `CONSUMER.DELETE` of it where a new holder takes it over (`ConsumeOptions.takeOver`);
  * - replies come back on the connection's own `_INBOX.>`; a responder answers on the reply subject
@@ -65,10 +66,10 @@ function kvRead(bucket: string): string[] {
 
 /**
  * Writing a KV bucket's keys (put, create, update, delete): `keys` is the key pattern (node-scoped);
- * plus purging the bucket's old delete markers (a writer compacts what it deleted).
+ * plus deleting the bucket's old delete markers (a writer compacts what it deleted).
  */
 function kvWrite(bucket: string, keys: string): string[] {
-  return [`$KV.${bucket}.${keys}`, `${API}.STREAM.PURGE.KV_${bucket}`];
+  return [`$KV.${bucket}.${keys}`, `${API}.STREAM.MSG.DELETE.KV_${bucket}`];
 }
 
 /** Consuming a durable pull consumer on a stream (create if missing, info, fetch, ack). */
@@ -227,7 +228,7 @@ export function identityPermissions(id: Identity, scope: PermissionScope = {}): 
           `${API}.STREAM.INFO.KV_${b}`,
           `${API}.STREAM.CREATE.KV_${b}`,
           `${API}.STREAM.UPDATE.KV_${b}`,
-          `${API}.STREAM.PURGE.KV_${b}`,
+          `${API}.STREAM.MSG.DELETE.KV_${b}`,
           ...kvRead(b),
           `$KV.${b}.>`,
           'sl.*.rpc.logs.read',
