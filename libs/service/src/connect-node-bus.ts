@@ -7,7 +7,7 @@ import { connectBus, IDENTITIES, writtenBuckets, type Bus, type Identity, type N
 import { errorMessage } from '@splitlet/api';
 import { createBusMetrics, createSpanRecordProcessor, type Logger, type Telemetry } from '@splitlet/telemetry';
 import type { Registry } from 'prom-client';
-import { natsServers, type NodeProcessSettings } from './node-process-env.js';
+import { DELETE_MARKER_COMPACTION, natsServers, type NodeProcessSettings } from './node-process-env.js';
 import type { Closer } from './run-service.js';
 
 /** What {@link connectNodeBus} needs. */
@@ -61,9 +61,6 @@ export async function connectNodeBus(o: ConnectNodeBusOptions): Promise<Bus> {
   if (spanSink !== undefined) telemetry.addSpanProcessor(spanSink);
   return bus;
 }
-
-/** How often a process removes old delete markers from the buckets it writes, and how old they must be (the defaults). */
-export const DELETE_MARKER_COMPACTION = { everyMs: 10 * 60_000, olderThanMs: 30 * 60_000 } as const;
 
 /**
  * Every `every.everyMs` (10 min), removes the delete markers older than `every.olderThanMs` (30 min)

@@ -12,6 +12,9 @@ export const NodeNameSchema = z
   .max(253)
   .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase DNS-1123 subdomain');
 
+/** How often a process removes old delete markers from the buckets it writes, and how old they must be (the defaults). */
+export const DELETE_MARKER_COMPACTION = { everyMs: 10 * 60_000, olderThanMs: 30 * 60_000 } as const;
+
 /** The log levels a process accepts in `LOG_LEVEL`. */
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
@@ -47,17 +50,9 @@ export const NodeProcessEnv = {
   ...ProcessEnv,
   PUBLISH_SPANS: z.stringbool().default(true),
   /** How often the process removes old delete markers from the buckets it writes (ms). */
-  DELETE_MARKER_COMPACTION_INTERVAL_MS: z.coerce
-    .number()
-    .int()
-    .min(1000)
-    .default(10 * 60_000),
+  DELETE_MARKER_COMPACTION_INTERVAL_MS: z.coerce.number().int().min(1000).default(DELETE_MARKER_COMPACTION.everyMs),
   /** How old a delete marker must be to be removed (ms). */
-  DELETE_MARKER_MIN_AGE_MS: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .default(30 * 60_000),
+  DELETE_MARKER_MIN_AGE_MS: z.coerce.number().int().min(0).default(DELETE_MARKER_COMPACTION.olderThanMs),
 } as const;
 
 /** The parsed {@link NodeProcessEnv} variables. */
