@@ -19,7 +19,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { monotonicMicros, readProfiles, summarizeProfile } from './lib/cpu-profiles.ts';
 import { NodeUnderTest } from './lib/node-under-test.ts';
 import type { BurstProbeResult } from './lib/result.ts';
-import { cpuSeconds, fmt, loadAverage, pct } from './lib/stats.ts';
+import { cpuSeconds, fmt, gitCommit, loadAverage, pct } from './lib/stats.ts';
 
 const { values } = parseArgs({
   options: {
@@ -237,7 +237,10 @@ async function main(): Promise<void> {
       };
     }
   }
-  if (values.json !== undefined && summary !== undefined) writeFileSync(values.json, `${JSON.stringify({ date: new Date().toISOString(), ...summary }, null, 2)}\n`);
+  if (values.json !== undefined && summary !== undefined) {
+    const commit = gitCommit(values['splitlet-root'] === undefined ? resolve(import.meta.dirname, '..', '..') : resolve(values['splitlet-root']));
+    writeFileSync(values.json, `${JSON.stringify({ date: new Date().toISOString(), commit, ...summary }, null, 2)}\n`);
+  }
 }
 
 main().catch((e: unknown) => {

@@ -17,14 +17,13 @@
  * Usage: npm run bench [-- --quick] [--row burst,delete] [--out file.json] [--pods 1000] [--rate 50] [--splitlet-root DIR] [--up-arg=--no-apiserver …]
  *        [--seconds 20] [--scale-pods 200] [--cpu-seconds 10] [--spans]
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { NodeUnderTest } from './lib/node-under-test.ts';
-import { cpuSeconds, fmt, loadAverage, machine, pct, rssMiB } from './lib/stats.ts';
+import { cpuSeconds, fmt, gitCommit, loadAverage, machine, pct, rssMiB } from './lib/stats.ts';
 import type { BenchResult, BenchRow } from './lib/result.ts';
 
 const ROWS = ['bound', 'steady', 'burst', 'memory', 'cpu', 'delete', 'scale-out'] as const;
@@ -295,14 +294,6 @@ async function scaleOutRow(): Promise<void> {
   });
 }
 
-function gitCommit(): string {
-  try {
-    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
-  } catch {
-    return 'unknown';
-  }
-}
-
 async function main(): Promise<void> {
   const loadBefore = loadAverage();
   const started = new Date();
@@ -313,7 +304,7 @@ async function main(): Promise<void> {
   const result: BenchResult = {
     date: started.toISOString(),
     durationSeconds: Math.round((Date.now() - started.getTime()) / 1000),
-    commit: gitCommit(),
+    commit: gitCommit(values['splitlet-root'] === undefined ? root : resolve(values['splitlet-root'])),
     machine: machine(),
     quick,
     loadBefore,

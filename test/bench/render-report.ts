@@ -6,7 +6,10 @@
  * docs/benchmarks-profile.json`, the default path), the report also says where each process spends
  * its CPU per pod, by file and function.
  *
- * Usage: npm run bench:report [-- results.json] [--profile burst-profile.json]
+ * With an earlier burst (`--before`, default docs/benchmarks-profile-before.json: the same probe run
+ * on the build before a change), the report puts the two side by side, process by process.
+ *
+ * Usage: npm run bench:report [-- results.json] [--profile burst-profile.json] [--before burst-profile.json]
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
@@ -14,10 +17,12 @@ import { parseArgs } from 'node:util';
 import type { BenchResult, BurstProbeResult } from './lib/result.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
-const args = parseArgs({ allowPositionals: true, options: { profile: { type: 'string' } } });
+const args = parseArgs({ allowPositionals: true, options: { profile: { type: 'string' }, before: { type: 'string' } } });
 const input = resolve(args.positionals[0] ?? join(root, 'docs', 'benchmarks.json'));
 const profilePath = resolve(args.values.profile ?? join(root, 'docs', 'benchmarks-profile.json'));
 if (args.values.profile !== undefined && !existsSync(profilePath)) throw new Error(`--profile: no such file: ${profilePath}`);
+const beforePath = resolve(args.values.before ?? join(root, 'docs', 'benchmarks-profile-before.json'));
+if (args.values.before !== undefined && !existsSync(beforePath)) throw new Error(`--before: no such file: ${beforePath}`);
 const docs = join(root, 'docs');
 const chartsDir = join(docs, 'benchmarks');
 
@@ -100,6 +105,34 @@ if (scale !== undefined) {
 }
 
 const cell = (s: string): string => s.replace(/\|/g, '\\|');
+
+/** Two runs of the burst probe side by side: CPU ms per pod by process, bus messages per pod, pods/s. */
+function beforeAfter(before: BurstProbeResult, after: BurstProbeResult): string[] {
+  const label = (x: BurstProbeResult): string =>
+    `${x.commit ?? 'unknown commit'}${x.date !== undefined ? `, ${x.date.slice(0, 16).replace('T', ' ')} UTC` : ''}, load ${x.load[0]?.[0] ?? '?'}→${x.load[1]?.[0] ?? '?'}`;
+  const total = (m: Record<string, number>): number => Object.values(m).reduce((a, b) => a + b, 0);
+  const change = (b: number | undefined, a: number | undefined): string => {
+    if (b === undefined || a === undefined || b === 0) return '—';
+    const p = Math.round((100 * (a - b)) / b);
+    return p === 0 ? '0 %' : `${p < 0 ? '−' : '+'}${Math.abs(p)} %`;
+  };
+  const row = (name: string, b: number | undefined, a: number | undefined, d = 2): string => `| ${name} | ${b?.toFixed(d) ?? '—'} | ${a?.toFixed(d) ?? '—'} | ${change(b, a)} |`;
+  const procs = [...new Set([...Object.keys(after.cpuMsPerPod), ...Object.keys(before.cpuMsPerPod)])].filter((k) => k !== 'total');
+  procs.sort((x, y) => (before.cpuMsPerPod[y] ?? 0) - (before.cpuMsPerPod[x] ?? 0));
+  return [
+    `## Before and after: one burst of ${after.pods} pods (burst-probe)`,
+    '',
+    `Before: ${label(before)}. After: ${label(after)}. CPU ms per pod and messages per pod do not depend on the machine's load; pods/s does.`,
+    '',
+    '| process | before | after | change |',
+    '|---|---|---|---|',
+    ...procs.map((k) => row(k, before.cpuMsPerPod[k], after.cpuMsPerPod[k])),
+    row('**CPU ms per pod, whole node**', before.cpuMsPerPod['total'] ?? total(before.cpuMsPerPod), after.cpuMsPerPod['total'] ?? total(after.cpuMsPerPod)),
+    row('bus messages per pod', total(before.messagesPerPod), total(after.messagesPerPod), 1),
+    row('pods/s', before.podsPerSec, after.podsPerSec, 1),
+    '',
+  ];
+}
 const lines = [
   '# Benchmarks',
   '',
@@ -148,6 +181,7 @@ if (burstRow !== undefined && burstRow.data['cpuMsPerPod'] !== undefined) {
 }
 if (existsSync(profilePath)) {
   const p = JSON.parse(readFileSync(profilePath, 'utf8')) as BurstProbeResult;
+  if (existsSync(beforePath)) lines.push(...beforeAfter(JSON.parse(readFileSync(beforePath, 'utf8')) as BurstProbeResult, p));
   if (p.profile !== undefined) {
     lines.push(
       `## CPU profile of a burst (${p.pods} pods, ${p.workers} pod-workers, simulator ${p.latencyMs} ms per call${p.date !== undefined ? `, ${p.date.slice(0, 16).replace('T', ' ')} UTC` : ''})`,

@@ -33,6 +33,8 @@ export interface BenchResult {
 /** What `burst-probe.ts --json` writes: one burst's cost per pod, with the CPU profile when `--cpu-prof` was given. */
 export interface BurstProbeResult {
   readonly date?: string;
+  /** The commit of the build the burst ran (absent in files written before it was recorded). */
+  readonly commit?: string;
   readonly pods: number;
   readonly workers: number;
   readonly latencyMs: number;

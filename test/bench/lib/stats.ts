@@ -2,6 +2,7 @@
  * Small measuring helpers of the benchmarks: percentiles, number formatting, and what the kernel
  * says about a process (RSS from /proc/<pid>/status, CPU time from /proc/<pid>/stat).
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 
@@ -49,5 +50,14 @@ export function cpuSeconds(pid: number): number {
     return (Number(rest[11]) + Number(rest[12])) / CLOCK_TICKS_PER_SECOND;
   } catch {
     return NaN;
+  }
+}
+
+/** The short commit of the checkout at `dir` (the build under test), or `unknown` outside git. */
+export function gitCommit(dir: string): string {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: dir, encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
   }
 }
