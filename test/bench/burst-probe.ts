@@ -19,7 +19,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { monotonicMicros, readProfiles, summarizeProfile } from './lib/cpu-profiles.ts';
 import { NodeUnderTest } from './lib/node-under-test.ts';
 import type { BurstProbeResult } from './lib/result.ts';
-import { cpuSeconds, fmt, gitCommit, loadAverage, pct } from './lib/stats.ts';
+import { cpuSeconds, fmt, gitCommit, loadAverage, pct, rssMiB } from './lib/stats.ts';
 
 const { values } = parseArgs({
   options: {
@@ -136,6 +136,7 @@ async function main(): Promise<void> {
       },
     });
     const procs = node.processes();
+    const rssIdle = procs.map((p) => rssMiB(p.pid));
     const cpu0 = procs.map((p) => cpuSeconds(p.pid));
     recording = true;
     const mono0 = monotonicMicros();
@@ -150,6 +151,7 @@ async function main(): Promise<void> {
     // Let the follow-up work of the last pods (pleg events, their syncs, status reports) finish before counting.
     await new Promise((r) => setTimeout(r, Number(values.settle) * 1000));
     recording = false;
+    const rssAfter = procs.map((p) => rssMiB(p.pid));
     const mono1 = monotonicMicros();
     sub.unsubscribe();
     window = { from: mono0, to: mono1, names: new Map(procs.map((p) => [p.pid, p.name])) };
@@ -164,6 +166,9 @@ async function main(): Promise<void> {
     const cpuTotal = Object.values(cpuMs).reduce((a, b) => a + b, 0);
     for (const [k, v] of Object.entries(cpuMs).sort((a, b) => b[1] - a[1])) console.log(`  ${k.padEnd(18)} ${fmt(v, 2).padStart(7)}`);
     console.log(`  ${'total'.padEnd(18)} ${fmt(cpuTotal, 2).padStart(7)}`);
+
+    console.log(`\nRSS by process (MiB): idle before the burst, ${values.settle} s after its last Running:`);
+    procs.forEach((p, i) => console.log(`  ${p.name.padEnd(18)} ${fmt(rssIdle[i]!, 1).padStart(7)} ${fmt(rssAfter[i]!, 1).padStart(7)}`));
 
     const total = [...counts.values()].reduce((a, b) => a + b, 0);
     console.log(`\nbus messages per pod by subject (${fmt(total / PODS)} in all):`);
@@ -203,6 +208,7 @@ async function main(): Promise<void> {
       podsPerSec,
       load: [load0, loadAverage()],
       cpuMsPerPod: cpuMs,
+      rssMiB: Object.fromEntries(procs.map((p, i) => [p.name, { idle: rssIdle[i]!, afterBurst: rssAfter[i]! }])),
       messagesPerPod: Object.fromEntries([...counts].map(([k, v]) => [k, v / PODS])),
       rpc: Object.fromEntries([...rpcLatency].map(([k, xs]) => [k, { perPod: xs.length / PODS, p50: pct(xs, 50), p90: pct(xs, 90) }])),
     };

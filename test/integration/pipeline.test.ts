@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { logRecords } from '@splitlet/testkit';
+import { PROCESS_NODE_FLAGS } from '../../services/cli/src/commands/up.ts';
 import { podNamed, startSplitlet, waitFor } from './harness.ts';
 import type { Instance, PodJson } from './harness.ts';
 
@@ -78,6 +79,16 @@ describe('pipeline on the simulated runtime', () => {
     const pids = new Set(info.processes.map((p) => p.pid));
     assert.equal(pids.size, info.processes.length);
     assert.ok(!pids.has(process.pid));
+    // Every process runs with the supervisor's V8 heap bounds (the young generation's cap keeps a burst's RSS down).
+    assert.ok(PROCESS_NODE_FLAGS.length > 0);
+    for (const p of info.processes) {
+      const argv = readFileSync(`/proc/${p.pid}/cmdline`, 'utf8').split('\0');
+      const nodeArgs = argv.slice(
+        0,
+        argv.findIndex((a) => a.endsWith('main.js')),
+      );
+      for (const flag of PROCESS_NODE_FLAGS) assert.ok(nodeArgs.includes(flag), `${p.name} runs with ${flag}: ${argv.join(' ')}`);
+    }
   });
 
   test('a 2-container manifest runs, an image edit restarts only that container, deleting the file terminates it', async () => {

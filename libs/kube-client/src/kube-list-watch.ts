@@ -4,12 +4,17 @@
  * Watch streams the watch. The kubeconfig is (re)loaded when a list starts, so a node process may
  * start before the file exists (the embedded API server writes it): the list fails naming the file,
  * and the reflector retries.
+ *
+ * @kubernetes/client-node is imported on the first list, not with this module: its index pulls in
+ * every generated API (~58 MiB of RSS), and a node process reads a ConfigMap or Secret only when a
+ * pod references one (volumes, image pull secrets).
  */
 import { existsSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { inspect } from 'node:util';
-import { KubeConfig, Watch } from '@kubernetes/client-node';
+import type * as ClientNode from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { DataObject, ObjectKind, ObjectListWatch, ObjectRef, WatchEvent } from './object-cache.js';
 
 /** A list waits this long for the API server. */
@@ -22,12 +27,20 @@ function collectionPath(ref: ObjectRef): string {
   return `/api/v1/namespaces/${encodeURIComponent(ref.namespace)}/${RESOURCE[ref.kind]}`;
 }
 
+let clientNodeModule: Promise<typeof ClientNode> | undefined;
+/** @kubernetes/client-node, imported once, on first use. */
+function clientNode(): Promise<typeof ClientNode> {
+  clientNodeModule ??= import('@kubernetes/client-node');
+  return clientNodeModule;
+}
+
 /** The list+watch of single objects through the kubeconfig at `path`. */
 export function kubeconfigListWatch(path: string): ObjectListWatch {
   let loaded: { kc: KubeConfig; server: URL } | undefined;
-  const load = (): { kc: KubeConfig; server: URL } => {
+  const load = async (): Promise<{ kc: KubeConfig; server: URL }> => {
     if (loaded !== undefined) return loaded;
     if (!existsSync(path)) throw new Error(`kubeconfig ${path} does not exist (yet)`);
+    const { KubeConfig } = await clientNode();
     const kc = new KubeConfig();
     kc.loadFromFile(path);
     const cluster = kc.getCurrentCluster();
@@ -39,7 +52,7 @@ export function kubeconfigListWatch(path: string): ObjectListWatch {
     async list(ref, signal) {
       let cfg: { kc: KubeConfig; server: URL };
       try {
-        cfg = load();
+        cfg = await load();
       } catch (e) {
         loaded = undefined;
         throw e;
@@ -57,7 +70,8 @@ export function kubeconfigListWatch(path: string): ObjectListWatch {
       return { object, resourceVersion: list.metadata?.resourceVersion ?? '' };
     },
     async watch(ref, resourceVersion, onEvent, signal) {
-      const { kc } = load();
+      const { kc } = await load();
+      const { Watch } = await clientNode();
       let failure: unknown;
       let controller: AbortController | undefined;
       await new Promise<void>((resolve) => {

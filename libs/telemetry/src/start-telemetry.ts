@@ -2,7 +2,6 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { context, propagation, trace, type Tracer, type TracerProvider } from '@opentelemetry/api';
 import { globalErrorHandler, loggingErrorHandler, setGlobalErrorHandler } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import {
   AlwaysOffSampler,
@@ -16,6 +15,7 @@ import {
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_K8S_NODE_NAME, ATTR_SERVICE_INSTANCE_ID, ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { isGlobalTracerProviderInstalled } from './global-provider.js';
+import { LazyOtlpTraceExporter } from './lazy-otlp-exporter.js';
 import { readOtelEnv, type Env, type OtelSettings, type SamplerName } from './otel-env.js';
 import { LateSpanProcessor } from './span-processors.js';
 import { TelemetryError, TelemetryErrorCodes } from './telemetry-error.js';
@@ -141,7 +141,7 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   const late = new LateSpanProcessor();
   const spanProcessors: SpanProcessor[] = [late, ...(options.spanProcessors ?? [])];
   if (settings.otlp !== undefined) {
-    const exporter = new OTLPTraceExporter({
+    const exporter = new LazyOtlpTraceExporter({
       url: settings.otlp.url,
       headers: { ...settings.otlp.headers },
       ...(settings.otlp.timeoutMillis === undefined ? {} : { timeoutMillis: settings.otlp.timeoutMillis }),

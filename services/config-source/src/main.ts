@@ -11,7 +11,6 @@ import { busEventRecorder, busUpdatePublisher } from './adapters/nats-publisher.
 import { createKvApiPodStore, serveApiSource } from './adapters/api-rpc.js';
 import { ApiSource } from './sources/api-source.js';
 import { PodConfig } from './pod-config/pod-config.js';
-import { ApiserverSource } from './sources/apiserver-source.js';
 import { FileSource } from './sources/file-source.js';
 import { HttpSource } from './sources/http-source.js';
 
@@ -82,6 +81,8 @@ await runNodeProcess({
       logger.info('serving the api source', { subjects: 'rpc.config.{apply,delete}' });
     }
     if (config.KUBECONFIG !== undefined) {
+      // Loaded only with a kubeconfig: @kubernetes/client-node is large (~58 MiB of RSS), a node without an API server starts without it.
+      const { ApiserverSource } = await import('./sources/apiserver-source.js');
       const apiserver = new ApiserverSource({ kubeconfig: config.KUBECONFIG, nodeName: node, logger, onListing: (l) => podConfig.apply(l) });
       logger.info('watching the API server for pods', { kubeconfig: config.KUBECONFIG, fieldSelector: `spec.nodeName=${node}` });
       loops.push(apiserver.run(signal));

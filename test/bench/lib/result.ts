@@ -41,6 +41,8 @@ export interface BurstProbeResult {
   readonly podsPerSec: number;
   readonly load: readonly (readonly number[])[];
   readonly cpuMsPerPod: Record<string, number>;
+  /** Per process: RSS in MiB when idle before the burst and when the burst has settled. */
+  readonly rssMiB?: Record<string, { readonly idle: number; readonly afterBurst: number }>;
   readonly messagesPerPod: Record<string, number>;
   readonly rpc: Record<string, { perPod: number; p50: number; p90: number }>;
   /** Per process, busiest first: sampled CPU ms per pod, and the files and functions it went to. */

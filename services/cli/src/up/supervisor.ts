@@ -24,6 +24,8 @@ export interface ProcessSpec {
 
 export interface SupervisorOptions {
   nodeBin: string;
+  /** Flags given to `nodeBin` before each process's main (V8 heap bounds). @default [] */
+  nodeFlags?: readonly string[];
   logsDir: string;
   /** Where prefixed lines go. */
   out: NodeJS.WritableStream;
@@ -119,7 +121,7 @@ export class Supervisor {
   #launch(r: Running): void {
     // Each process in its own process group: a terminal's Ctrl-C reaches only the supervisor, which
     // then stops the processes one by one (a second signal would make them skip their drain).
-    const child = spawn(this.#opts.nodeBin, [r.spec.main], {
+    const child = spawn(this.#opts.nodeBin, [...(this.#opts.nodeFlags ?? []), r.spec.main], {
       // SPLITLET_SUPERVISOR_PID: the process drains on its own once this supervisor is gone.
       env: { ...process.env, ...r.spec.env, SPLITLET_SUPERVISOR_PID: String(process.pid) },
       stdio: ['ignore', 'pipe', 'pipe'],
