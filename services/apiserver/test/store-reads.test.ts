@@ -76,6 +76,12 @@ describe('API server store reads (real nats-server)', { timeout: 120_000 }, () =
     await Promise.all(Array.from({ length: 5 }, (_, i) => storage.patch(pods, 'default', 'patched', 'application/merge-patch+json', { metadata: { labels: { [`l${i}`]: 'x' } } })));
     const labels = (await storage.get(pods, 'default', 'patched')).object.metadata?.['labels'] as Record<string, string>;
     assert.deepEqual(Object.keys(labels).sort(), ['l0', 'l1', 'l2', 'l3', 'l4']);
+    // A read's object is the caller's own (decoded for it, not shared): changing it changes no other read.
+    const one = await storage.get(pods, 'default', 'patched');
+    (one.object.metadata as Record<string, unknown>)['labels'] = { changed: 'y' };
+    const two = await storage.get(pods, 'default', 'patched');
+    assert.deepEqual(Object.keys(two.object.metadata?.['labels'] as object).sort(), ['l0', 'l1', 'l2', 'l3', 'l4']);
+    assert.equal(two.object.metadata?.['resourceVersion'], String(two.revision));
     await storage.delete(pods, 'default', 'patched', { gracePeriodSeconds: 0 });
   });
 
