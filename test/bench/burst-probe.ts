@@ -56,8 +56,16 @@ const dec = new TextDecoder();
 function template(subject: string): string {
   if (subject.startsWith('_INBOX.')) return '_INBOX (replies)';
   if (subject.startsWith('$JS.ACK.')) return `$JS.ACK.${subject.split('.')[2]}.{consumer} (acks)`;
+  if (subject.startsWith('$JS.API.DIRECT.GET.') || subject.startsWith('$JS.API.STREAM.MSG.')) {
+    // The stream, and for the API server's bucket the resource read: `$JS.API.DIRECT.GET.KV_sl_api.pods…`.
+    const t = subject.split('.');
+    const direct = t[2] === 'DIRECT';
+    const stream = t[direct ? 4 : 5] ?? '';
+    const resource = stream === 'KV_sl_api' && direct ? `.${t[7] ?? ''}` : '';
+    return `${t.slice(0, direct ? 4 : 5).join('.')}.${stream}${resource}…`;
+  }
   if (subject.startsWith('$JS.API.')) return subject.split('.').slice(0, 4).join('.') + '…';
-  if (subject.startsWith('$KV.sl_api.')) return '$KV.sl_api.{key}';
+  if (subject.startsWith('$KV.sl_api.')) return `$KV.sl_api.${subject.split('.')[2] ?? ''}.{key}`;
   return subject
     .split('.')
     .map((t) => (UID_TOKEN.test(t) ? '{uid}' : /^\d+$/.test(t) ? '{n}' : t))

@@ -77,7 +77,7 @@ await runProcess({
     );
 
     if (config.API_SCHEDULER) {
-      const scheduler = new Scheduler({ storage, nodeName: config.NODE_NAME, logger });
+      const scheduler = new Scheduler({ storage, nodeName: config.NODE_NAME, logger, signal });
       let running = false;
       const tick = setInterval(() => {
         if (running) return;

@@ -118,11 +118,13 @@ export class RestStorage {
   /**
    * Replaces the object (or its status). A `metadata.resourceVersion` in the body is a precondition
    * (409 on mismatch); without one the update is unconditional. Identity fields are kept.
+   * `read`: the object as the caller just read it (a patch), taken as the current one by the first
+   * attempt instead of reading it again; the compare-and-swap on its revision still refuses a stale one.
    */
-  async update(r: ResourceDef, ns: string | undefined, name: string, body: KubeObject, subresource = ''): Promise<Stored> {
+  async update(r: ResourceDef, ns: string | undefined, name: string, body: KubeObject, subresource = '', read?: Stored): Promise<Stored> {
     const bodyRv = body.metadata?.['resourceVersion'];
     for (let attempt = 0; ; attempt++) {
-      const cur = await this.get(r, ns, name);
+      const cur = attempt === 0 && read !== undefined ? read : await this.get(r, ns, name);
       if (typeof bodyRv === 'string' && bodyRv !== '' && bodyRv !== String(cur.revision)) {
         throw ApiError.conflict(r.name, name, 'the object has been modified; please apply your changes to the latest version and try again');
       }
@@ -189,7 +191,7 @@ export class RestStorage {
       const patchedRv = typeof body === 'object' && body !== null && !Array.isArray(body) ? ((body as KubeObject).metadata?.['resourceVersion'] as string | undefined) : undefined;
       pm['resourceVersion'] = patchedRv ?? String(cur.revision);
       try {
-        return await this.update(r, ns, name, patched, subresource);
+        return await this.update(r, ns, name, patched, subresource, cur);
       } catch (e) {
         if (attempt < 5 && patchedRv === undefined && e instanceof ApiError && e.reason === 'Conflict' && !/Precondition failed/.test(e.message)) continue;
         throw e;

@@ -11,14 +11,21 @@
  *
  * One pass at a time (`pass()` awaited in the loop); a pod bound by someone else in between gets a
  * 409 from the binding, which is skipped.
+ *
+ * With a `signal`, the pods come from a watch-maintained cache (the scheduler's pod informer: one
+ * list, then a watch from its revision; relisted after the watch ends, e.g. 410 Gone), so a pass
+ * reads no pod from the store; a pod bound by this scheduler counts on its node until the watch
+ * shows the binding (the scheduler cache's assumed pods). Without one, every pass lists the pods.
  */
 import { podRequests, resourceAmount, type ResourceAmounts } from '@splitlet/kube';
 import type { PodSpec } from '@splitlet/api';
+import { errorMessage } from '@splitlet/api';
+import { sleep } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
 import { ApiError } from '../http/api-errors.js';
 import { findResource } from '../registry/resources.js';
 import type { RestStorage } from '../registry/rest-storage.js';
-import type { KubeObject } from '../storage/object-store.js';
+import { metaText, type KubeObject } from '../storage/object-store.js';
 
 /** Options of {@link Scheduler}. */
 export interface SchedulerOptions {
@@ -28,7 +35,14 @@ export interface SchedulerOptions {
   readonly logger: Logger;
   /** @default Date.now */
   readonly now?: () => number;
+  /** Aborted at shutdown. With it, the pods are watched rather than listed by every pass. */
+  readonly signal?: AbortSignal;
 }
+
+/** How long the pod informer waits before listing again after its watch ended. */
+const RELIST_DELAY_MS = 1000;
+const none = { labelSelector: null, fieldSelector: null };
+const podKey = (o: KubeObject): string => `${metaText(o, 'namespace')}/${metaText(o, 'name')}`;
 
 const SCHEDULER_NAME = 'default-scheduler';
 const res = (name: string, group = '', version = 'v1') => {
@@ -54,14 +68,59 @@ export class Scheduler {
   /** The last FailedScheduling message per pod uid (an event only when it changes). */
   readonly #reported = new Map<string, string>();
 
+  /** namespace/name → pod, as the watch last showed it; undefined while not listed (or relisting). */
+  #cache: Map<string, KubeObject> | undefined;
+  /** Bindings made here the cache does not show yet: namespace/name → the pod's uid and node. */
+  readonly #assumed = new Map<string, { uid: unknown; node: string }>();
+
   constructor(options: SchedulerOptions) {
     this.#o = options;
+    const signal = options.signal;
+    if (signal !== undefined) void this.#inform(signal);
+  }
+
+  /** The pod informer: list, watch from the list's revision, again after the watch ended. */
+  async #inform(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      try {
+        const listed = await this.#o.storage.list(res('pods'), undefined, none);
+        const cache = new Map(listed.items.map((p) => [podKey(p), p]));
+        this.#cache = cache;
+        for await (const e of this.#o.storage.watch(res('pods'), undefined, none, listed.revision, new Set(cache.keys()), signal)) {
+          if (e.type === 'DELETED') cache.delete(podKey(e.object));
+          else cache.set(podKey(e.object), e.object);
+        }
+      } catch (e) {
+        if (!signal.aborted) this.#o.logger.info('scheduler pod watch ended; listing again', { err: errorMessage(e) });
+      }
+      this.#cache = undefined;
+      await sleep(RELIST_DELAY_MS, signal);
+    }
+  }
+
+  /** Every pod, bindings made here counted (the cache's, or a listing while there is none). */
+  async #pods(): Promise<KubeObject[]> {
+    const pods = this.#cache === undefined ? (await this.#o.storage.list(res('pods'), undefined, none)).items : [...this.#cache.values()];
+    if (this.#assumed.size === 0) return pods;
+    const seen = new Set<string>();
+    const out = pods.map((p) => {
+      const key = podKey(p);
+      const a = this.#assumed.get(key);
+      if (a === undefined) return p;
+      seen.add(key);
+      if (a.uid !== meta(p).uid || spec(p).nodeName) {
+        this.#assumed.delete(key); // the store shows the binding (or another pod of that name)
+        return p;
+      }
+      return { ...p, spec: { ...spec(p), nodeName: a.node } };
+    });
+    for (const key of this.#assumed.keys()) if (!seen.has(key)) this.#assumed.delete(key); // deleted
+    return out;
   }
 
   /** Binds every pending pod that fits somewhere; resolves with the number bound. */
   async pass(): Promise<number> {
-    const none = { labelSelector: null, fieldSelector: null };
-    const pods = (await this.#o.storage.list(res('pods'), undefined, none)).items;
+    const pods = await this.#pods();
     const pending = pods.filter((p) => !spec(p).nodeName && meta(p).deletionTimestamp === undefined && (spec(p).schedulerName ?? SCHEDULER_NAME) === SCHEDULER_NAME);
     if (pending.length === 0) return 0;
     const nodes = this.#candidates((await this.#o.storage.list(res('nodes'), undefined, none)).items, pods);
@@ -93,6 +152,7 @@ export class Scheduler {
         if (e instanceof ApiError && (e.reason === 'Conflict' || e.reason === 'NotFound')) continue;
         throw e;
       }
+      this.#assumed.set(podKey(pod), { uid: m.uid, node: target.name });
       for (const [k, v] of Object.entries(want)) target.used[k] = (target.used[k] ?? 0) + v;
       target.used['pods'] = (target.used['pods'] ?? 0) + 1;
       if (m.uid !== undefined) this.#reported.delete(m.uid);

@@ -82,9 +82,13 @@ function isWrongLastSequence(e: unknown): boolean {
 }
 
 function withRevision(o: KubeObject, revision: number): KubeObject {
-  const copy = structuredClone(o);
-  copy.metadata = { ...(copy.metadata ?? {}), resourceVersion: String(revision) };
-  return copy;
+  return decodedWithRevision(structuredClone(o), revision);
+}
+
+/** `o` itself with its resourceVersion: for an object decoded from the bucket just now, which nothing else holds. */
+function decodedWithRevision(o: KubeObject, revision: number): KubeObject {
+  o.metadata = { ...(o.metadata ?? {}), resourceVersion: String(revision) };
+  return o;
 }
 
 function decode(e: KvEntry): Envelope | undefined {
@@ -122,7 +126,7 @@ export class ObjectStore {
     if (e === null) return undefined;
     const env = decode(e);
     if (env === undefined || env.d === true) return undefined;
-    return { key, object: withRevision(env.o, e.revision), revision: e.revision };
+    return { key, object: decodedWithRevision(env.o, e.revision), revision: e.revision };
   }
 
   /** The stream's last sequence: the revision a list made now is consistent with. */
@@ -249,7 +253,7 @@ export class ObjectStore {
           if (env === undefined) continue;
           const type = env.d === true ? 'DELETED' : env.c === true ? 'ADDED' : 'MODIFIED';
           if (type === 'DELETED') delivered.set(e.key, e.revision);
-          yield { type, object: withRevision(env.o, e.revision), revision: e.revision };
+          yield { type, object: decodedWithRevision(env.o, e.revision), revision: e.revision };
         }
       } finally {
         signal.removeEventListener('abort', stop);

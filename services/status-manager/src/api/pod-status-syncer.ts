@@ -24,13 +24,26 @@ export type PodSyncOutcome = 'no-mirror' | 'current' | 'not-found' | 'uid-mismat
 /** The status manager's sync period (syncPeriod). */
 export const STATUS_SYNC_PERIOD_MS = 10_000;
 
-/** Sends pod statuses to the API server. One sync per pod at a time; a sync asked for meanwhile runs after it. */
+/** A sync of one pod waiting for the one in flight: it sends the newest record asked for meanwhile. */
+interface QueuedSync {
+  record: PodStatusRecord;
+  force: boolean;
+  readonly run: Promise<PodSyncOutcome>;
+}
+
+/**
+ * Sends pod statuses to the API server. One sync per pod at a time; the syncs asked for meanwhile
+ * become one, run after it with the newest record (the status manager's channel holds one signal and
+ * syncBatch sends only the latest status of a pod: intermediate statuses are never sent).
+ */
 export class PodStatusSyncer {
   readonly #api: KubeRest;
   readonly #logger: Logger;
   /** uid → the status version last sent (apiStatusVersions). */
   readonly #sent = new Map<string, number>();
   readonly #running = new Map<string, Promise<PodSyncOutcome>>();
+  /** uid → the sync waiting for the one in flight (at most one per pod). */
+  readonly #queued = new Map<string, QueuedSync>();
   readonly #mirrors: MirrorPods;
   /** static pod uid -> its mirror pod. */
   readonly #mirrored = new Map<string, { namespace: string; name: string; uid: string }>();
@@ -53,11 +66,30 @@ export class PodStatusSyncer {
 
   /**
    * Syncs one pod after any sync of it in flight. Without `force`, a version already sent is skipped.
+   * A sync already waiting for that pod takes `record` instead when it is newer (or as new) and
+   * resolves both callers: the statuses in between are never sent.
    * @throws Error when the API server failed (the next resync tries again).
    */
   sync(record: PodStatusRecord, force = false): Promise<PodSyncOutcome> {
+    const waiting = this.#queued.get(record.uid);
+    if (waiting !== undefined) {
+      if (record.version >= waiting.record.version) waiting.record = record;
+      waiting.force ||= force;
+      return waiting.run;
+    }
     const previous = this.#running.get(record.uid) ?? Promise.resolve<PodSyncOutcome>('current');
-    const run = previous.catch(() => 'current' as const).then(() => this.#sync(record, force));
+    const queued: QueuedSync = {
+      record,
+      force,
+      run: previous
+        .catch(() => 'current' as const)
+        .then(() => {
+          this.#queued.delete(record.uid);
+          return this.#sync(queued.record, queued.force);
+        }),
+    };
+    const run = queued.run;
+    this.#queued.set(record.uid, queued);
     this.#running.set(record.uid, run);
     void run
       .finally(() => {

@@ -1,0 +1,97 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createKubeRest } from '../src/api/kube-rest.js';
+
+describe('createKubeRest', () => {
+  let dir: string;
+  let server: Server;
+  let connections = 0;
+  let open = 0;
+  let maxOpen = 0;
+  let kubeconfig: string;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'kube-rest-'));
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
+    const cert = readFileSync(join(dir, 'cert.pem'));
+    server = createServer({ cert, key: readFileSync(join(dir, 'key.pem')) }, (req, res) => {
+      // Answers slowly enough that concurrent requests overlap.
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ path: req.url, auth: req.headers.authorization }));
+      }, 5);
+    });
+    server.on('secureConnection', (s) => {
+      connections++;
+      open++;
+      maxOpen = Math.max(maxOpen, open);
+      s.on('close', () => open--);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as AddressInfo;
+    kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'clusters:',
+        `- name: c\n  cluster:\n    server: https://127.0.0.1:${port}\n    certificate-authority-data: ${cert.toString('base64')}`,
+        'users:',
+        '- name: u\n  user:\n    token: secret-token',
+        'contexts:',
+        '- name: x\n  context:\n    cluster: c\n    user: u',
+        'current-context: x',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  after(() => {
+    server.closeAllConnections();
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('keeps connections alive: sequential requests share one, a burst opens at most the pool size', async () => {
+    const api = await createKubeRest(kubeconfig);
+    for (let i = 0; i < 20; i++) {
+      const res = await api.request('GET', `/api/v1/pods/p${i}`);
+      assert.equal(res.status, 200);
+      assert.deepEqual(res.body, { path: `/api/v1/pods/p${i}`, auth: 'Bearer secret-token' });
+    }
+    assert.equal(connections, 1, 'twenty sequential requests over one TLS connection');
+    const burst = await Promise.all(Array.from({ length: 100 }, (_, i) => api.request('POST', '/api/v1/namespaces/default/events', { i })));
+    assert.ok(burst.every((r) => r.status === 200));
+    assert.ok(maxOpen <= 16, `at most 16 connections open at once, saw ${maxOpen}`);
+    assert.ok(connections <= 17, `100 concurrent requests reuse the pool, ${connections} connections in all`);
+  });
+});

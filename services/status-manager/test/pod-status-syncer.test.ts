@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { PodStatusRecord } from '@splitlet/api';
+import { aPod } from '@splitlet/kube/testing';
+import { createLogger } from '@splitlet/telemetry';
+import type { KubeResponse, KubeRest } from '../src/api/kube-rest.js';
+import { MirrorPods } from '../src/api/mirror-pods.js';
+import { PodStatusSyncer } from '../src/api/pod-status-syncer.js';
+
+const UID = 'uid-1';
+
+/** An API server holding one pod; GETs wait for `release` while `hold` is set. */
+class FakeApi implements KubeRest {
+  readonly calls: { method: string; path: string; body?: unknown }[] = [];
+  status: Record<string, unknown> = { phase: 'Pending' };
+  hold: Promise<void> | undefined;
+  async request(method: string, path: string, body?: unknown): Promise<KubeResponse> {
+    this.calls.push({ method, path, ...(body === undefined ? {} : { body }) });
+    if (method === 'GET') {
+      const status = structuredClone(this.status); // as read when the request arrived
+      if (this.hold !== undefined) await this.hold;
+      return { status: 200, body: { metadata: { uid: UID }, status } };
+    }
+    if (method === 'PATCH') {
+      this.status = { ...this.status, ...(body as { status: Record<string, unknown> }).status };
+      return { status: 200, body: { metadata: { uid: UID }, status: this.status } };
+    }
+    return { status: 404, body: {} };
+  }
+}
+
+function record(version: number): PodStatusRecord {
+  const pod = aPod({ metadata: { name: 'web', namespace: 'default', uid: UID } });
+  return {
+    type: 'kubelet.status.PodStatusRecord.v1',
+    uid: UID,
+    name: 'web',
+    namespace: 'default',
+    version,
+    pod,
+    status: { phase: 'Running', message: `v${version}` } as never,
+    finished: false,
+    updatedAt: new Date(0).toISOString(),
+  };
+}
+
+function setup() {
+  const api = new FakeApi();
+  const logger = createLogger({ service: 't', stream: { write: () => true } });
+  return { api, syncer: new PodStatusSyncer(api, new MirrorPods(api, 'node-a', () => undefined), logger) };
+}
+
+const count = (api: FakeApi, method: string): number => api.calls.filter((c) => c.method === method).length;
+
+describe('PodStatusSyncer', () => {
+  it('sends only the newest of the statuses written while a sync of the pod is in flight', async () => {
+    const { api, syncer } = setup();
+    let release!: () => void;
+    api.hold = new Promise<void>((r) => (release = r));
+    const first = syncer.sync(record(1));
+    // Wait for the first sync's GET: it is in flight.
+    while (count(api, 'GET') === 0) await new Promise((r) => setImmediate(r));
+    const later = [2, 3, 4, 5, 6, 7, 8, 9].map((v) => syncer.sync(record(v)));
+    release();
+    api.hold = undefined;
+    const outcomes = await Promise.all([first, ...later]);
+    assert.deepEqual(outcomes, ['patched', ...later.map(() => 'patched')]);
+    assert.equal(count(api, 'GET'), 2, 'one GET for the sync in flight, one for all the statuses written meanwhile');
+    const patches = api.calls.filter((c) => c.method === 'PATCH').map((c) => (c.body as { status: { message: string } }).status.message);
+    assert.deepEqual(patches, ['v1', 'v9'], 'the latest status wins');
+    assert.equal(api.status['message'], 'v9');
+  });
+
+  it('syncs asked for in one turn become one; an older record does not replace a newer one', async () => {
+    const { api, syncer } = setup();
+    const runs = [syncer.sync(record(3)), syncer.sync(record(5)), syncer.sync(record(4))];
+    assert.deepEqual(await Promise.all(runs), ['patched', 'patched', 'patched']);
+    assert.equal(count(api, 'PATCH'), 1);
+    assert.equal(api.status['message'], 'v5');
+    // A later write of a version already sent is skipped; a forced resync still reconciles.
+    assert.equal(await syncer.sync(record(5)), 'current');
+    assert.equal(await syncer.sync(record(5), true), 'unchanged');
+    assert.equal(count(api, 'PATCH'), 1);
+  });
+
+  it('a forced resync queued behind a sync keeps its force', async () => {
+    const { api, syncer } = setup();
+    await syncer.sync(record(1));
+    let release!: () => void;
+    api.hold = new Promise<void>((r) => (release = r));
+    const inFlight = syncer.sync(record(2));
+    while (count(api, 'GET') < 2) await new Promise((r) => setImmediate(r));
+    api.status = { ...api.status, phase: 'Pending' }; // changed behind the kubelet's back, after the GET in flight
+    const queued = [syncer.sync(record(2)), syncer.sync(record(2), true)];
+    release();
+    api.hold = undefined;
+    await inFlight;
+    assert.deepEqual(await Promise.all(queued), ['patched', 'patched']);
+    assert.equal(api.status['message'], 'v2');
+    assert.equal(api.status['phase'], 'Running');
+  });
+});
