@@ -137,6 +137,7 @@ async function main(): Promise<void> {
     });
     const procs = node.processes();
     const cpu0 = procs.map((p) => cpuSeconds(p.pid));
+    const cri0 = await node.criCalls();
     recording = true;
     const mono0 = monotonicMicros();
     const t0 = Date.now();
@@ -151,6 +152,7 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, Number(values.settle) * 1000));
     recording = false;
     const mono1 = monotonicMicros();
+    const cri1 = await node.criCalls();
     sub.unsubscribe();
     window = { from: mono0, to: mono1, names: new Map(procs.map((p) => [p.pid, p.name])) };
     const cpuMs: Record<string, number> = {};
@@ -171,6 +173,10 @@ async function main(): Promise<void> {
       if (v / PODS < 0.05) continue;
       console.log(`  ${fmt(v / PODS, 2).padStart(6)}  ${fmt((bytes.get(k) ?? 0) / v, 0).padStart(6)} B  ${k}`);
     }
+    const criPerPod = new Map([...cri1].map(([k, v]) => [k, (v - (cri0.get(k) ?? 0)) / PODS] as const).filter(([, v]) => v > 0));
+    const criTotal = [...criPerPod.values()].reduce((a, b) => a + b, 0);
+    console.log(`\nCRI calls per pod by operation (cri-adapter's kubelet_runtime_operations_total, ${fmt(criTotal, 2)} in all):`);
+    for (const [k, v] of [...criPerPod].sort((a, b) => b[1] - a[1])) console.log(`  ${fmt(v, 2).padStart(6)}  ${k}`);
     console.log('\nRPCs: count per pod, median / p90 latency (ms):');
     for (const [k, xs] of [...rpcLatency].sort((a, b) => b[1].length - a[1].length)) {
       console.log(`  ${fmt(xs.length / PODS, 2).padStart(6)}  ${String(pct(xs, 50)).padStart(6)} / ${String(pct(xs, 90)).padStart(6)}  ${k}`);
@@ -204,6 +210,7 @@ async function main(): Promise<void> {
       load: [load0, loadAverage()],
       cpuMsPerPod: cpuMs,
       messagesPerPod: Object.fromEntries([...counts].map(([k, v]) => [k, v / PODS])),
+      criCallsPerPod: Object.fromEntries(criPerPod),
       rpc: Object.fromEntries([...rpcLatency].map(([k, xs]) => [k, { perPod: xs.length / PODS, p50: pct(xs, 50), p90: pct(xs, 90) }])),
     };
   } finally {

@@ -40,6 +40,8 @@ export interface BurstProbeResult {
   readonly load: readonly (readonly number[])[];
   readonly cpuMsPerPod: Record<string, number>;
   readonly messagesPerPod: Record<string, number>;
+  /** CRI calls cri-adapter made per pod, by operation type (`list_podsandbox`, …). */
+  readonly criCallsPerPod?: Record<string, number>;
   readonly rpc: Record<string, { perPod: number; p50: number; p90: number }>;
   /** Per process, busiest first: sampled CPU ms per pod, and the files and functions it went to. */
   readonly profile?: ReadonlyArray<{
