@@ -146,6 +146,7 @@ async function main(): Promise<void> {
     const procs = node.processes();
     const rssIdle = procs.map((p) => rssMiB(p.pid));
     const cpu0 = procs.map((p) => cpuSeconds(p.pid));
+    const cri0 = await node.criCalls();
     recording = true;
     const mono0 = monotonicMicros();
     const t0 = Date.now();
@@ -161,6 +162,7 @@ async function main(): Promise<void> {
     recording = false;
     const rssAfter = procs.map((p) => rssMiB(p.pid));
     const mono1 = monotonicMicros();
+    const cri1 = await node.criCalls();
     sub.unsubscribe();
     window = { from: mono0, to: mono1, names: new Map(procs.map((p) => [p.pid, p.name])) };
     const cpuMs: Record<string, number> = {};
@@ -184,6 +186,10 @@ async function main(): Promise<void> {
       if (v / PODS < 0.05) continue;
       console.log(`  ${fmt(v / PODS, 2).padStart(6)}  ${fmt((bytes.get(k) ?? 0) / v, 0).padStart(6)} B  ${k}`);
     }
+    const criPerPod = new Map([...cri1].map(([k, v]) => [k, (v - (cri0.get(k) ?? 0)) / PODS] as const).filter(([, v]) => v > 0));
+    const criTotal = [...criPerPod.values()].reduce((a, b) => a + b, 0);
+    console.log(`\nCRI calls per pod by operation (cri-adapter's kubelet_runtime_operations_total, ${fmt(criTotal, 2)} in all):`);
+    for (const [k, v] of [...criPerPod].sort((a, b) => b[1] - a[1])) console.log(`  ${fmt(v, 2).padStart(6)}  ${k}`);
     console.log('\nRPCs: count per pod, median / p90 latency (ms):');
     for (const [k, xs] of [...rpcLatency].sort((a, b) => b[1].length - a[1].length)) {
       console.log(`  ${fmt(xs.length / PODS, 2).padStart(6)}  ${String(pct(xs, 50)).padStart(6)} / ${String(pct(xs, 90)).padStart(6)}  ${k}`);
@@ -218,6 +224,7 @@ async function main(): Promise<void> {
       cpuMsPerPod: cpuMs,
       rssMiB: Object.fromEntries(procs.map((p, i) => [p.name, { idle: rssIdle[i]!, afterBurst: rssAfter[i]! }])),
       messagesPerPod: Object.fromEntries([...counts].map(([k, v]) => [k, v / PODS])),
+      criCallsPerPod: Object.fromEntries(criPerPod),
       rpc: Object.fromEntries([...rpcLatency].map(([k, xs]) => [k, { perPod: xs.length / PODS, p50: pct(xs, 50), p90: pct(xs, 90) }])),
     };
   } finally {

@@ -4,7 +4,7 @@
  * endpoints, and a second connection that calls them as a pod-worker or sync-loop would.
  */
 import { trace } from '@opentelemetry/api';
-import { RuntimeKillPodReply, RuntimeKillPodRequest, RuntimeSyncPodReply, RuntimeSyncPodRequest, Subjects, type BoundPod } from '@splitlet/api';
+import { RuntimeKillPodReply, RuntimeKillPodRequest, RuntimeSyncPodReply, RuntimeSyncPodRequest, Subjects, type BoundPod, type RuntimePodStatus } from '@splitlet/api';
 import { connectBus, type NatsBus } from '@splitlet/bus';
 import { GrpcRuntimeService, instrument } from '@splitlet/cri';
 import { startFakeCri, type FakeCri } from '@splitlet/cri/testing';
@@ -45,7 +45,8 @@ export interface AdapterOverNats {
   pokes(): number;
   /** The fence the requests carry; tests of fencing change it. */
   fence: { partition: number; epoch: number };
-  syncPod(pod: BoundPod, volumes?: Record<string, { hostPath: string }>): Promise<RuntimeSyncPodReply>;
+  /** A syncPod as a pod-worker sends it; `podStatus` is the runtime status it syncs on (default: an empty one). */
+  syncPod(pod: BoundPod, volumes?: Record<string, { hostPath: string }>, podStatus?: RuntimePodStatus): Promise<RuntimeSyncPodReply>;
   killPod(pod: BoundPod, gracePeriodOverride?: number): Promise<RuntimeKillPodReply>;
   close(): Promise<void>;
 }
@@ -101,7 +102,7 @@ export async function startAdapterOverNats(o: AdapterOverNatsOptions): Promise<A
     signal: stop.signal,
     pokes: () => pokes,
     fence: { partition: 0, epoch: 1 },
-    syncPod: (pod, volumes = {}) =>
+    syncPod: (pod, volumes = {}, podStatus) =>
       caller.request(
         RuntimeSyncPodRequest,
         RuntimeSyncPodReply,
@@ -109,7 +110,7 @@ export async function startAdapterOverNats(o: AdapterOverNatsOptions): Promise<A
         {
           type: 'kubelet.runtime.SyncPodRequest.v1',
           pod,
-          podStatus: { uid: pod.metadata.uid, name: pod.metadata.name, namespace: pod.metadata.namespace, ips: [], sandboxes: [], containers: [] },
+          podStatus: podStatus ?? { uid: pod.metadata.uid, name: pod.metadata.name, namespace: pod.metadata.namespace, ips: [], sandboxes: [], containers: [] },
           volumes,
           pullSecrets: [],
           fence: { ...h.fence },

@@ -132,6 +132,66 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
     assert.equal(eventsOf(pod).length, eventsBefore);
   });
 
+  it('CRI calls, counted at the gRPC simulator: a new pod, a sync on a fresh cache (none), a sync on a stale one, a targeted relist', async () => {
+    const pod = aPod({ name: 'counted', uid: 'uid-counted' });
+    // The runtime-up loop's Status calls run on their own timer.
+    const callsDuring = async <T>(fn: () => Promise<T>): Promise<[T, Record<string, number>]> => {
+      const from = h.sim.fake.calls().length;
+      const r = await fn();
+      const counts: Record<string, number> = {};
+      for (const c of h.sim.fake.calls().slice(from)) if (c.method !== 'Status') counts[c.method] = (counts[c.method] ?? 0) + 1;
+      return [r, counts];
+    };
+    const [created, creating] = await callsDuring(() => h.syncPod(pod));
+    assert.deepEqual(
+      created.results.filter((r) => r.error !== undefined),
+      [],
+    );
+    // Before: the pod's objects by label (none); the sandbox and its IPs; the image; the container;
+    // after: the objects by label again, the new container's status — the new sandbox's network
+    // was read with it, so not again.
+    assert.deepEqual(creating, {
+      ListPodSandbox: 2,
+      ListContainers: 2,
+      RunPodSandbox: 1,
+      PodSandboxStatus: 1,
+      ImageStatus: 1,
+      CreateContainer: 1,
+      StartContainer: 1,
+      ContainerStatus: 1,
+    });
+
+    // The pleg cache agrees with the status the sync ended with: nothing read, nothing done.
+    const [same, fresh] = await callsDuring(() => h.syncPod(pod, {}, structuredClone(created.podStatus)));
+    assert.deepEqual(same.results, []);
+    assert.deepEqual(same.podStatus, created.podStatus);
+    assert.deepEqual(fresh, {});
+
+    // A status that disagrees is read afresh, by label only: a ready sandbox's network and a
+    // container whose state did not change are not read again.
+    const [stale, reading] = await callsDuring(() => h.syncPod(pod));
+    assert.deepEqual(stale.results, []);
+    assert.deepEqual(stale.podStatus, created.podStatus);
+    assert.deepEqual(reading, { ListPodSandbox: 1, ListContainers: 1 });
+
+    // pleg's targeted relist lists only this pod's objects.
+    const [relisted, listing] = await callsDuring(() =>
+      h.caller.request(
+        RuntimeRelistRequest,
+        RuntimeRelistReply,
+        Subjects.rpc.runtime(NODE, 'relist'),
+        { type: 'kubelet.runtime.RelistRequest.v1', uids: ['uid-counted'] },
+        { timeoutMs: 10_000 },
+      ),
+    );
+    assert.deepEqual(
+      relisted.pods.map((p) => p.uid),
+      ['uid-counted'],
+    );
+    assert.deepEqual(listing, { ListPodSandbox: 1, ListContainers: 1 });
+    await h.killPod(pod, 0);
+  });
+
   it('concurrent syncPods of one pod run one at a time: one sandbox, one container', async () => {
     const pod = aPod({ name: 'burst', uid: 'uid-burst' });
     const replies = await Promise.all([h.syncPod(pod), h.syncPod(pod), h.syncPod(pod)]);

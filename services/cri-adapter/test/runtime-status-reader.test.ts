@@ -4,7 +4,7 @@ import { createFakeRuntime, type FakeRuntimeService } from '@splitlet/cri/testin
 import { eventually } from '@splitlet/testkit';
 import { createNodeFiles } from '../src/adapters/node-files.js';
 import { testPrograms } from './programs.js';
-import { nanosToMillis, RuntimeStatusReader } from '../src/kuberuntime/runtime-status-reader.js';
+import { MAX_LABEL_LISTED_PODS, nanosToMillis, RuntimeStatusReader } from '../src/kuberuntime/runtime-status-reader.js';
 
 function counting(sim: FakeRuntimeService): { runtime: FakeRuntimeService; count: (method: string) => number } {
   const counts = new Map<string, number>();
@@ -114,6 +114,44 @@ describe('RuntimeStatusReader', () => {
     assert.equal(count('ListContainers') - lists, 2, 'one filtered list per named pod');
     assert.equal(reader.cachedContainers, 2, "a targeted relist keeps the other pods' cache");
     assert.deepEqual(await reader.relist([]), []);
+  });
+
+  it(`a relist targeted at more than ${MAX_LABEL_LISTED_PODS} pods lists once, unfiltered, and keeps only theirs`, async () => {
+    const { runtime, count } = counting(sim);
+    const reader = new RuntimeStatusReader(runtime, createNodeFiles(''));
+    const uids = Array.from({ length: MAX_LABEL_LISTED_PODS + 2 }, (_, i) => `t${i}`);
+    for (const uid of [...uids, 'other']) await runPod(uid, ['sleep', '3600']);
+    await reader.relist();
+    const [sandboxLists, containerLists, statuses] = [count('ListPodSandbox'), count('ListContainers'), count('ContainerStatus') + count('PodSandboxStatus')];
+    const many = await reader.relist([...uids, 'gone']);
+    assert.deepEqual(many.map((p) => p.uid).sort(), uids);
+    assert.ok(many.every((p) => p.sandboxes.length === 1 && p.containers.length === 1 && p.containers[0]?.state === 'CONTAINER_RUNNING' && p.ips.length === 1));
+    assert.equal(count('ListPodSandbox') - sandboxLists, 1, 'one sandbox listing');
+    assert.equal(count('ListContainers') - containerLists, 1, 'one container listing');
+    assert.equal(count('ContainerStatus') + count('PodSandboxStatus'), statuses, 'nothing changed: no status read');
+    // A few pods are still listed by label, one pair of calls each.
+    await reader.relist(uids.slice(0, MAX_LABEL_LISTED_PODS));
+    assert.equal(count('ListPodSandbox') - sandboxLists, 1 + MAX_LABEL_LISTED_PODS);
+  });
+
+  it('getPodStatus reads a sandbox status until it saw the sandbox ready, and a container status once per state', async () => {
+    const { runtime, count } = counting(sim);
+    const reader = new RuntimeStatusReader(runtime, createNodeFiles(''));
+    const a = await runPod('a', ['sleep', '3600']);
+    const first = await reader.getPodStatus('a', 'p-a', 'ns');
+    assert.equal(count('PodSandboxStatus'), 1);
+    assert.equal(count('ContainerStatus'), 1);
+    assert.deepEqual(await reader.getPodStatus('a', 'p-a', 'ns'), first, 'the same status, from the lists alone');
+    assert.equal(count('PodSandboxStatus'), 1);
+    assert.equal(count('ContainerStatus'), 1);
+    await sim.StopPodSandbox({ podSandboxId: a.sandboxId });
+    const stopped = await reader.getPodStatus('a', 'p-a', 'ns');
+    assert.equal(count('PodSandboxStatus'), 2, 'a sandbox no longer ready is read afresh');
+    assert.equal(count('ContainerStatus'), 2, 'the container changed state');
+    assert.equal(stopped.sandboxes[0]?.state, 'SANDBOX_NOTREADY');
+    assert.deepEqual(stopped.ips, []);
+    await reader.getPodStatus('a', 'p-a', 'ns');
+    assert.equal(count('PodSandboxStatus'), 3, 'and every time after');
   });
 
   it('getPodStatus reads one pod afresh: sandbox state, IP and hostNetwork', async () => {

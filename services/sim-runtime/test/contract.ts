@@ -190,6 +190,40 @@ export function runContract(name: string, setup: () => Promise<ContractTarget>):
       });
     });
 
+    it("lists a pod's sandboxes and containers by the pod-uid label, oldest first, and forgets removed ones", async () => {
+      const uid = `uid-label-${++seq}`;
+      const labels = { 'io.kubernetes.pod.uid': uid, tier: 'web' };
+      const first = await newPod({ labels, metadata: { name: `labelled-${seq}`, namespace: 'default', uid, attempt: 0 } });
+      const other = await newPod();
+      const second = await newPod({ labels, metadata: { name: `labelled-${seq}`, namespace: 'default', uid, attempt: 1 } });
+      const c1 = await newContainer(first, 'a', { labels: { 'io.kubernetes.pod.uid': uid } });
+      await newContainer(other, 'a', { labels: { 'io.kubernetes.pod.uid': 'someone-else' } });
+      const c2 = await newContainer(second, 'b', { labels: { 'io.kubernetes.pod.uid': uid, role: 'x' } });
+      const sandboxes = async (selector: Record<string, string>): Promise<string[]> => (await rt.ListPodSandbox({ filter: { labelSelector: selector } })).items.map((x) => x.id);
+      const containers = async (selector: Record<string, string>): Promise<string[]> =>
+        (await rt.ListContainers({ filter: { labelSelector: selector } })).containers.map((x) => x.id);
+      assert.deepEqual(await sandboxes({ 'io.kubernetes.pod.uid': uid }), [first.id, second.id]);
+      assert.deepEqual(await sandboxes({ 'io.kubernetes.pod.uid': uid, tier: 'web' }), [first.id, second.id]);
+      assert.deepEqual(await sandboxes({ 'io.kubernetes.pod.uid': uid, tier: 'db' }), []);
+      assert.deepEqual(await sandboxes({ 'io.kubernetes.pod.uid': 'nobody' }), []);
+      assert.deepEqual(await containers({ 'io.kubernetes.pod.uid': uid }), [c1, c2]);
+      assert.deepEqual(await containers({ 'io.kubernetes.pod.uid': uid, role: 'x' }), [c2]);
+      const byState = await rt.ListContainers({ filter: { labelSelector: { 'io.kubernetes.pod.uid': uid }, podSandboxId: second.id } });
+      assert.deepEqual(
+        byState.containers.map((x) => x.id),
+        [c2],
+      );
+      await rt.RemoveContainer({ containerId: c1 });
+      assert.deepEqual(await containers({ 'io.kubernetes.pod.uid': uid }), [c2]);
+      await rt.StopPodSandbox({ podSandboxId: second.id });
+      await rt.RemovePodSandbox({ podSandboxId: second.id });
+      assert.deepEqual(await sandboxes({ 'io.kubernetes.pod.uid': uid }), [first.id]);
+      assert.deepEqual(await containers({ 'io.kubernetes.pod.uid': uid }), []);
+      await rt.StopPodSandbox({ podSandboxId: first.id });
+      await rt.RemovePodSandbox({ podSandboxId: first.id });
+      assert.deepEqual(await sandboxes({ 'io.kubernetes.pod.uid': uid }), []);
+    });
+
     describe('containers', { concurrency: true }, () => {
       it('goes CREATED → RUNNING → EXITED (137 on a stop with timeout 0) → removed', async () => {
         const pod = await newPod();

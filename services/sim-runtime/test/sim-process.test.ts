@@ -138,6 +138,16 @@ describe('simulated sh (table)', { concurrency: true }, () => {
     assert.throws(() => parseScript('case x in x) ;; esac'), /does not support "case"/);
   });
 
+  it('parses a script once: the same source gives the same frozen tree; a syntax error is thrown every time', () => {
+    const script = "trap 'exit 0' TERM; sleep 3600 & wait";
+    const tree = parseScript(script);
+    assert.equal(parseScript(script), tree);
+    assert.ok(Object.isFrozen(tree) && Object.isFrozen(tree.items));
+    assert.notEqual(parseScript(`${script} `), tree);
+    assert.throws(() => parseScript('echo a | cat'), /does not support pipes/);
+    assert.throws(() => parseScript('echo a | cat'), /does not support pipes/);
+  });
+
   it('evaluates arithmetic', () => {
     const vars: Record<string, string> = { i: '4', j: '' };
     const look = (n: string) => vars[n] ?? '';

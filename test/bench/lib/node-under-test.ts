@@ -160,6 +160,18 @@ export class NodeUnderTest {
     return [...info.processes.map((p) => ({ name: p.name, pid: p.pid })), { name: 'nats-server', pid: this.nats.pid }];
   }
 
+  /** The CRI calls cri-adapter made so far, by method (`kubelet_runtime_operations_total{operation_type}` from its /metrics). */
+  async criCalls(): Promise<Map<string, number>> {
+    const info = JSON.parse(readFileSync(join(this.stateDir, 'instance.json'), 'utf8')) as { processes: Array<{ name: string; healthPort?: number }> };
+    const port = info.processes.find((p) => p.name === 'cri-adapter')?.healthPort;
+    if (port === undefined) throw new Error('cri-adapter has no health port in instance.json');
+    const res = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(10_000) });
+    if (!res.ok) throw new Error(`cri-adapter /metrics: HTTP ${res.status}`);
+    const out = new Map<string, number>();
+    for (const m of (await res.text()).matchAll(/^kubelet_runtime_operations_total\{[^}]*\boperation_type="([^"]+)"[^}]*\} (\S+)$/gm)) out.set(m[1]!, Number(m[2]));
+    return out;
+  }
+
   /** Total stored-message sequence across splitlet's streams and buckets: every write bumps one. */
   async writeCounters(): Promise<{ messages: number; kvWrites: number }> {
     const jsm = await jetstreamManager(this.nc);

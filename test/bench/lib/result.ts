@@ -44,6 +44,8 @@ export interface BurstProbeResult {
   /** Per process: RSS in MiB when idle before the burst and when the burst has settled. */
   readonly rssMiB?: Record<string, { readonly idle: number; readonly afterBurst: number }>;
   readonly messagesPerPod: Record<string, number>;
+  /** CRI calls cri-adapter made per pod, by operation type (`list_podsandbox`, …). */
+  readonly criCallsPerPod?: Record<string, number>;
   readonly rpc: Record<string, { perPod: number; p50: number; p90: number }>;
   /** Per process, busiest first: sampled CPU ms per pod, and the files and functions it went to. */
   readonly profile?: ReadonlyArray<{

@@ -296,7 +296,7 @@ export class KubeGenericRuntimeManager {
       }
       sandboxId = created.sandboxId;
       try {
-        const resp = await o.runtime.PodSandboxStatus({ podSandboxId: sandboxId });
+        const resp = await o.statusReader.podSandboxStatus(pod.metadata.uid, sandboxId);
         if (pod.spec.hostNetwork !== true && resp.status?.network) {
           podIPs = [resp.status.network.ip, ...resp.status.network.additionalIps.map((p) => p.ip)].filter((ip) => ip !== '');
         }

@@ -7,7 +7,7 @@
  */
 import type { RuntimeContainerStatus, RuntimePodStatus, RuntimeSandboxStatus } from '@splitlet/api';
 import { isCriError } from '@splitlet/cri';
-import type { Container as CriContainer, ContainerStatus as CriContainerStatus, PodSandbox, PodSandboxStatus } from '@splitlet/cri';
+import type { Container as CriContainer, ContainerStatus as CriContainerStatus, PodSandbox, PodSandboxStatus, PodSandboxStatusResponse } from '@splitlet/cri';
 import type { CriRuntime, NodeFiles } from '../ports.js';
 import { containerInfoFrom, RuntimeLabels } from './labels.js';
 import { exitedContainerMessage } from './termination-message.js';
@@ -19,11 +19,13 @@ export function nanosToMillis(ns: string | undefined): number | undefined {
   return Number.isFinite(n) ? n / 1e6 : undefined;
 }
 
-/** The network facts of a sandbox, which do not change over its life. */
+/** The network facts of a sandbox, which do not change while it is ready. */
 interface SandboxNetwork {
   readonly ip: string | undefined;
   readonly additionalIps: string[];
   readonly hostNetwork: boolean | undefined;
+  /** Read from the status of the sandbox while it was ready (a not-ready sandbox reports no IP). */
+  readonly whileReady: boolean;
 }
 
 function sandboxNetworkOf(s: PodSandboxStatus): SandboxNetwork {
@@ -32,6 +34,7 @@ function sandboxNetworkOf(s: PodSandboxStatus): SandboxNetwork {
     ip: s.network === null ? undefined : s.network.ip,
     additionalIps: (s.network?.additionalIps ?? []).map((p) => p.ip).filter((ip) => ip !== ''),
     hostNetwork: mode === undefined ? undefined : mode === 'NODE',
+    whileReady: s.state === 'SANDBOX_READY',
   };
 }
 
@@ -88,6 +91,12 @@ export function podIpsOf(sandboxes: readonly RuntimeSandboxStatus[]): string[] {
   return [latest.ip ?? '', ...(latest.additionalIps ?? [])].filter((ip) => ip !== '');
 }
 
+/**
+ * A relist targeted at more pods than this lists the runtime's objects once, unfiltered, instead of
+ * by the pod-uid label per pod (two calls instead of two per pod).
+ */
+export const MAX_LABEL_LISTED_PODS = 4;
+
 /** The files the reader reads for exited containers' termination messages. */
 export type TerminationMessageFiles = Pick<NodeFiles, 'readAtMost' | 'readLogTail'>;
 
@@ -97,7 +106,10 @@ export type TerminationMessageFiles = Pick<NodeFiles, 'readAtMost' | 'readLogTai
  * state, which ListContainers shows; so ContainerStatus is called once per container and state.
  * An exited container's termination message (its file, or its log tail) is read with it, once:
  * the runtime reports the exit only after the container's output reached its log.
- * Sandbox network facts are cached per sandbox id. Safe for concurrent use.
+ * Sandbox network facts are cached per sandbox id: a sandbox that ListPodSandbox shows ready, and
+ * whose status was read while it was ready, gives the same PodSandboxStatus as then (its IPs and
+ * network mode are fixed when it is created), so GetPodStatus reads PodSandboxStatus only for
+ * sandboxes it has not seen ready. Safe for concurrent use.
  */
 export class RuntimeStatusReader {
   readonly #runtime: CriRuntime;
@@ -119,7 +131,8 @@ export class RuntimeStatusReader {
 
   /**
    * The fresh status of one pod: its sandboxes (ListPodSandbox by the pod-uid label, then
-   * PodSandboxStatus each, newest first), its containers (ListContainers by the label, then
+   * PodSandboxStatus each — unless the sandbox is ready and its status was read while it was,
+   * see the class comment —, newest first), its containers (ListContainers by the label, then
    * ContainerStatus), and the IPs of the newest ready sandbox. Objects removed between the list and
    * the status call are skipped.
    *
@@ -134,13 +147,15 @@ export class RuntimeStatusReader {
     const sandboxes: RuntimeSandboxStatus[] = [];
     await Promise.all(
       sandboxList.items.map(async (sb) => {
+        const known = this.#sandboxNets.get(sb.id)?.net;
+        if (sb.state === 'SANDBOX_READY' && known?.whileReady === true) {
+          sandboxes.push(toSandboxStatus(sb.id, sb.state, sb.createdAt, sb.metadata?.attempt ?? 0, known));
+          return;
+        }
         try {
-          const resp = await this.#runtime.PodSandboxStatus({ podSandboxId: sb.id });
-          const s = resp.status;
+          const s = (await this.podSandboxStatus(uid, sb.id)).status;
           if (s === null) throw new Error(`pod sandbox status of ${sb.id} is nil`);
-          const net = sandboxNetworkOf(s);
-          this.#sandboxNets.set(sb.id, { uid, net });
-          sandboxes.push(toSandboxStatus(s.id, s.state, s.createdAt, s.metadata?.attempt ?? sb.metadata?.attempt ?? 0, net));
+          sandboxes.push(toSandboxStatus(s.id, s.state, s.createdAt, s.metadata?.attempt ?? sb.metadata?.attempt ?? 0, sandboxNetworkOf(s)));
         } catch (e) {
           if (!isCriError(e, 'NotFound')) throw e;
         }
@@ -161,7 +176,8 @@ export class RuntimeStatusReader {
    * Models GenericPLEG.relist's runtime reads (GetPods + GetPodStatus per pod), batched.
    *
    * With `uids` (a relist targeted at the pods pleg was poked about), only their objects are listed
-   * (by the pod-uid label) and the caches are not pruned (the next full relist does it).
+   * (by the pod-uid label, or for many pods by one unfiltered listing, see {@link MAX_LABEL_LISTED_PODS}),
+   * only their statuses are read, and the caches are not pruned (the next full relist does it).
    */
   async relist(uids?: readonly string[]): Promise<RuntimePodStatus[]> {
     const [sandboxList, containerList] = uids === undefined ? await Promise.all([this.#runtime.ListPodSandbox({}), this.#runtime.ListContainers({})]) : await this.#listPods(uids);
@@ -193,11 +209,8 @@ export class RuntimeStatusReader {
         let net = this.#sandboxNets.get(sb.id)?.net;
         if (net === undefined) {
           try {
-            const s = (await this.#runtime.PodSandboxStatus({ podSandboxId: sb.id })).status;
-            if (s !== null) {
-              net = sandboxNetworkOf(s);
-              this.#sandboxNets.set(sb.id, { uid: pod.uid, net });
-            }
+            const s = (await this.podSandboxStatus(pod.uid, sb.id)).status;
+            if (s !== null) net = sandboxNetworkOf(s);
           } catch (e) {
             if (!isCriError(e, 'NotFound')) throw e;
             return;
@@ -226,8 +239,27 @@ export class RuntimeStatusReader {
     return [...pods.values()];
   }
 
-  /** The sandboxes and containers of these pods (ListPodSandbox and ListContainers by the pod-uid label). */
+  /** PodSandboxStatus of pod `uid`'s sandbox `id`, whose network facts it keeps (the manager reads a new sandbox's IPs with it). */
+  async podSandboxStatus(uid: string, id: string): Promise<PodSandboxStatusResponse> {
+    const resp = await this.#runtime.PodSandboxStatus({ podSandboxId: id });
+    if (resp.status !== null) this.#sandboxNets.set(id, { uid, net: sandboxNetworkOf(resp.status) });
+    return resp;
+  }
+
+  /**
+   * The sandboxes and containers of these pods: ListPodSandbox and ListContainers by the pod-uid
+   * label for each — or, for more than {@link MAX_LABEL_LISTED_PODS} pods, one unfiltered
+   * ListPodSandbox and ListContainers whose items of other pods are dropped here. A runtime answers
+   * a filtered list by going over all its objects anyway (containerd does), so two calls cost less
+   * than two per pod once a burst pokes about many pods at once.
+   */
   async #listPods(uids: readonly string[]): Promise<[{ items: PodSandbox[] }, { containers: CriContainer[] }]> {
+    if (uids.length > MAX_LABEL_LISTED_PODS) {
+      const wanted = new Set(uids);
+      const ofWanted = (labels: Readonly<Record<string, string>>): boolean => wanted.has(labels[RuntimeLabels.podUid] ?? '');
+      const [sandboxes, containers] = await Promise.all([this.#runtime.ListPodSandbox({}), this.#runtime.ListContainers({})]);
+      return [{ items: sandboxes.items.filter((s) => ofWanted(s.labels)) }, { containers: containers.containers.filter((c) => ofWanted(c.labels)) }];
+    }
     const lists = await Promise.all(
       uids.map(async (uid) => {
         const selector = { [RuntimeLabels.podUid]: uid };

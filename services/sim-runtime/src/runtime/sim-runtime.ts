@@ -95,6 +95,7 @@ import {
 import { defaultIsMissingImage, SimImageStore, type SimPrivateRegistry, type SimRegistry } from '../images/sim-images.js';
 import { ContainerFs } from '../process/container-fs.js';
 import { parseSignal, type ContainerSetting, type Program, type SimSignal } from '../process/program.js';
+import { POD_UID_LABEL, PodUidIndex } from './pod-uid-index.js';
 import { ExecNotFoundError, spawnProcess, type SimProcess } from '../process/sim-process.js';
 import { IpPool } from './ip-pool.js';
 
@@ -318,8 +319,27 @@ function fillResources(r: CriInput<LinuxContainerResources> | undefined | null):
   };
 }
 
-function matchesLabels(labels: StringMap, selector: CriInput<StringMap> | undefined | null): boolean {
-  return Object.entries(stringMap(selector)).every(([k, v]) => labels[k] === v);
+/** A label selector as a predicate (read once per List call, not once per record). */
+function labelMatcher(selector: CriInput<StringMap> | undefined | null): (labels: StringMap) => boolean {
+  const wanted = Object.entries(stringMap(selector));
+  if (wanted.length === 0) return () => true;
+  return (labels) => wanted.every(([k, v]) => labels[k] === v);
+}
+
+/**
+ * The records a List call looks at: with the pod-uid label in its selector, only that pod's (from
+ * the index, in table order); otherwise the whole table.
+ */
+function* candidates<T>(table: ReadonlyMap<string, T>, index: PodUidIndex, selector: CriInput<StringMap> | undefined | null): Iterable<T> {
+  const uid = selector?.[POD_UID_LABEL];
+  if (typeof uid !== 'string') {
+    yield* table.values();
+    return;
+  }
+  for (const id of index.get(uid)) {
+    const r = table.get(id);
+    if (r !== undefined) yield r;
+  }
 }
 
 class SimRuntimeImpl implements SimRuntime {
@@ -334,6 +354,8 @@ class SimRuntimeImpl implements SimRuntime {
   readonly #runtimeVersion: string;
   readonly #sandboxes = new Map<string, SandboxRecord>();
   readonly #containers = new Map<string, ContainerRecord>();
+  readonly #sandboxesByPod = new PodUidIndex();
+  readonly #containersByPod = new PodUidIndex();
   /** Reserved names → id (containerd's name index). */
   readonly #sandboxNames = new Map<string, string>();
   readonly #containerNames = new Map<string, string>();
@@ -629,6 +651,7 @@ class SimRuntimeImpl implements SimRuntime {
       runtimeHandler,
     };
     this.#sandboxes.set(id, sb);
+    this.#sandboxesByPod.add(id, sb.labels);
     this.#emit(id, ContainerEventType.CREATED, sb);
     this.#emit(id, ContainerEventType.STARTED, sb);
     return { podSandboxId: id };
@@ -660,10 +683,12 @@ class SimRuntimeImpl implements SimRuntime {
     }
     for (const c of containers) {
       this.#containers.delete(c.id);
+      this.#containersByPod.delete(c.id, c.labels);
       this.#containerNames.delete(c.name);
       this.#emit(c.id, ContainerEventType.DELETED, sb);
     }
     if (!this.#sandboxes.delete(sb.id)) return {};
+    this.#sandboxesByPod.delete(sb.id, sb.labels);
     this.#sandboxNames.delete(sb.name);
     this.#emit(sb.id, ContainerEventType.DELETED, sb);
     return {};
@@ -681,11 +706,12 @@ class SimRuntimeImpl implements SimRuntime {
     await this.#enter('ListPodSandbox');
     const f = request.filter;
     const items: PodSandbox[] = [];
-    for (const sb of this.#sandboxes.values()) {
+    const matches = labelMatcher(f?.labelSelector);
+    for (const sb of candidates(this.#sandboxes, this.#sandboxesByPod, f?.labelSelector)) {
       if (f != null) {
         if (str(f.id) !== '' && sb.id !== f.id) continue;
         if (f.state != null && sb.state !== (f.state.state ?? PodSandboxState.READY)) continue;
-        if (!matchesLabels(sb.labels, f.labelSelector)) continue;
+        if (!matches(sb.labels)) continue;
       }
       items.push({
         id: sb.id,
@@ -797,6 +823,7 @@ class SimRuntimeImpl implements SimRuntime {
       throw new CriError('Unknown', `failed to generate container "${id}" spec: no command specified`);
     }
     this.#containers.set(id, c);
+    this.#containersByPod.add(id, c.labels);
     this.#emit(id, ContainerEventType.CREATED, sb);
     return { containerId: id };
   }
@@ -875,6 +902,7 @@ class SimRuntimeImpl implements SimRuntime {
     if (c === undefined) return {}; // already removed: not an error
     await this.#kill(c);
     if (!this.#containers.delete(c.id)) return {};
+    this.#containersByPod.delete(c.id, c.labels);
     this.#containerNames.delete(c.name);
     const sb = this.#sandboxes.get(c.sandboxId);
     if (sb !== undefined) this.#emit(c.id, ContainerEventType.DELETED, sb);
@@ -885,12 +913,13 @@ class SimRuntimeImpl implements SimRuntime {
     await this.#enter('ListContainers');
     const f = request.filter;
     const containers: Container[] = [];
-    for (const c of this.#containers.values()) {
+    const matches = labelMatcher(f?.labelSelector);
+    for (const c of candidates(this.#containers, this.#containersByPod, f?.labelSelector)) {
       if (f != null) {
         if (str(f.id) !== '' && c.id !== f.id) continue;
         if (str(f.podSandboxId) !== '' && c.sandboxId !== f.podSandboxId) continue;
         if (f.state != null && c.state !== (f.state.state ?? ContainerState.CREATED)) continue;
-        if (!matchesLabels(c.labels, f.labelSelector)) continue;
+        if (!matches(c.labels)) continue;
       }
       containers.push({
         id: c.id,

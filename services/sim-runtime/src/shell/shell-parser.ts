@@ -550,9 +550,40 @@ class Parser {
   }
 }
 
-/** Parses a script. Throws {@link ShellSyntaxError}. */
+/** Parses a script (once per source: the tree is cached, frozen and shared). Throws {@link ShellSyntaxError}. */
 export function parseScript(src: string): List {
-  return new Parser(tokenize(src)).parseProgram();
+  const cached = parsed.get(src);
+  if (cached !== undefined) {
+    // Most recently used last, so the oldest entry is the one dropped when full.
+    parsed.delete(src);
+    parsed.set(src, cached);
+    return cached;
+  }
+  const list = deepFreeze(new Parser(tokenize(src)).parseProgram());
+  parsed.set(src, list);
+  if (parsed.size > MAX_PARSED_SCRIPTS) {
+    const oldest = parsed.keys().next().value;
+    if (oldest !== undefined) parsed.delete(oldest);
+  }
+  return list;
+}
+
+/** At most this many scripts' syntax trees are kept (every container of a pod spec runs the same few). */
+export const MAX_PARSED_SCRIPTS = 512;
+
+/**
+ * Parsed scripts by source: a container's command (and a trap's action) is parsed once, not at
+ * every start. The trees are frozen, as they are shared by every run of the script; a syntax error
+ * is not kept (it is thrown again).
+ */
+const parsed = new Map<string, List>();
+
+function deepFreeze<T>(v: T): T {
+  if (typeof v === 'object' && v !== null && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
 }
 
 /** True for the words the parser treats as reserved in command position. */
