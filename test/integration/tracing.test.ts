@@ -680,13 +680,14 @@ describe('tracing and metrics across every process (issue 4)', () => {
     );
 
     // `splitlet trace POD --episodes` lists the creation and the restarts; `--latest` opens the newest.
+    // The newest first: the pod keeps crash-looping, so a listing taken before it could miss a restart that began in between.
+    const latest = JSON.parse(await s.cli(['trace', CRASH, '--latest', '-o', 'json'])) as { traceId: string }[];
     const listing = await s.cli(['trace', CRASH, '--episodes']);
     const rowOf = (traceId: string): string | undefined => listing.split('\n').find((l) => l.startsWith(traceId));
     assert.match(listing.split('\n')[0]!, /^TRACE ID\s+EPISODE\s+PROCESS\s+AGE\s+DURATION\s+SPANS\s+ERRORS\s+LINKED$/);
     assert.match(rowOf(creationRoot.traceId) ?? '', /^\S+\s+config\.add \(creation\)\s+config-source\s/, listing);
     assert.match(rowOf(root!.traceId) ?? '', /^\S+\s+ContainerDied\s+pleg\s+\S+\s+\S+\s+\d+\s+\d+\s+creation$/, listing);
     assert.match(rowOf(root2!.traceId) ?? '', /\sContainerDied\s+pleg\s.*\screation$/, listing);
-    const latest = JSON.parse(await s.cli(['trace', CRASH, '--latest', '-o', 'json'])) as { traceId: string }[];
     assert.ok(latest.length > 0 && latest.every((x) => x.traceId === latest[0]!.traceId));
     assert.notEqual(latest[0]!.traceId, creationRoot.traceId, 'the newest episode of a crash-looping pod is a restart');
     assert.ok(rowOf(latest[0]!.traceId), 'and it is listed');
