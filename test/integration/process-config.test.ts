@@ -41,6 +41,12 @@ const CASES: readonly Case[] = [
     stderr: 'sim-runtime: invalid configuration: SIM_SOCKET: must be an absolute path (optionally prefixed with unix://)\n',
   },
   {
+    // Names the entry it refuses (stream names and durations are no secret).
+    service: 'status-manager',
+    env: { NATS_URL: 'nats://127.0.0.1:1', NODE_NAME: 'node-a', OTEL_SDK_DISABLED: 'true', STREAM_MAX_AGE: 'SL_SPANS=10m,SL_BOGUS=1h' },
+    stderr: 'status-manager: invalid configuration: STREAM_MAX_AGE: unknown stream "SL_BOGUS" (the streams: SL_CONFIG, SL_WORK, SL_PLEG, SL_STATUS, SL_EVENTS, SL_DLQ, SL_SPANS)\n',
+  },
+  {
     service: 'pleg',
     env: { NATS_URL: 'nats://127.0.0.1:1', NODE_NAME: 'node-a', OTEL_TRACES_SAMPLER: 'Secret_sampler' },
     stderr:

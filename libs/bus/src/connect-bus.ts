@@ -9,7 +9,7 @@ import { errorMessage } from '@splitlet/api';
 import type { BusLogger } from './bus.js';
 import type { BusMetrics } from './metrics.js';
 import { NatsBus, permissionError } from './nats-bus.js';
-import { ensureTopology } from './topology.js';
+import { ensureTopology, type StreamMaxAges } from './topology.js';
 
 /** Options for {@link connectBus}. */
 export interface BusOptions {
@@ -24,6 +24,11 @@ export interface BusOptions {
   provision?: boolean;
   /** Replicas of the streams and buckets provisioning creates (3 on a 3-server cluster). @default 1 */
   replicas?: number;
+  /**
+   * The operator's stream max ages (`STREAM_MAX_AGE`), applied when provisioning; every process
+   * must be given the same. @default the declared ones
+   */
+  streamMaxAges?: StreamMaxAges;
   /**
    * Where consumer progress (pending, redeliveries), dead letters and request latency are reported,
    * e.g. `createBusMetrics(registry)` of `@splitlet/telemetry`. @default not reported
@@ -88,7 +93,10 @@ const PROVISION_RETRY_MS = 2000;
 async function provision(nc: NatsConnection, jsm: Awaited<ReturnType<typeof jetstreamManager>>, opts: BusOptions): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
-      await ensureTopology(nc, jsm, opts.replicas === undefined ? {} : { replicas: opts.replicas });
+      await ensureTopology(nc, jsm, {
+        ...(opts.replicas !== undefined ? { replicas: opts.replicas } : {}),
+        ...(opts.streamMaxAges !== undefined ? { streamMaxAges: opts.streamMaxAges } : {}),
+      });
       return;
     } catch (e) {
       const denied = permissionError(e);

@@ -90,6 +90,54 @@ export const STREAMS: readonly StreamSpec[] = [
   { name: Streams.spans, subjects: ['sl.*.spans.*'], retention: 'limits', maxAgeMs: HOUR_MS, maxBytes: 128 * MB, maxMsgs: 1_000_000, maxMsgSize: MB, discard: 'old' },
 ];
 
+/**
+ * Max ages set by the operator (`STREAM_MAX_AGE`): stream name → ms, replacing the declared max age
+ * of those streams. Every process provisioning the topology must be given the same (`splitlet up`
+ * passes its environment to every process it supervises), or they would update the streams back
+ * and forth; a process that may not update them waits for the admin instead.
+ */
+export type StreamMaxAges = Readonly<Record<string, number>>;
+
+/**
+ * The shortest max age a stream may be given. Below it a message published while its reader
+ * restarts (the supervisor's backoff, a sync-loop leader taking over after the 10 s lease) could
+ * expire before it is read.
+ */
+export const MIN_STREAM_MAX_AGE_MS = 60_000;
+
+/**
+ * Higher floors for the streams carrying work that must not be dropped. SL_WORK: its duplicate
+ * window (2 min) must not exceed its max age (nats-server refuses it; the pokes' de-duplication
+ * relies on it). SL_CONFIG: a pod update waits there behind sync-loop's one in flight, and one held
+ * by a killed sync-loop is redelivered after the 30 s ack wait; an update that expired first would
+ * be lost, not retried.
+ */
+export const STREAM_MAX_AGE_FLOORS_MS: Readonly<Record<string, number>> = { [Streams.config]: 120_000, [Streams.work]: 120_000 };
+
+const seconds = (ms: number): string => `${ms / 1000} s`;
+
+/**
+ * Checks operator max ages: every name a declared stream, every age an integer number of ms at or
+ * above the stream's floor. Throws an Error naming the stream and the value.
+ */
+export function checkStreamMaxAges(maxAges: StreamMaxAges): void {
+  for (const [name, ms] of Object.entries(maxAges)) {
+    if (!STREAMS.some((s) => s.name === name)) throw new Error(`unknown stream "${name}" (the streams: ${STREAMS.map((s) => s.name).join(', ')})`);
+    if (!Number.isInteger(ms) || ms <= 0) throw new Error(`${name}: the max age must be a positive duration, got ${String(ms)} ms`);
+    const floor = STREAM_MAX_AGE_FLOORS_MS[name] ?? MIN_STREAM_MAX_AGE_MS;
+    if (ms < floor) throw new Error(`${name}: a max age of ${seconds(ms)} is below the shortest allowed, ${seconds(floor)} (docs/architecture.md, "Limits of the bus")`);
+  }
+}
+
+/** The stream declarations with the operator's max ages applied (checked by {@link checkStreamMaxAges}). */
+export function streamSpecs(maxAges: StreamMaxAges = {}): StreamSpec[] {
+  checkStreamMaxAges(maxAges);
+  return STREAMS.map((s) => {
+    const ms = maxAges[s.name];
+    return ms === undefined ? s : { ...s, maxAgeMs: ms };
+  });
+}
+
 /** A bucket keyed per pod (values carry a pod spec or status: up to 1 MiB, like an API object). */
 const perPod = (name: string): BucketSpec => ({ name, history: 1, maxBytes: 256 * MB, maxValueSize: MB });
 /** A bucket of small per-node or per-partition records. */
@@ -247,11 +295,13 @@ async function ensureBucketLimits(jsm: JetStreamManager, b: BucketSpec): Promise
 
 /**
  * Creates (or opens) every stream and bucket. Safe to call from every process at once. `replicas`:
- * of what is created (3 on a 3-server cluster); what exists keeps its own. @default 1
+ * of what is created (3 on a 3-server cluster); what exists keeps its own. @default 1.
+ * `streamMaxAges`: the operator's max ages ({@link StreamMaxAges}); a stream created with other
+ * limits is updated in place. @default the declared ones
  */
-export async function ensureTopology(nc: NatsConnection, jsm: JetStreamManager, options: { replicas?: number } = {}): Promise<void> {
+export async function ensureTopology(nc: NatsConnection, jsm: JetStreamManager, options: { replicas?: number; streamMaxAges?: StreamMaxAges } = {}): Promise<void> {
   const replicas = options.replicas ?? 1;
-  for (const s of STREAMS) await ensureStream(jsm, s, replicas);
+  for (const s of streamSpecs(options.streamMaxAges)) await ensureStream(jsm, s, replicas);
   const kvm = new Kvm(nc);
   for (const b of BUCKETS) {
     const opts: Partial<KvOptions> = { history: b.history, storage: StorageType.File, max_bytes: b.maxBytes, maxValueSize: b.maxValueSize, replicas };

@@ -2,7 +2,8 @@
  * Every stream and bucket is bounded (age, bytes, messages / value size) with its discard policy,
  * on a real nats-server: a fresh store gets the declared limits, a store provisioned before the
  * limits is updated in place, and the bounds act (a full discard-new stream refuses the publish, a
- * message over the size bound is refused).
+ * message over the size bound is refused); the operator's max ages (`STREAM_MAX_AGE`) are applied
+ * and updated in place.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +13,7 @@ import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { eventually, startTestNats } from '@splitlet/testkit';
 import type { NatsServer } from '@splitlet/testkit';
 import { Buckets, Streams } from '@splitlet/api';
-import { BUCKETS, STREAMS, connectBus, ensureStream, ensureTopology } from '../src/index.ts';
+import { BUCKETS, STREAMS, connectBus, ensureStream, ensureTopology, streamSpecs } from '../src/index.ts';
 
 describe('topology limits (real nats-server)', () => {
   let server: NatsServer;
@@ -25,14 +26,14 @@ describe('topology limits (real nats-server)', () => {
     await nc?.close();
     await server?.stop();
   });
-  const testBus = (): ReturnType<typeof connectBus> =>
-    connectBus({
-      servers: server.url,
-      process: 'test',
-      node: 'n',
-      logger: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
-      failFast: true,
-    });
+  const testBusOptions = (): Parameters<typeof connectBus>[0] => ({
+    servers: server.url,
+    process: 'test',
+    node: 'n',
+    logger: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
+    failFast: true,
+  });
+  const testBus = (): ReturnType<typeof connectBus> => connectBus(testBusOptions());
 
   test('a store from before the limits is updated in place; every stream and bucket then carries its bounds', async () => {
     const jsm = await jetstreamManager(nc);
@@ -156,5 +157,36 @@ describe('topology limits (real nats-server)', () => {
     } finally {
       await bus.close();
     }
+  });
+
+  test("the operator's max ages (STREAM_MAX_AGE): a stream is created with them, a process given others updates it in place, a bad one is refused", async () => {
+    const jsm = await jetstreamManager(nc);
+    const maxAge = async (name: string): Promise<number> => (await jsm.streams.info(name)).config.max_age;
+    const declared = (name: string): number => nanos(STREAMS.find((s) => s.name === name)!.maxAgeMs);
+    await jsm.streams.delete(Streams.spans);
+    await ensureTopology(nc, jsm, { streamMaxAges: { [Streams.spans]: 90_000, [Streams.config]: 120_000 } });
+    assert.equal(await maxAge(Streams.spans), nanos(90_000), 'created with the override');
+    assert.equal(await maxAge(Streams.config), nanos(120_000), 'updated in place with the override');
+    assert.equal(await maxAge(Streams.status), declared(Streams.status), 'a stream not named keeps its declared max age');
+    await jetstream(nc).publish('sl.n.spans.x', 'kept');
+    const seq = (await jsm.streams.info(Streams.spans)).state.last_seq;
+
+    // A process started with other limits (connectBus provisions at start) updates the stream, keeping its messages.
+    const other = await connectBus({ ...testBusOptions(), streamMaxAges: { [Streams.spans]: 600_000 } });
+    await other.close();
+    const after = await jsm.streams.info(Streams.spans);
+    assert.equal(after.config.max_age, nanos(600_000));
+    assert.equal(after.state.last_seq, seq, 'the same stream, updated in place');
+    assert.equal(after.state.messages, 1);
+    assert.equal(await maxAge(Streams.config), declared(Streams.config), 'a process without the override restores the declared max age');
+
+    // Refused before anything is touched: an unknown stream, a work stream under its floor.
+    await assert.rejects(ensureTopology(nc, jsm, { streamMaxAges: { SL_NOPE: 90_000 } }), /unknown stream "SL_NOPE"/);
+    await assert.rejects(connectBus({ ...testBusOptions(), streamMaxAges: { [Streams.work]: 10_000 } }), /SL_WORK: a max age of 10 s is below the shortest allowed, 120 s/);
+    assert.equal(await maxAge(Streams.work), declared(Streams.work));
+    assert.throws(() => streamSpecs({ [Streams.pleg]: 1.5 }), /SL_PLEG: the max age must be a positive duration/);
+    assert.equal(streamSpecs({ [Streams.pleg]: 60_000 }).find((s) => s.name === Streams.pleg)?.maxAgeMs, 60_000);
+    await ensureTopology(nc, jsm);
+    assert.equal(await maxAge(Streams.spans), declared(Streams.spans));
   });
 });

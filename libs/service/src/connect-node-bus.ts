@@ -15,7 +15,7 @@ export interface ConnectNodeBusOptions {
   /** The process name (NATS connection name, dead-letter origin, span `service`). */
   readonly service: string;
   readonly settings: Pick<NodeProcessSettings, 'NATS_URL' | 'NODE_NAME' | 'PUBLISH_SPANS'> &
-    Partial<Pick<NodeProcessSettings, 'NATS_USER' | 'NATS_PASSWORD' | 'DELETE_MARKER_COMPACTION_INTERVAL_MS' | 'DELETE_MARKER_MIN_AGE_MS'>>;
+    Partial<Pick<NodeProcessSettings, 'NATS_USER' | 'NATS_PASSWORD' | 'DELETE_MARKER_COMPACTION_INTERVAL_MS' | 'DELETE_MARKER_MIN_AGE_MS' | 'STREAM_MAX_AGE'>>;
   readonly logger: Logger;
   /** Where the bus metrics (consumer pending, redeliveries, dead letters, request latency) go. */
   readonly registry: Registry;
@@ -41,6 +41,7 @@ export async function connectNodeBus(o: ConnectNodeBusOptions): Promise<Bus> {
     logger,
     metrics: createBusMetrics(o.registry),
     signal: o.signal,
+    ...(settings.STREAM_MAX_AGE !== undefined ? { streamMaxAges: settings.STREAM_MAX_AGE } : {}),
     ...(settings.NATS_USER !== undefined ? { user: settings.NATS_USER, pass: settings.NATS_PASSWORD ?? '' } : {}),
   });
   const compaction = startDeleteMarkerCompaction(bus, service, logger, {

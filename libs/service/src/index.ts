@@ -17,7 +17,7 @@ export type { ProgressMonitorOptions } from './progress-monitor.js';
 export { KeyedMutex } from './keyed-mutex.js';
 export { realClock, sleep } from './clock.js';
 export type { Clock, TimerHandle } from './clock.js';
-export { LOG_LEVELS, NodeNameSchema, NodeProcessEnv, ProcessEnv, natsServers, otelEnv } from './node-process-env.js';
+export { LOG_LEVELS, NodeNameSchema, NodeProcessEnv, ProcessEnv, natsServers, otelEnv, parseStreamMaxAges } from './node-process-env.js';
 export type { NodeProcessSettings, ProcessSettings } from './node-process-env.js';
 export { CONFIG_ERROR_EXIT_CODE, runNodeProcess, runProcess, supervisorPidFromEnv } from './run-node-process.js';
 export type { NodeProcessContext, ProcessContext, ProcessOptions } from './run-node-process.js';

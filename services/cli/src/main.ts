@@ -18,7 +18,7 @@ import { CliError, resolveStateDir, ensureStateDir } from './state-dir.js';
 import { defaultNodeName, up } from './commands/up.js';
 import { apply, applyRemote, deletePod, describe, getPods } from './commands/pods.js';
 import { getPartitions } from './commands/partitions.js';
-import { openTarget, provisionTopology, targetFlags } from './target.js';
+import { openTarget, provisionTopology, streamMaxAgesOf, targetFlags } from './target.js';
 import { renderHelmAuthValues, writeNatsConfigDir } from './up/nats-config.js';
 import type { CliTarget } from './target.js';
 import { trace } from './commands/trace.js';
@@ -320,7 +320,7 @@ async function main(rawArgv: string[]): Promise<number> {
     case 'provision': {
       if (flags.natsUrl === undefined)
         throw new CliError('splitlet provision: --nats-url (or SPLITLET_NATS_URL) is required, with the admin identity in SPLITLET_NATS_USER / SPLITLET_NATS_PASSWORD');
-      await provisionTopology(flags.natsUrl, flags.credential, flags.requestTimeoutMs > 0 ? flags.requestTimeoutMs : 30_000);
+      await provisionTopology(flags.natsUrl, flags.credential, flags.requestTimeoutMs > 0 ? flags.requestTimeoutMs : 30_000, streamMaxAgesOf(process.env));
       process.stdout.write(`streams and buckets provisioned on ${flags.natsUrl.replace(/\/\/[^/@]*@/g, '//')}\n`);
       return 0;
     }

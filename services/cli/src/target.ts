@@ -12,9 +12,10 @@
 import { z } from 'zod';
 import { Buckets, nodeFromToken, nodeToken } from '@splitlet/api';
 import { connectBus } from '@splitlet/bus';
-import type { Bus, NatsCredential } from '@splitlet/bus';
+import type { Bus, NatsCredential, StreamMaxAges } from '@splitlet/bus';
 import { readCredential } from './up/nats-config.js';
 import { createLogger } from '@splitlet/telemetry';
+import { parseStreamMaxAges } from '@splitlet/service';
 import type { InstanceInfo, StateDir } from './state-dir.js';
 import { CliError, readInstance } from './state-dir.js';
 
@@ -156,11 +157,21 @@ function connectTimeout(flags: TargetFlags): number {
   return flags.requestTimeoutMs > 0 ? flags.requestTimeoutMs : DEFAULT_CONNECT_TIMEOUT_MS;
 }
 
+/** `STREAM_MAX_AGE` of `env` (`parseStreamMaxAges`), a CliError naming what is wrong. */
+export function streamMaxAgesOf(env: Readonly<Record<string, string | undefined>>): StreamMaxAges {
+  try {
+    return parseStreamMaxAges(env['STREAM_MAX_AGE']);
+  } catch (e) {
+    throw new CliError(`STREAM_MAX_AGE: ${(e as Error).message}`);
+  }
+}
+
 /**
  * `splitlet provision`: creates or updates every stream and bucket of the topology, as an identity
- * allowed to (`admin`). Compose and k8s run it once before the processes, which may only check it.
+ * allowed to (`admin`). Compose and k8s run it once before the processes, which may only check it;
+ * `streamMaxAges` (`STREAM_MAX_AGE`) must be the processes' own.
  */
-export async function provisionTopology(natsUrl: string, credential: NatsCredential | undefined, timeoutMs: number): Promise<void> {
+export async function provisionTopology(natsUrl: string, credential: NatsCredential | undefined, timeoutMs: number, streamMaxAges: StreamMaxAges = {}): Promise<void> {
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(new Error(`not done within ${timeoutMs / 1000} s`)), timeoutMs);
   try {
@@ -171,6 +182,7 @@ export async function provisionTopology(natsUrl: string, credential: NatsCredent
       logger: createLogger({ service: 'provision', level: 'warn', stream: process.stderr }),
       signal: ac.signal,
       failFast: true,
+      streamMaxAges,
       connectTimeoutMs: Math.min(timeoutMs, DEFAULT_CONNECT_TIMEOUT_MS),
       ...(credential !== undefined ? { user: credential.user, pass: credential.password } : {}),
     });

@@ -19,6 +19,7 @@ import type { Identity, NatsCredential } from '@splitlet/bus';
 import { natsClusterSpecs } from '../up/nats-cluster.js';
 import { serviceMain } from '../paths.js';
 import { connectBus } from '@splitlet/bus';
+import { streamMaxAgesOf } from '../target.js';
 import type { LogFormat } from '../up/console-format.js';
 import { allReady, readySummary } from '../up/ready-summary.js';
 import { createLogger } from '@splitlet/telemetry';
@@ -116,6 +117,11 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
       throw new CliError(`splitlet is already running in ${s.root} (pid ${prev.supervisorPid}); use another --state-dir to run a second instance`);
     }
   }
+  // The streams' max ages: checked before anything starts, applied by the provisioning below and
+  // passed to every process (each provisions with them too, so all must have the same).
+  const streamMaxAges = streamMaxAgesOf(env);
+  const streamMaxAge = env['STREAM_MAX_AGE'] ?? '';
+  const specOptions: UpOptions = streamMaxAge === '' ? o : { ...o, extraEnv: { ...o.extraEnv, STREAM_MAX_AGE: streamMaxAge } };
   const embeddedApi = o.apiserver !== false && o.kubeconfig === undefined;
   if (embeddedApi) rmSync(s.kubeconfig, { force: true }); // a stale one would point at a dead port
   for (const svc of ['apiserver', 'config-source', 'sync-loop', 'pod-worker', 'pleg', 'prober', 'volume-manager', 'status-manager', 'cri-adapter', 'sim-runtime']) {
@@ -216,6 +222,7 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
           node: o.nodeName,
           logger: createLogger({ service: 'splitlet-up', level: 'warn', stream: process.stderr }),
           signal: stopped.signal,
+          streamMaxAges,
           ...(replicas !== undefined ? { replicas } : {}),
           ...(admin !== undefined ? { user: admin.user, pass: admin.password } : {}),
         });
@@ -227,7 +234,7 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
       }
     }
     // One port for the API server's whole life: a restarted apiserver keeps the kubeconfig valid.
-    const specs = processSpecs(s, url, o, embeddedApi ? await freeLoopbackPort() : 0, credentials);
+    const specs = processSpecs(s, url, specOptions, embeddedApi ? await freeLoopbackPort() : 0, credentials);
     for (const p of specs) sup.start(p);
     out.write(`splitlet up: node ${o.nodeName}, ${specs.length} processes, state dir ${s.root}\n`);
     out.write(`manifests: ${s.manifests}  (splitlet apply -f FILE; splitlet get pods)\n`);
