@@ -6,7 +6,7 @@
  * pkg/scheduler (AdmissionCheck: noderesources.Fits, nodeaffinity, nodename, nodeports).
  */
 import type { Pod, PodSpec } from '@splitlet/api';
-import { podRequests } from './pod-requests.js';
+import { podRequests, type ResourceAmounts } from './pod-requests.js';
 import { isStaticPod } from './pod-source.js';
 import { resourceAmount } from './quantity.js';
 
@@ -55,7 +55,8 @@ const BASE_RESOURCES = new Set(['cpu', 'memory', 'ephemeral-storage', 'pods']);
 
 /**
  * Decides whether `pod` may run on `node` next to `existingPods` (the admitted, non-terminal pods
- * without `pod` itself). Order, first failure wins:
+ * without `pod` itself; not mutated afterwards: their requests are remembered per pod object).
+ * Order, first failure wins:
  * 1. pod label `kubernetes.io/os` ≠ node OS → `PodOSSelectorNodeLabelDoesNotMatch`;
  * 2. `spec.os.name` ≠ node OS → `PodOSNotSupported`;
  * 3. resources: `pods` count, `cpu`, `memory`, `ephemeral-storage`, extended (sorted by name) →
@@ -107,7 +108,7 @@ function resourceFailures(node: AdmissionNode, existingPods: readonly Pod[], pod
   }
   const used: Record<string, number> = {};
   for (const p of existingPods) {
-    for (const [k, v] of Object.entries(podRequests(p))) used[k] = (used[k] ?? 0) + v;
+    for (const [k, v] of Object.entries(existingRequests(p))) used[k] = (used[k] ?? 0) + v;
   }
   const scalar = Object.keys(req)
     .filter((n) => !BASE_RESOURCES.has(n))
@@ -122,6 +123,29 @@ function resourceFailures(node: AdmissionNode, existingPods: readonly Pod[], pod
     if (r > 0 && r > cap - u) out.push(insufficient(name, r, u, cap));
   }
   return out;
+}
+
+/** {@link podRequests} of pods already weighed as existing ones, by pod object (see {@link existingRequests}). */
+const requestsByPod = new WeakMap<object, { readonly amounts: Readonly<ResourceAmounts> } | { readonly error: unknown }>();
+
+/**
+ * The requests of an existing pod, parsed once per pod object: every admission weighs the new pod
+ * against all existing ones, so parsing them each time would cost O(pods) quantity parses per
+ * admitted pod. A pod's quantities do not change (`existingPods` must not be mutated; a changed pod
+ * is a new object); one that does not parse throws the same error every time.
+ */
+function existingRequests(pod: Pod): Readonly<ResourceAmounts> {
+  let r = requestsByPod.get(pod);
+  if (r === undefined) {
+    try {
+      r = { amounts: podRequests(pod) };
+    } catch (e) {
+      r = { error: e };
+    }
+    requestsByPod.set(pod, r);
+  }
+  if ('error' in r) throw r.error;
+  return r.amounts;
 }
 
 function predicate(name: string, desc: string): Failure {

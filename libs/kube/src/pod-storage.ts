@@ -97,8 +97,9 @@ export class PodStorage {
   /**
    * Applies one source update. ADD, UPDATE and DELETE are merged the same way (a new UID is an ADD,
    * a known one goes through checkAndUpdatePod); REMOVE deletes the listed UIDs; SET is
-   * {@link setSource}. Input pods are copied, never mutated — and must not be mutated by the caller
-   * afterwards either: a pod object passed again (the same object) is taken as unchanged. `now`
+   * {@link setSource}. Input pods are never mutated — and must not be mutated by the caller
+   * afterwards either: a pod object passed again (the same object) is taken as unchanged, and the
+   * stored pod shares the input's nested objects (its spec, status, labels) rather than copying them. `now`
    * (ms since the epoch) stamps `kubernetes.io/config.seen` (RFC3339Nano) on new pods.
    *
    * Models podStorage.Merge / merge.
@@ -137,8 +138,11 @@ export class PodStorage {
           continue;
         }
         merged.set(raw.metadata.uid, raw);
-        const ref = structuredClone(raw);
-        ref.metadata.annotations = { ...(ref.metadata.annotations ?? {}), [ConfigAnnotations.source]: source };
+        // Own copies of the pod and of the parts a merge writes (metadata, annotations); the rest
+        // (spec, status, labels…) is shared with the input, which nobody mutates: the storage only
+        // ever replaces those fields, and everything it hands out is a deep copy.
+        const annotations: Record<string, string> = { ...(raw.metadata.annotations ?? {}), [ConfigAnnotations.source]: source };
+        const ref: BoundPod = { ...raw, metadata: { ...raw.metadata, annotations } };
         const existing = oldPods.get(ref.metadata.uid);
         if (existing !== undefined) {
           into.set(ref.metadata.uid, existing);
@@ -148,7 +152,7 @@ export class PodStorage {
           else if (r.needGracefulDelete) deletes.push(existing);
           continue;
         }
-        ref.metadata.annotations[ConfigAnnotations.seen] = rfc3339Nano(now);
+        annotations[ConfigAnnotations.seen] = rfc3339Nano(now);
         into.set(ref.metadata.uid, ref);
         adds.push(ref);
       }

@@ -93,6 +93,43 @@ describe('VolumeManager', () => {
     assert.equal(events.events.length, 0);
   });
 
+  it('volume totals follow every mount, failed remount and unmount (counted per change, not recounted)', async () => {
+    const host = join(tmp.path, 'host-totals');
+    await mkdir(host);
+    const totals = (): Record<string, number> => Object.fromEntries(metrics.totals);
+    await vm.mount(
+      podWith('t1', [
+        { name: 'a', emptyDir: {} },
+        { name: 'h', hostPath: { path: host, type: 'Directory' } },
+      ]),
+      fence,
+    );
+    await vm.mount(
+      podWith('t2', [
+        { name: 'a', emptyDir: {} },
+        { name: 'b', emptyDir: {} },
+      ]),
+      fence,
+    );
+    assert.deepEqual(totals(), { 'kubernetes.io/empty-dir': 3, 'kubernetes.io/host-path': 1 });
+    // t1 mounted again with a volume that fails: no longer mounted, so none of its volumes count.
+    await assert.rejects(
+      vm.mount(
+        podWith('t1', [
+          { name: 'a', emptyDir: {} },
+          { name: 'h', hostPath: { path: join(tmp.path, 'missing'), type: 'Directory' } },
+        ]),
+        fence,
+      ),
+      { code: 'FailedMount' },
+    );
+    assert.deepEqual(totals(), { 'kubernetes.io/empty-dir': 2 });
+    await vm.unmount('t2', true, fence);
+    assert.deepEqual(totals(), {});
+    await vm.mount(podWith('t1', [{ name: 'h', hostPath: { path: host, type: 'Directory' } }]), fence);
+    assert.deepEqual(totals(), { 'kubernetes.io/host-path': 1 });
+  });
+
   it('is idempotent: a second mount returns the same paths without new work', async () => {
     const pod = podWith('u1', [{ name: 'cache', emptyDir: {} }]);
     const first = await vm.mount(pod, fence);

@@ -148,6 +148,34 @@ describe('canAdmitPod', () => {
     it('static pods skip the taint check', () =>
       assert.equal(canAdmitPod(tainted, [], aPod({ metadata: { annotations: { 'kubernetes.io/config.source': 'file' } } })).admit, true));
   });
+
+  it('parses the requests of an existing pod once, however many admissions weigh it; an unparsable one fails each of them alike', () => {
+    let reads = 0;
+    const counted = (p: BoundPod): BoundPod => {
+      const containers = p.spec.containers;
+      Object.defineProperty(p.spec, 'containers', { get: () => (reads++, containers), enumerable: true });
+      return p;
+    };
+    const existing = [counted(withRequests('a', { cpu: '300m' })), counted(withRequests('b', { cpu: '300m' }))];
+    for (let i = 0; i < 5; i++) assert.deepEqual(canAdmitPod(node, existing, withRequests(`p${i}`, { cpu: '300m' })), { admit: true });
+    assert.equal(reads, 2, 'each existing pod read once over five admissions');
+    assert.deepEqual(canAdmitPod(node, existing, withRequests('big', { cpu: '500m' })), {
+      admit: false,
+      reason: 'OutOfcpu',
+      message: "Node didn't have enough resource: cpu, requested: 500, used: 600, capacity: 1000",
+    });
+    const bad = withRequests('bad', { cpu: 'lots' });
+    const messages = [0, 1].map(() => {
+      try {
+        canAdmitPod(node, [bad], withRequests('q', { cpu: '1m' }));
+        return 'admitted';
+      } catch (e) {
+        return e instanceof Error ? e.message : String(e);
+      }
+    });
+    assert.match(messages[0]!, /lots/);
+    assert.equal(messages[1], messages[0]);
+  });
 });
 
 describe('rejectedPodStatus', () => {

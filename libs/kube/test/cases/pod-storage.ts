@@ -223,6 +223,28 @@ describe('PodStorage (config_test.go)', () => {
     assert.equal(s.get(TEST_SOURCE, 'foonew')?.spec.containers[0]?.name, 'bar');
   });
 
+  it('a merge deep-copies only what it hands out: one structuredClone per emitted pod, none for unchanged ones', (t) => {
+    const s = new PodStorage();
+    const a = createValidPod('a', 'ns');
+    const b = createValidPod('b', 'ns');
+    const clones = t.mock.method(globalThis, 'structuredClone');
+    s.setSource(TEST_SOURCE, [a, b], NOW);
+    assert.equal(clones.mock.callCount(), 2, 'ADD of two pods: the two emitted copies');
+    const running = structuredClone(b);
+    running.status = { phase: 'Running' };
+    clones.mock.resetCalls();
+    const r = s.setSource(TEST_SOURCE, [createValidPod('a', 'ns'), running], NOW);
+    assert.deepEqual(summary(r), [['RECONCILE', ['bns']]]);
+    assert.equal(clones.mock.callCount(), 1, 'a reconcile (and an equal pod) copy nothing but the emitted pod');
+    // The stored pod is its own: mutating what was handed out, or the input's metadata, leaves it alone.
+    r.updates[0]!.pods[0]!.status!.phase = 'Failed';
+    running.metadata.annotations = { x: 'y' };
+    clones.mock.restore();
+    assert.equal(s.get(TEST_SOURCE, 'bns')?.status?.phase, 'Running');
+    assert.deepEqual(Object.keys(s.get(TEST_SOURCE, 'bns')?.metadata.annotations ?? {}).sort(), [ConfigAnnotations.seen, ConfigAnnotations.source].sort());
+    assert.equal(a.metadata.annotations, undefined, 'inputs are not mutated');
+  });
+
   it('seenSources needs a SET from every source', () => {
     const s = new PodStorage();
     s.merge('file', 'ADD', [createValidPod('a', 'x')], NOW);

@@ -98,9 +98,11 @@ export class PodConfig {
     await this.#reportRejections(source, result.rejections);
     this.#o.metrics?.setPods(source, pods.length - result.rejections.length);
     for (const u of result.updates) await this.#deliver(u);
-    // Forget origins of pods this source no longer has.
+    // Forget origins of pods this source no longer has (a set of the listing only when some were removed).
+    const removed = result.updates.filter((u) => u.op === 'REMOVE');
+    if (removed.length === 0) return;
     const current = new Set(pods.map((p) => p.metadata.uid));
-    for (const u of result.updates) if (u.op === 'REMOVE') for (const p of u.pods) if (!current.has(p.metadata.uid)) this.#origins.delete(p.metadata.uid);
+    for (const u of removed) for (const p of u.pods) if (!current.has(p.metadata.uid)) this.#origins.delete(p.metadata.uid);
   }
 
   /**

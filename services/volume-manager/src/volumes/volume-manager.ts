@@ -116,12 +116,13 @@ export interface VolumeManagerDeps {
   readonly objects?: ApiObjectReader;
 }
 
+/** An entry of the actual state of world; replaced as a whole, never changed in place (the totals count it). */
 interface AswEntry {
-  state: PodVolumeState;
+  readonly state: Readonly<PodVolumeState>;
   /** The pod's `spec.volumes` as JSON, to recognise a repeated mount of the same pod. */
-  volumesKey: string;
+  readonly volumesKey: string;
   /** Plugin per mounted volume, for metrics. */
-  plugins: Map<string, string>;
+  readonly plugins: ReadonlyMap<string, string>;
 }
 
 interface VolumeFailure {
@@ -137,6 +138,11 @@ export class VolumeManager {
   readonly #fences = new FenceKeeper();
   readonly #mutex: KeyedMutex;
   readonly #asw = new Map<string, AswEntry>();
+  /**
+   * Mounted volumes per plugin over the mounted entries of {@link #asw}, kept up to date by
+   * {@link #aswSet} / {@link #aswDelete} so that publishing the totals does not walk every pod.
+   */
+  readonly #mountedByPlugin = new Map<string, number>();
   /** Mounted pods with configMap / secret / projected volumes, re-projected when their objects change. */
   readonly #objectPods = new Map<string, BoundPod>();
 
@@ -158,7 +164,7 @@ export class VolumeManager {
       if (this.#asw.has(s.uid)) continue;
       const plugins = new Map<string, string>();
       for (const name of Object.keys(s.volumes)) plugins.set(name, 'unknown');
-      this.#asw.set(s.uid, { state: s, volumesKey: '', plugins });
+      this.#aswSet(s.uid, { state: s, volumesKey: '', plugins });
     }
     this.#publishTotals();
     return states.length;
@@ -251,14 +257,14 @@ export class VolumeManager {
         // WaitForAttachAndMount's error; the pod-worker's FailedMount event adds "Unable to attach or mount volumes: ".
         const message = `unmounted volumes=[${unmounted.join(' ')}], unattached volumes=[${unattached.join(' ')}]: ${setUpErrors.join('; ')}`;
         state.error = message;
-        this.#asw.set(uid, { state, volumesKey, plugins });
+        this.#aswSet(uid, { state, volumesKey, plugins });
         this.#publishTotals();
         await this.#store(state);
         for (const msg of setUpErrors) await this.#recordPodEvent(pod, 'FailedMount', msg);
         this.#d.logger.warn('mount failed', { uid, pod: `${pod.metadata.namespace}/${pod.metadata.name}`, error: message });
         throw new KubeletError(VolumeErrorCodes.FailedMount, message, { retryable: true });
       }
-      this.#asw.set(uid, { state, volumesKey, plugins });
+      this.#aswSet(uid, { state, volumesKey, plugins });
       this.#publishTotals();
       await this.#store(state);
       this.#d.logger.debug('pod volumes mounted', { uid, volumes: Object.keys(mounted) });
@@ -301,7 +307,7 @@ export class VolumeManager {
         this.#d.metrics?.observeOperation('volume_unmount', PluginNames.emptyDir, false, (this.#d.clock.now() - started) / 1000);
         throw new KubeletError(VolumeErrorCodes.FailedUnmount, `UnmountVolume.TearDown failed for pod ${JSON.stringify(uid)}: ${errorMessage(e)}`, { retryable: true, cause: e });
       }
-      this.#asw.delete(uid);
+      this.#aswDelete(uid);
       this.#objectPods.delete(uid);
       this.#d.objects?.hold(uid, []);
       this.#publishTotals();
@@ -344,7 +350,7 @@ export class VolumeManager {
             return;
           }
           await removeAllOneFilesystem(podDir);
-          this.#asw.delete(uid);
+          this.#aswDelete(uid);
           this.#objectPods.delete(uid);
           this.#d.objects?.hold(uid, []);
           await this.#d.store.delete(uid);
@@ -364,7 +370,7 @@ export class VolumeManager {
         if (this.#asw.get(uid)?.state.mounted === true) return;
         try {
           await this.#d.store.delete(uid);
-          this.#asw.delete(uid);
+          this.#aswDelete(uid);
           removed.push(uid);
         } catch (e) {
           this.#d.logger.error('failed to delete the volume state of an orphaned pod', { uid, err: errorMessage(e) });
@@ -533,14 +539,34 @@ export class VolumeManager {
     }
   }
 
-  #publishTotals(): void {
-    if (this.#d.metrics === undefined) return;
-    const totals = new Map<string, number>();
-    for (const e of this.#asw.values()) {
-      if (!e.state.mounted) continue;
-      for (const p of e.plugins.values()) totals.set(p, (totals.get(p) ?? 0) + 1);
+  /** Stores `uid`'s entry in the actual state of world, keeping the per-plugin totals. */
+  #aswSet(uid: string, entry: AswEntry): void {
+    this.#aswDelete(uid);
+    this.#asw.set(uid, entry);
+    this.#count(entry, 1);
+  }
+
+  /** Drops `uid`'s entry from the actual state of world, keeping the per-plugin totals. */
+  #aswDelete(uid: string): void {
+    const e = this.#asw.get(uid);
+    if (e === undefined) return;
+    this.#asw.delete(uid);
+    this.#count(e, -1);
+  }
+
+  /** Adds (`by` 1) or removes (`by` -1) a mounted entry's volumes from the per-plugin totals. */
+  #count(e: AswEntry, by: 1 | -1): void {
+    if (!e.state.mounted) return;
+    for (const p of e.plugins.values()) {
+      const n = (this.#mountedByPlugin.get(p) ?? 0) + by;
+      if (n === 0) this.#mountedByPlugin.delete(p);
+      else this.#mountedByPlugin.set(p, n);
     }
-    this.#d.metrics.setTotals(totals);
+  }
+
+  /** `volume_manager_total_volumes`: mounted volumes per plugin (entries are replaced, never changed in place). */
+  #publishTotals(): void {
+    this.#d.metrics?.setTotals(new Map(this.#mountedByPlugin));
   }
 }
 
