@@ -132,8 +132,10 @@ export async function startSplitlet(opts: { podWorkers?: number; nodeName?: stri
   try {
     await waitReady(stateDir, 60_000, () => (child.exitCode !== null ? `splitlet up exited with ${child.exitCode}:\n${output.slice(-50).join('\n')}` : undefined));
   } catch (e) {
+    // The logs of the processes that never got ready, read before stop() removes the state dir.
+    const tails = e instanceof NotReadyError ? `\n${logTails(stateDir, e.processes)}` : '';
     await inst.stop();
-    throw new Error(`${(e as Error).message}:\n${output.slice(-80).join('\n')}`, { cause: e });
+    throw new Error(`${(e as Error).message}:\n${output.slice(-80).join('\n')}${tails}`, { cause: e });
   }
   return inst;
 }
@@ -189,6 +191,28 @@ export async function stopSplitlet(s: Instance | undefined, stateDir: string | u
   assert.equal(await s.stop(), 0, 'splitlet up exits 0 on SIGTERM');
 }
 
+/** {@link waitReady} ran out of time; `processes` names those whose /readyz did not answer 200. */
+export class NotReadyError extends Error {
+  override readonly name = 'NotReadyError';
+  constructor(
+    message: string,
+    readonly processes: readonly string[],
+  ) {
+    super(message);
+  }
+}
+
+/** The last `n` lines of each named process's log in the state dir, for a failure message. */
+function logTails(stateDir: string, names: readonly string[], n = 20): string {
+  return names
+    .map((name) => {
+      const file = join(stateDir, 'logs', `${name}.log`);
+      const lines = existsSync(file) ? readFileSync(file, 'utf8').trimEnd().split('\n').slice(-n) : ['(no log file)'];
+      return `--- ${name} (last ${lines.length} lines of logs/${name}.log)\n${lines.join('\n')}`;
+    })
+    .join('\n');
+}
+
 /**
  * Waits until the instance in `stateDir` lists its processes and every one answers /readyz with 200.
  * `fatal` may report a reason to stop waiting (e.g. the supervisor exited).
@@ -196,6 +220,7 @@ export async function stopSplitlet(s: Instance | undefined, stateDir: string | u
 export async function waitReady(stateDir: string, timeoutMs: number, fatal: () => string | undefined = () => undefined): Promise<void> {
   const file = join(stateDir, 'instance.json');
   const deadline = Date.now() + timeoutMs;
+  let notReady: string[] | undefined;
   for (;;) {
     const why = fatal();
     if (why !== undefined) throw new Error(why);
@@ -212,8 +237,10 @@ export async function waitReady(stateDir: string, timeoutMs: number, fatal: () =
         ),
       );
       if (ready.length > 0 && ready.every(Boolean)) return;
+      notReady = info.processes.filter((_, i) => ready[i] !== true).map((p) => p.name);
     }
-    if (Date.now() > deadline) throw new Error(`splitlet did not become ready within ${timeoutMs / 1000} s`);
+    if (Date.now() > deadline)
+      throw new NotReadyError(`splitlet did not become ready within ${timeoutMs / 1000} s (not ready: ${notReady?.join(', ') ?? 'no instance.json yet'})`, notReady ?? []);
     await new Promise((r) => setTimeout(r, 200));
   }
 }

@@ -173,7 +173,9 @@ export const PROBE_SCENARIOS: readonly ProbeScenario[] = [
           command: ['sh', '-c', 'mkdir -p /www && echo ok > /www/healthz && exec httpd -f -p 8080 -h /www'],
           ports: [{ name: 'http', containerPort: 8080 }],
           readinessProbe: { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 1 },
-          livenessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1, failureThreshold: 1 },
+          // Not the first instant: a probe that beats httpd to its listen() (the container just started, a loaded
+          // machine) is refused and, at failureThreshold 1, restarts it; the kubelet would do the same.
+          livenessProbe: { tcpSocket: { port: 8080 }, initialDelaySeconds: 2, periodSeconds: 1, failureThreshold: 3 },
         },
         { name: 'notfound', image: IMAGE, command: ['sleep', '3600'], readinessProbe: { httpGet: { path: '/missing', port: 8080 }, periodSeconds: 1 } },
         { name: 'closed', image: IMAGE, command: ['sleep', '3600'], readinessProbe: { tcpSocket: { port: 9999 }, periodSeconds: 1 } },
