@@ -10,6 +10,7 @@
  *
  * Usage: node --import tsx test/bench/burst-probe.ts [--pods 200] [--pod-workers 2] [--latency 0] [--splitlet-root DIR] [--json out.json]
  *        [--cpu-prof DIR] [--top 12] [--settle 3] [--up-arg=--no-apiserver …] (seconds counted after the last Running, for the tail of the work)
+ *        [--hold 20] (then, seconds of holding the pods with no churn: CPU, messages, CRI calls and profile per second)
  */
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -31,13 +32,16 @@ const { values } = parseArgs({
     'cpu-prof': { type: 'string' },
     top: { type: 'string', default: '12' },
     settle: { type: 'string', default: '3' },
+    hold: { type: 'string', default: '0' },
     'up-arg': { type: 'string', multiple: true, default: [] },
   },
 });
 const PODS = Number(values.pods);
 const WORKERS = Number(values['pod-workers']);
 const LATENCY = Number(values.latency);
+const HOLD = Number(values.hold);
 for (const [k, v] of [
+  ['hold', HOLD],
   ['pods', PODS],
   ['pod-workers', WORKERS],
   ['latency', LATENCY],
@@ -90,6 +94,7 @@ async function main(): Promise<void> {
   });
   const spy = await connect({ servers: node.nats.url, name: 'burst-probe' });
   let window: { from: number; to: number; names: Map<number, string> } | undefined;
+  let holdWindow: { from: number; to: number } | undefined;
   let summary: BurstProbeResult | undefined;
   try {
     await new Promise((r) => setTimeout(r, 3000));
@@ -163,7 +168,6 @@ async function main(): Promise<void> {
     const rssAfter = procs.map((p) => rssMiB(p.pid));
     const mono1 = monotonicMicros();
     const cri1 = await node.criCalls();
-    sub.unsubscribe();
     window = { from: mono0, to: mono1, names: new Map(procs.map((p) => [p.pid, p.name])) };
     const cpuMs: Record<string, number> = {};
     procs.forEach((p, i) => (cpuMs[p.name] = (1000 * (cpuSeconds(p.pid) - cpu0[i]!)) / PODS));
@@ -215,6 +219,33 @@ async function main(): Promise<void> {
       if (xs.length < created.size / 2) continue;
       console.log(`  ${String(pct(xs, 50)).padStart(7)} / ${String(pct(xs, 90)).padStart(7)}  ${k}`);
     }
+    if (HOLD > 0) {
+      // The steady state: the same pods held, nothing created or deleted; what the node spends per second.
+      const held = new Map(counts);
+      counts.clear();
+      const cpuH0 = procs.map((p) => cpuSeconds(p.pid));
+      const criH0 = await node.criCalls();
+      const monoH0 = monotonicMicros();
+      recording = true;
+      await new Promise((r) => setTimeout(r, HOLD * 1000));
+      recording = false;
+      holdWindow = { from: monoH0, to: monotonicMicros() };
+      const criH1 = await node.criCalls();
+      console.log(`\nholding ${PODS} Running pods for ${HOLD} s, no churn: CPU % of one core by process`);
+      const perProc = procs.map((p, i) => [p.name, (100 * (cpuSeconds(p.pid) - cpuH0[i]!)) / HOLD] as const).sort((a, b) => b[1] - a[1]);
+      for (const [k, v] of perProc) console.log(`  ${k.padEnd(18)} ${fmt(v, 1).padStart(6)} %`);
+      console.log(`  ${'total'.padEnd(18)} ${fmt(perProc.reduce((a, [, v]) => a + v, 0), 1).padStart(6)} %`);
+      console.log('  bus messages per second by subject:');
+      for (const [k, v] of [...counts].sort((a, b) => b[1] - a[1])) if (v / HOLD >= 0.5) console.log(`  ${fmt(v / HOLD, 1).padStart(8)}  ${k}`);
+      console.log('  CRI calls per second:');
+      for (const [k, v] of criH1) {
+        const d = (v - (criH0.get(k) ?? 0)) / HOLD;
+        if (d > 0) console.log(`  ${fmt(d, 1).padStart(8)}  ${k}`);
+      }
+      counts.clear();
+      for (const [k, v] of held) counts.set(k, v);
+    }
+    sub.unsubscribe();
     summary = {
       pods: PODS,
       workers: WORKERS,
@@ -247,6 +278,20 @@ async function main(): Promise<void> {
           .join(', ')}`,
       );
       for (const f of s.functions.slice(0, top)) console.log(`    ${fmt(f.ms / PODS, 3).padStart(7)}  ${f.name}`);
+    }
+    if (holdWindow !== undefined) {
+      const hw = holdWindow;
+      console.log(`\nCPU profiles while holding the pods, CPU ms per second:`);
+      const held = [...readProfiles(profDir)]
+        .filter(([pid]) => window.names.has(pid))
+        .map(([pid, prof]) => ({ name: window.names.get(pid)!, s: summarizeProfile(prof, pid, hw.from, hw.to) }))
+        .sort((a, b) => b.s.busyMs - a.s.busyMs);
+      for (const { name, s } of held) {
+        console.log(`\n  ${name}: ${fmt(s.busyMs / HOLD, 1)} ms per second`);
+        for (const f of s.functions.slice(0, top)) console.log(`    ${fmt(f.ms / HOLD, 2).padStart(7)}  ${f.name}`);
+        console.log('    inclusive, splitlet code:');
+        for (const f of s.ownInclusive.slice(0, top)) console.log(`    ${fmt(f.ms / HOLD, 2).padStart(7)}  ${f.name}`);
+      }
     }
     if (summary !== undefined) {
       const msPerPod = (ms: number): number => Math.round((1000 * ms) / PODS) / 1000;

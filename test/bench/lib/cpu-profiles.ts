@@ -12,6 +12,7 @@ import { join } from 'node:path';
 interface ProfileNode {
   readonly id: number;
   readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
+  readonly children?: readonly number[];
 }
 
 interface CpuProfile {
@@ -30,6 +31,8 @@ export interface ProfileSummary {
   readonly functions: ReadonlyArray<{ readonly name: string; readonly ms: number }>;
   /** Self milliseconds by source file (node_modules packages grouped by package), largest first. */
   readonly files: ReadonlyArray<{ readonly name: string; readonly ms: number }>;
+  /** Inclusive milliseconds of splitlet's own functions (services/, libs/): the time spent in them and in all they called. */
+  readonly ownInclusive: ReadonlyArray<{ readonly name: string; readonly ms: number }>;
 }
 
 /** The current monotonic time in the profiles' unit (µs). */
@@ -55,6 +58,9 @@ function fileOf(url: string): string {
 /** Summarizes one profile over [fromUs, toUs] (monotonic µs). */
 export function summarizeProfile(profile: CpuProfile, pid: number, fromUs: number, toUs: number): ProfileSummary {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const own = new Map<string, number>();
   const fn = new Map<string, number>();
   const files = new Map<string, number>();
   let t = profile.startTime;
@@ -75,9 +81,19 @@ export function summarizeProfile(profile: CpuProfile, pid: number, fromUs: numbe
     fn.set(key, (fn.get(key) ?? 0) + ms);
     const f = gc ? '(gc)' : fileOf(node.callFrame.url);
     files.set(f, (files.get(f) ?? 0) + ms);
+    const seen = new Set<string>();
+    for (let id: number | undefined = node.id; id !== undefined; id = parent.get(id)) {
+      const cf = byId.get(id)!.callFrame;
+      const file = fileOf(cf.url);
+      if (!file.startsWith('services/') && !file.startsWith('libs/')) continue;
+      const k = `${cf.functionName || '(anonymous)'} ${file}:${cf.lineNumber + 1}`;
+      if (seen.has(k)) continue;
+      seen.add(k);
+      own.set(k, (own.get(k) ?? 0) + ms);
+    }
   }
   const sorted = (m: Map<string, number>): Array<{ name: string; ms: number }> => [...m].map(([name, ms]) => ({ name, ms })).sort((a, b) => b.ms - a.ms);
-  return { pid, busyMs: busy, functions: sorted(fn), files: sorted(files) };
+  return { pid, busyMs: busy, functions: sorted(fn), files: sorted(files), ownInclusive: sorted(own) };
 }
 
 /** Every `.cpuprofile` in `dir` (node names them CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile), by pid. */
