@@ -234,7 +234,12 @@ async function main(): Promise<void> {
       console.log(`\nholding ${PODS} Running pods for ${HOLD} s, no churn: CPU % of one core by process`);
       const perProc = procs.map((p, i) => [p.name, (100 * (cpuSeconds(p.pid) - cpuH0[i]!)) / HOLD] as const).sort((a, b) => b[1] - a[1]);
       for (const [k, v] of perProc) console.log(`  ${k.padEnd(18)} ${fmt(v, 1).padStart(6)} %`);
-      console.log(`  ${'total'.padEnd(18)} ${fmt(perProc.reduce((a, [, v]) => a + v, 0), 1).padStart(6)} %`);
+      console.log(
+        `  ${'total'.padEnd(18)} ${fmt(
+          perProc.reduce((a, [, v]) => a + v, 0),
+          1,
+        ).padStart(6)} %`,
+      );
       console.log('  bus messages per second by subject:');
       for (const [k, v] of [...counts].sort((a, b) => b[1] - a[1])) if (v / HOLD >= 0.5) console.log(`  ${fmt(v / HOLD, 1).padStart(8)}  ${k}`);
       console.log('  CRI calls per second:');
