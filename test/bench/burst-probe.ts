@@ -10,7 +10,7 @@
  *
  * Usage: node --import tsx test/bench/burst-probe.ts [--pods 200] [--pod-workers 2] [--latency 0] [--splitlet-root DIR] [--json out.json]
  *        [--cpu-prof DIR] [--top 12] [--settle 3] [--up-arg=--no-apiserver …] (seconds counted after the last Running, for the tail of the work)
- *        [--hold 20] (then, seconds of holding the pods with no churn: CPU, messages, CRI calls and profile per second)
+ *        [--hold 20] (then, once the node's consumers have drained, seconds of holding the pods with no churn: CPU, messages, CRI calls and profile per second)
  */
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -222,6 +222,8 @@ async function main(): Promise<void> {
     if (HOLD > 0) {
       // The steady state: the same pods held, nothing created or deleted; what the node spends per second.
       const held = new Map(counts);
+      const drainMs = await node.waitDrained(120_000 + PODS * 200);
+      console.log(`\nthe node's consumers drained ${fmt(drainMs / 1000)} s after the settle`);
       counts.clear();
       const cpuH0 = procs.map((p) => cpuSeconds(p.pid));
       const criH0 = await node.criCalls();

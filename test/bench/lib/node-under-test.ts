@@ -154,6 +154,30 @@ export class NodeUnderTest {
     }
   }
 
+  /**
+   * Waits until the node has worked off what it was given: every consumer of splitlet's streams has
+   * nothing pending and nothing unacknowledged, twice in a row half a second apart (the events and
+   * statuses of a burst are still being reported well after its last pod is Running). Returns the
+   * milliseconds waited; throws after `timeoutMs`.
+   */
+  async waitDrained(timeoutMs: number): Promise<number> {
+    const jsm = await jetstreamManager(this.nc);
+    const t0 = Date.now();
+    let quietSamples = 0;
+    while (quietSamples < 2) {
+      if (Date.now() - t0 > timeoutMs) throw new Error(`the node's consumers still had work after ${timeoutMs} ms`);
+      let busy = false;
+      for (const stream of Object.values(Streams)) {
+        for await (const c of jsm.consumers.list(stream)) {
+          if (c.num_pending + c.num_ack_pending > 0) busy = true;
+        }
+      }
+      quietSamples = busy ? 0 : quietSamples + 1;
+      await sleep(500);
+    }
+    return Date.now() - t0;
+  }
+
   /** Every process of the node: splitlet's (from instance.json) and the nats-server. */
   processes(): Array<{ name: string; pid: number }> {
     const info = JSON.parse(readFileSync(join(this.stateDir, 'instance.json'), 'utf8')) as { processes: Array<{ name: string; pid: number }> };
