@@ -65,6 +65,60 @@ function barChart(title: string, caption: string, unit: string, bars: ReadonlyAr
   return `${parts.join('\n')}\n`;
 }
 
+/** Lines over a numeric x axis with a log-scale y axis (latencies span ms to seconds), a legend and an optional target line. */
+function lineChart(
+  title: string,
+  caption: string,
+  xLabel: string,
+  yLabel: string,
+  series: ReadonlyArray<{ label: string; color: string; points: ReadonlyArray<{ x: number; y: number }> }>,
+  target?: { value: number; label: string },
+): string {
+  const w = 560;
+  const h = 340;
+  const left = 64;
+  const right = 110;
+  const top = 60;
+  const bottom = 50;
+  const xs = series.flatMap((s) => s.points.map((p) => p.x));
+  const ys = series.flatMap((s) => s.points.map((p) => Math.max(p.y, 1)));
+  const xMax = Math.max(...xs) * 1.05 || 1;
+  const lo = Math.floor(Math.log10(Math.min(...ys, target?.value ?? Infinity)));
+  const hi = Math.max(Math.ceil(Math.log10(Math.max(...ys, target?.value ?? 1))), lo + 1);
+  const plotW = w - left - right;
+  const plotH = h - top - bottom;
+  const x = (v: number): number => left + (v / xMax) * plotW;
+  const y = (v: number): number => top + plotH - ((Math.log10(Math.max(v, 1)) - lo) / Math.max(hi - lo, 1)) * plotH;
+  const parts: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" font-family="sans-serif" font-size="12">`,
+    `<rect width="${w}" height="${h}" fill="white"/>`,
+    `<text x="${w / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">${escapeXml(title)}</text>`,
+    `<text x="${w / 2}" y="38" text-anchor="middle" fill="#555">${escapeXml(caption)}</text>`,
+    `<line x1="${left}" y1="${top + plotH}" x2="${left + plotW}" y2="${top + plotH}" stroke="black"/>`,
+    `<line x1="${left}" y1="${top}" x2="${left}" y2="${top + plotH}" stroke="black"/>`,
+    `<text x="14" y="${top + plotH / 2}" transform="rotate(-90 14 ${top + plotH / 2})" text-anchor="middle">${escapeXml(yLabel)}</text>`,
+    `<text x="${left + plotW / 2}" y="${h - 12}" text-anchor="middle">${escapeXml(xLabel)}</text>`,
+  ];
+  for (let e = lo; e <= hi; e++) {
+    parts.push(`<line x1="${left}" y1="${y(10 ** e).toFixed(1)}" x2="${left + plotW}" y2="${y(10 ** e).toFixed(1)}" stroke="#ddd"/>`);
+    parts.push(`<text x="${left - 6}" y="${(y(10 ** e) + 4).toFixed(1)}" text-anchor="end">${10 ** e}</text>`);
+  }
+  for (const v of [...new Set(xs)]) parts.push(`<text x="${x(v).toFixed(1)}" y="${top + plotH + 18}" text-anchor="middle">${v}</text>`);
+  series.forEach((s, i) => {
+    const pts = [...s.points].sort((a, b) => a.x - b.x);
+    parts.push(`<polyline fill="none" stroke="${s.color}" stroke-width="2" points="${pts.map((p) => `${x(p.x).toFixed(1)},${y(p.y).toFixed(1)}`).join(' ')}"/>`);
+    for (const p of pts) parts.push(`<circle cx="${x(p.x).toFixed(1)}" cy="${y(p.y).toFixed(1)}" r="3" fill="${s.color}"/>`);
+    parts.push(`<line x1="${left + plotW + 12}" y1="${top + 10 + i * 18}" x2="${left + plotW + 32}" y2="${top + 10 + i * 18}" stroke="${s.color}" stroke-width="2"/>`);
+    parts.push(`<text x="${left + plotW + 38}" y="${top + 14 + i * 18}">${escapeXml(s.label)}</text>`);
+  });
+  if (target !== undefined) {
+    parts.push(`<line x1="${left}" y1="${y(target.value).toFixed(1)}" x2="${left + plotW}" y2="${y(target.value).toFixed(1)}" stroke="#c33" stroke-dasharray="6 4"/>`);
+    parts.push(`<text x="${left + plotW}" y="${(y(target.value) - 4).toFixed(1)}" text-anchor="end" fill="#c33">${escapeXml(target.label)}</text>`);
+  }
+  parts.push('</svg>');
+  return `${parts.join('\n')}\n`;
+}
+
 const r = JSON.parse(readFileSync(input, 'utf8')) as BenchResult;
 const caption = `${r.machine.cpus} × ${r.machine.model}, ${r.date.slice(0, 16).replace('T', ' ')} UTC, load ${r.loadBefore[0]}→${r.loadAfter[0]}, commit ${r.commit}${r.quick ? ', --quick' : ''}`;
 mkdirSync(chartsDir, { recursive: true });
@@ -72,7 +126,26 @@ const charts: string[] = [];
 
 const steady = r.rows.find((x) => x.id === 'steady');
 if (steady !== undefined) {
-  const d = steady.data as { rate: number; p50: number; p90: number; p99: number };
+  const d = steady.data as { rate: number; p50: number; p90: number; p99: number; curve?: ReadonlyArray<{ rate: number; p50: number; p90: number; p99: number }> };
+  if (d.curve !== undefined && d.curve.length > 1) {
+    const pcts = [
+      { key: 'p50', color: '#4a7bd0' },
+      { key: 'p90', color: '#e08a1e' },
+      { key: 'p99', color: '#7a3db8' },
+    ] as const;
+    writeFileSync(
+      join(chartsDir, 'latency-vs-rate.svg'),
+      lineChart(
+        'created → Running latency against arrival rate',
+        caption,
+        'pods created per second (steady)',
+        'ms (log scale)',
+        pcts.map((p) => ({ label: p.key, color: p.color, points: d.curve!.map((c) => ({ x: c.rate, y: c[p.key] })) })),
+        { value: 100, label: 'p99 target 100 ms' },
+      ),
+    );
+    charts.push('![created → Running latency percentiles against arrival rate](benchmarks/latency-vs-rate.svg)');
+  }
   writeFileSync(
     join(chartsDir, 'steady-latency.svg'),
     barChart(

@@ -43,6 +43,18 @@ function manifest(name: string): string {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** The nodes started (or starting) and not yet stopped: an interrupted benchmark stops them before it exits. */
+const live = new Set<{ stop(): Promise<void> }>();
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const) {
+  process.once(signal, () => {
+    console.error(`${signal}: stopping ${live.size} node(s) under test`);
+    void Promise.allSettled([...live].map((n) => n.stop())).then(() => process.exit(code));
+  });
+}
+
 /** A running node under test. Call {@link NodeUnderTest.stop} in a finally. */
 export class NodeUnderTest {
   readonly name = 'bench-node';
@@ -93,16 +105,29 @@ export class NodeUnderTest {
     );
     let exited: string | undefined;
     child.once('exit', (code, sig) => (exited = `splitlet up exited (${code ?? sig})`));
+    const starting = {
+      async stop(): Promise<void> {
+        live.delete(starting);
+        if (exited === undefined) {
+          const gone = new Promise((r) => child.once('exit', r));
+          child.kill('SIGTERM');
+          await gone;
+        }
+        await nats.stop();
+        rmSync(stateDir, { recursive: true, force: true });
+      },
+    };
+    live.add(starting);
     try {
       await waitReady(stateDir, 120_000, () => exited);
     } catch (e) {
-      child.kill('SIGTERM');
-      await nats.stop();
-      rmSync(stateDir, { recursive: true, force: true });
+      await starting.stop();
       throw e;
     }
+    live.delete(starting);
     const nc = await connect({ servers: nats.url });
     const n = new NodeUnderTest(nats, stateDir, child, nc);
+    live.add(n);
     await n.#watch();
     return n;
   }
@@ -211,6 +236,7 @@ export class NodeUnderTest {
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
+    live.delete(this);
     await this.nc.close().catch(() => undefined);
     if (this.child.exitCode === null && this.child.signalCode === null) {
       const exited = new Promise((r) => this.child.once('exit', r));
