@@ -177,7 +177,8 @@ export class RestStorage {
     for (let attempt = 0; ; attempt++) {
       const cur = attempt === 0 && read !== undefined ? read : await this.#current(r, ns, name, fresh);
       try {
-        return await this.#updateFrom(r, name, body, subresource, cur.stored);
+        // A caller's read comes with a body made from it for this write (a patch's result): no copy needed.
+        return await this.#updateFrom(r, name, body, subresource, cur.stored, read !== undefined);
       } catch (e) {
         if (!(e instanceof ApiError) || read !== undefined) throw e;
         // Refused against the watch cache's copy: only a fresh read's answer counts (GuaranteedUpdate's origStateIsCurrent).
@@ -192,8 +193,11 @@ export class RestStorage {
     }
   }
 
-  /** One attempt of {@link update} against `cur`: the preconditions, the strategy, the compare-and-swap on its revision. */
-  async #updateFrom(r: ResourceDef, name: string, body: KubeObject, subresource: string, cur: Stored): Promise<Stored> {
+  /**
+   * One attempt of {@link update} against `cur`: the preconditions, the strategy, the compare-and-swap
+   * on its revision. `owned`: `body` is this write's own, changed in place rather than copied.
+   */
+  async #updateFrom(r: ResourceDef, name: string, body: KubeObject, subresource: string, cur: Stored, owned: boolean): Promise<Stored> {
     const bodyRv = body.metadata?.['resourceVersion'];
     if (typeof bodyRv === 'string' && bodyRv !== '' && bodyRv !== String(cur.revision)) {
       throw ApiError.conflict(r.name, name, 'the object has been modified; please apply your changes to the latest version and try again');
@@ -204,7 +208,7 @@ export class RestStorage {
     if (typeof bodyUid === 'string' && bodyUid !== '' && bodyUid !== cur.object.metadata?.['uid']) {
       throw ApiError.conflict(r.name, name, `Precondition failed: UID in precondition: ${bodyUid}, UID in object meta: ${String(cur.object.metadata?.['uid'])}`);
     }
-    let next = structuredClone(body);
+    let next = owned ? body : structuredClone(body);
     const m = meta(next);
     const old = cur.object.metadata ?? {};
     for (const k of ['uid', 'creationTimestamp', 'namespace', 'name', 'deletionTimestamp', 'deletionGracePeriodSeconds']) {
