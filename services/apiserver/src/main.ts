@@ -54,6 +54,7 @@ await runProcess({
     onClose({ name: 'nats', close: () => nc.drain() });
     const store = await ObjectStore.open(nc, await jetstreamManager(nc), config.API_BUCKET);
     const storage = new RestStorage(store);
+    await storage.startWatchCaches(signal, logger);
     await ensureBootstrapObjects(storage);
     const creds = await ensureCredentials(config.API_CERT_DIR, config.API_SANS);
 

@@ -19,13 +19,18 @@ export const PatchTypes = {
   strategic: 'application/strategic-merge-patch+json',
 } as const;
 
-/** RFC 7386: objects merge recursively, `null` deletes, anything else replaces. */
+/** RFC 7386: objects merge recursively, `null` deletes, anything else replaces. `target` is not changed. */
 export function mergePatch(target: Json, patch: Json): Json {
+  return mergeInto(structuredClone(target), patch);
+}
+
+/** {@link mergePatch} into `owned`, a copy the caller made for it (copied once, not per level). */
+function mergeInto(owned: Json, patch: Json): Json {
   if (!isObject(patch)) return structuredClone(patch);
-  const out: JsonObject = isObject(target) ? structuredClone(target) : {};
+  const out: JsonObject = isObject(owned) ? owned : {};
   for (const [k, v] of Object.entries(patch)) {
     if (v === null) delete out[k];
-    else out[k] = mergePatch(out[k] ?? null, v);
+    else out[k] = mergeInto(out[k] ?? null, v);
   }
   return out;
 }
@@ -160,6 +165,7 @@ function keyOf(item: Json, key: string): string | undefined {
   return isObject(item) && item[key] !== undefined ? JSON.stringify(item[key]) : undefined;
 }
 
+/** The merge of a list field; `target` is the caller's own copy, changed in place. */
 function mergeList(field: string, target: Json[], patch: Json[], order: Json[] | undefined): Json[] {
   const key = MERGE_KEYS[field];
   if (key === undefined) {
@@ -171,7 +177,7 @@ function mergeList(field: string, target: Json[], patch: Json[], order: Json[] |
     return structuredClone(patch).filter((p) => !(isObject(p) && p['$patch'] !== undefined));
   }
   if (patch.some((p) => isObject(p) && p['$patch'] === 'replace')) return patch.filter((p) => !(isObject(p) && p['$patch'] === 'replace'));
-  const out = structuredClone(target);
+  const out = target;
   for (const p of patch) {
     const k = keyOf(p, key);
     if (k === undefined) {
@@ -183,8 +189,8 @@ function mergeList(field: string, target: Json[], patch: Json[], order: Json[] |
       if (i >= 0) out.splice(i, 1);
       continue;
     }
-    if (i >= 0) out[i] = strategicMerge(out[i] ?? null, p);
-    else out.push(strategicMerge(null, p));
+    if (i >= 0) out[i] = strategicInto(out[i] ?? null, p);
+    else out.push(strategicInto(null, p));
   }
   if (order !== undefined) {
     const rank = new Map(order.map((o, i) => [keyOf(o, key) ?? '', i]));
@@ -193,15 +199,20 @@ function mergeList(field: string, target: Json[], patch: Json[], order: Json[] |
   return out;
 }
 
-/** Strategic merge patch on core/v1 objects. */
+/** Strategic merge patch on core/v1 objects. `target` is not changed. */
 export function strategicMerge(target: Json, patch: Json): Json {
+  return strategicInto(structuredClone(target), patch);
+}
+
+/** {@link strategicMerge} into `owned`, a copy the caller made for it (copied once, not per level). */
+function strategicInto(owned: Json, patch: Json): Json {
   if (!isObject(patch)) return structuredClone(patch);
   if (patch['$patch'] === 'replace') {
     const { $patch: _, ...rest } = patch;
     return structuredClone(rest);
   }
   if (patch['$patch'] === 'delete') return null;
-  let out: JsonObject = isObject(target) ? structuredClone(target) : {};
+  let out: JsonObject = isObject(owned) ? owned : {};
   const retain = patch['$retainKeys'];
   for (const [k, v] of Object.entries(patch)) {
     if (k === '$retainKeys' || k === '$patch' || k.startsWith('$setElementOrder/')) continue;
@@ -221,7 +232,7 @@ export function strategicMerge(target: Json, patch: Json): Json {
       const order = patch[`$setElementOrder/${k}`];
       out[k] = mergeList(k, Array.isArray(cur) ? cur : [], v, Array.isArray(order) ? order : undefined);
     } else if (isObject(v)) {
-      const merged = strategicMerge(cur ?? null, v);
+      const merged = strategicInto(cur ?? null, v);
       if (merged === null) delete out[k];
       else out[k] = merged;
     } else {

@@ -163,7 +163,8 @@ export function validatePodStatusUpdate(next: KubeObject, old: KubeObject): Stat
  * server computed at create, as podStatusStrategy.PrepareForUpdate backfills it.
  */
 export function preparePodStatusForUpdate(next: KubeObject, old: KubeObject): KubeObject {
-  const out = structuredClone(old);
+  // A new top level and metadata; spec and the rest shared with `old`, which no write changes (stored objects are not mutated).
+  const out: KubeObject = { ...old, metadata: { ...(old.metadata ?? {}) } };
   const status = (next['status'] as Record<string, unknown> | undefined) ?? {};
   const oldQos = (old['status'] as { qosClass?: unknown } | undefined)?.qosClass;
   out['status'] = status['qosClass'] === undefined && oldQos !== undefined ? { ...status, qosClass: oldQos } : status;

@@ -10,7 +10,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { ApiError, type StatusCause } from '../http/api-errors.js';
 import { applyPatch } from '../http/patch.js';
+import type { Logger } from '@splitlet/telemetry';
 import { keyFilter, metaText, objectKey, type KubeObject, type ObjectStore, type StoreEvent, type Stored } from '../storage/object-store.js';
+import type { WatchCache } from '../storage/watch-cache.js';
 import { apiVersionOf, fieldValues, type ResourceDef } from './resources.js';
 import { parseFieldSelector, parseLabelSelector, type Matcher } from './selectors.js';
 
@@ -45,14 +47,58 @@ function randomSuffix(): string {
   return [...bytes].map((b) => GENERATE_ALPHABET[b % GENERATE_ALPHABET.length]).join('');
 }
 
+/** A read to try a write against: `cached` when it came from the watch cache and may be stale. */
+interface Current {
+  readonly stored: Stored;
+  readonly cached: boolean;
+}
+
+/** Resources whose objects the watch caches hold: namespaces for every namespaced create, pods for their many updates. */
+const CACHED_RESOURCES = ['namespaces', 'pods'];
+
 /** The REST storage. `now` is injectable for tests. */
 export class RestStorage {
   readonly #store: ObjectStore;
   readonly #now: () => number;
+  readonly #caches = new Map<string, WatchCache>();
 
   constructor(store: ObjectStore, now: () => number = Date.now) {
     this.#store = store;
     this.#now = now;
+  }
+
+  /**
+   * Keeps watch caches of namespaces and pods until `signal` aborts: namespace checks and the reads
+   * before pod writes come from memory (a miss, or a stale object refused by its compare-and-swap,
+   * falls back to a store read). Resolves when they are ready.
+   */
+  async startWatchCaches(signal: AbortSignal, logger?: Logger): Promise<void> {
+    for (const resource of CACHED_RESOURCES) this.#caches.set(resource, this.#store.cache(resource, signal, logger));
+    await Promise.all([...this.#caches.values()].map((c) => c.whenReady(signal)));
+  }
+
+  /** Whether a watch cache of `r` runs. */
+  watchCaches(r: ResourceDef): boolean {
+    return this.#caches.has(r.name);
+  }
+
+  /** Every object of `r` in the watch cache; undefined when it has none (or is relisting). Shared: not to be changed. */
+  cachedObjects(r: ResourceDef): KubeObject[] | undefined {
+    return this.#caches
+      .get(r.name)
+      ?.values()
+      ?.map((s) => s.object);
+  }
+
+  /**
+   * The object a write starts from: the watch cache's copy when `fresh` is false and it has one
+   * (kube-apiserver's GuaranteedUpdate with `cachedExistingObject`), else a read (404 when gone).
+   */
+  async #current(r: ResourceDef, ns: string | undefined, name: string, fresh: boolean): Promise<Current> {
+    const key = this.#key(r, ns, name);
+    const cached = fresh ? undefined : this.#caches.get(r.name)?.get(key);
+    if (cached !== undefined) return { stored: cached, cached: true };
+    return { stored: await this.get(r, ns, name), cached: false };
   }
 
   get store(): ObjectStore {
@@ -66,7 +112,10 @@ export class RestStorage {
   async #requireNamespace(r: ResourceDef, ns: string | undefined): Promise<void> {
     if (!r.namespaced) return;
     if (ns === undefined || ns === '') throw ApiError.badRequest('the namespace of the provided object does not match the namespace sent on the request');
-    const nsObj = await this.#store.get(objectKey('namespaces', undefined, ns));
+    const key = objectKey('namespaces', undefined, ns);
+    // The cache knows every namespace this process wrote or read; one created elsewhere may not have arrived yet: read.
+    if (this.#caches.get('namespaces')?.get(key) !== undefined) return;
+    const nsObj = await this.#store.get(key);
     if (nsObj === undefined) throw ApiError.notFound('namespaces', ns);
   }
 
@@ -119,81 +168,108 @@ export class RestStorage {
    * Replaces the object (or its status). A `metadata.resourceVersion` in the body is a precondition
    * (409 on mismatch); without one the update is unconditional. Identity fields are kept.
    * `read`: the object as the caller just read it (a patch), taken as the current one by the first
-   * attempt instead of reading it again; the compare-and-swap on its revision still refuses a stale one.
+   * attempt instead of reading it again; the compare-and-swap on its revision still refuses a stale
+   * one, and any refusal is the caller's to retry (its body came from that read).
    */
-  async update(r: ResourceDef, ns: string | undefined, name: string, body: KubeObject, subresource = '', read?: Stored): Promise<Stored> {
+  async update(r: ResourceDef, ns: string | undefined, name: string, body: KubeObject, subresource = '', read?: Current): Promise<Stored> {
     const bodyRv = body.metadata?.['resourceVersion'];
+    let fresh = false;
     for (let attempt = 0; ; attempt++) {
-      const cur = attempt === 0 && read !== undefined ? read : await this.get(r, ns, name);
-      if (typeof bodyRv === 'string' && bodyRv !== '' && bodyRv !== String(cur.revision)) {
-        throw ApiError.conflict(r.name, name, 'the object has been modified; please apply your changes to the latest version and try again');
-      }
-      const bodyName = body.metadata?.['name'];
-      if (typeof bodyName === 'string' && bodyName !== name) throw ApiError.badRequest(`the name of the object (${bodyName}) does not match the name on the URL (${name})`);
-      const bodyUid = body.metadata?.['uid'];
-      if (typeof bodyUid === 'string' && bodyUid !== '' && bodyUid !== cur.object.metadata?.['uid']) {
-        throw ApiError.conflict(r.name, name, `Precondition failed: UID in precondition: ${bodyUid}, UID in object meta: ${String(cur.object.metadata?.['uid'])}`);
-      }
-      let next = structuredClone(body);
-      const m = meta(next);
-      const old = cur.object.metadata ?? {};
-      for (const k of ['uid', 'creationTimestamp', 'namespace', 'name', 'deletionTimestamp', 'deletionGracePeriodSeconds']) {
-        if (old[k] === undefined) delete m[k];
-        else m[k] = old[k];
-      }
-      if (subresource === 'status') {
-        // Only the status changes through the status subresource.
-        if (r.strategy.prepareForUpdate !== undefined) next = r.strategy.prepareForUpdate(next, cur.object, 'status');
-        else {
-          const status = next['status'];
-          next = structuredClone(cur.object);
-          next['status'] = status;
-        }
-      } else if (r.strategy.prepareForUpdate !== undefined) {
-        next = r.strategy.prepareForUpdate(next, cur.object, subresource);
-      } else if (r.subresources.includes('status')) {
-        next['status'] = cur.object['status'];
-      }
-      next['apiVersion'] = apiVersionOf(r);
-      next['kind'] = r.kind;
-      if (subresource === '' && r.strategy.validate !== undefined) {
-        const causes = r.strategy.validate(next, cur.object);
-        if (causes.length > 0) throw ApiError.invalid(r.kind, name, causes);
-      }
-      if (subresource === 'status' && r.strategy.validateStatusUpdate !== undefined) {
-        const causes = r.strategy.validateStatusUpdate(next, cur.object);
-        if (causes.length > 0) throw ApiError.invalid(r.kind, name, causes);
-      }
-      // A deleted object whose last finalizer went away is removed now.
-      const nm = meta(next);
-      const finalizers = (nm['finalizers'] as unknown[] | undefined) ?? [];
-      if (nm['deletionTimestamp'] !== undefined && finalizers.length === 0 && (!r.graceful || nm['deletionGracePeriodSeconds'] === 0)) {
-        return this.#store.delete(cur.key, next, cur.revision, { resource: r.name, name });
-      }
+      const cur = attempt === 0 && read !== undefined ? read : await this.#current(r, ns, name, fresh);
       try {
-        return await this.#store.update(cur.key, next, cur.revision, { resource: r.name, name });
+        // A caller's read comes with a body made from it for this write (a patch's result): no copy needed.
+        return await this.#updateFrom(r, name, body, subresource, cur.stored, read !== undefined);
       } catch (e) {
+        if (!(e instanceof ApiError) || read !== undefined) throw e;
+        // Refused against the watch cache's copy: only a fresh read's answer counts (GuaranteedUpdate's origStateIsCurrent).
+        if (cur.cached) {
+          fresh = true;
+          continue;
+        }
         // Unconditional updates retry a lost race, as GuaranteedUpdate does.
-        if (attempt < 5 && (bodyRv === undefined || bodyRv === '') && e instanceof ApiError && e.reason === 'Conflict') continue;
+        if (attempt < 5 && (bodyRv === undefined || bodyRv === '') && e.reason === 'Conflict') continue;
         throw e;
       }
     }
   }
 
-  /** Applies a patch and stores the result with a compare-and-swap on the revision it was read at. */
+  /**
+   * One attempt of {@link update} against `cur`: the preconditions, the strategy, the compare-and-swap
+   * on its revision. `owned`: `body` is this write's own, changed in place rather than copied.
+   */
+  async #updateFrom(r: ResourceDef, name: string, body: KubeObject, subresource: string, cur: Stored, owned: boolean): Promise<Stored> {
+    const bodyRv = body.metadata?.['resourceVersion'];
+    if (typeof bodyRv === 'string' && bodyRv !== '' && bodyRv !== String(cur.revision)) {
+      throw ApiError.conflict(r.name, name, 'the object has been modified; please apply your changes to the latest version and try again');
+    }
+    const bodyName = body.metadata?.['name'];
+    if (typeof bodyName === 'string' && bodyName !== name) throw ApiError.badRequest(`the name of the object (${bodyName}) does not match the name on the URL (${name})`);
+    const bodyUid = body.metadata?.['uid'];
+    if (typeof bodyUid === 'string' && bodyUid !== '' && bodyUid !== cur.object.metadata?.['uid']) {
+      throw ApiError.conflict(r.name, name, `Precondition failed: UID in precondition: ${bodyUid}, UID in object meta: ${String(cur.object.metadata?.['uid'])}`);
+    }
+    let next = owned ? body : structuredClone(body);
+    const m = meta(next);
+    const old = cur.object.metadata ?? {};
+    for (const k of ['uid', 'creationTimestamp', 'namespace', 'name', 'deletionTimestamp', 'deletionGracePeriodSeconds']) {
+      if (old[k] === undefined) delete m[k];
+      else m[k] = old[k];
+    }
+    if (subresource === 'status') {
+      // Only the status changes through the status subresource.
+      if (r.strategy.prepareForUpdate !== undefined) next = r.strategy.prepareForUpdate(next, cur.object, 'status');
+      else {
+        const status = next['status'];
+        next = structuredClone(cur.object);
+        next['status'] = status;
+      }
+    } else if (r.strategy.prepareForUpdate !== undefined) {
+      next = r.strategy.prepareForUpdate(next, cur.object, subresource);
+    } else if (r.subresources.includes('status')) {
+      next['status'] = cur.object['status'];
+    }
+    next['apiVersion'] = apiVersionOf(r);
+    next['kind'] = r.kind;
+    if (subresource === '' && r.strategy.validate !== undefined) {
+      const causes = r.strategy.validate(next, cur.object);
+      if (causes.length > 0) throw ApiError.invalid(r.kind, name, causes);
+    }
+    if (subresource === 'status' && r.strategy.validateStatusUpdate !== undefined) {
+      const causes = r.strategy.validateStatusUpdate(next, cur.object);
+      if (causes.length > 0) throw ApiError.invalid(r.kind, name, causes);
+    }
+    // A deleted object whose last finalizer went away is removed now.
+    const nm = meta(next);
+    const finalizers = (nm['finalizers'] as unknown[] | undefined) ?? [];
+    if (nm['deletionTimestamp'] !== undefined && finalizers.length === 0 && (!r.graceful || nm['deletionGracePeriodSeconds'] === 0)) {
+      return this.#store.delete(cur.key, next, cur.revision, { resource: r.name, name });
+    }
+    return this.#store.update(cur.key, next, cur.revision, { resource: r.name, name });
+  }
+
+  /**
+   * Applies a patch and stores the result with a compare-and-swap on the revision it was read at.
+   * The first attempt patches the watch cache's copy when there is one; whatever that attempt is
+   * refused (a lost compare-and-swap, a precondition, validation) is tried again on a fresh read.
+   */
   async patch(r: ResourceDef, ns: string | undefined, name: string, contentType: string, body: unknown, subresource = ''): Promise<Stored> {
+    // The patch's own resourceVersion (if it set one) is a precondition; otherwise the read's.
+    const patchedRv = typeof body === 'object' && body !== null && !Array.isArray(body) ? ((body as KubeObject).metadata?.['resourceVersion'] as string | undefined) : undefined;
+    let fresh = false;
     for (let attempt = 0; ; attempt++) {
-      const cur = await this.get(r, ns, name);
-      const patched = applyPatch(contentType, cur.object as never, body) as KubeObject;
-      if (typeof patched !== 'object' || patched === null || Array.isArray(patched)) throw ApiError.badRequest('the patch does not produce an object');
-      const pm = meta(patched);
-      // The patch's own resourceVersion (if it set one) is a precondition; otherwise this read's.
-      const patchedRv = typeof body === 'object' && body !== null && !Array.isArray(body) ? ((body as KubeObject).metadata?.['resourceVersion'] as string | undefined) : undefined;
-      pm['resourceVersion'] = patchedRv ?? String(cur.revision);
+      const cur = await this.#current(r, ns, name, fresh);
       try {
+        const patched = applyPatch(contentType, cur.stored.object as never, body) as KubeObject;
+        if (typeof patched !== 'object' || patched === null || Array.isArray(patched)) throw ApiError.badRequest('the patch does not produce an object');
+        meta(patched)['resourceVersion'] = patchedRv ?? String(cur.stored.revision);
         return await this.update(r, ns, name, patched, subresource, cur);
       } catch (e) {
-        if (attempt < 5 && patchedRv === undefined && e instanceof ApiError && e.reason === 'Conflict' && !/Precondition failed/.test(e.message)) continue;
+        if (!(e instanceof ApiError)) throw e;
+        if (cur.cached) {
+          fresh = true;
+          continue;
+        }
+        if (attempt < 5 && patchedRv === undefined && e.reason === 'Conflict' && !/Precondition failed/.test(e.message)) continue;
         throw e;
       }
     }
@@ -206,8 +282,15 @@ export class RestStorage {
    * is removed. Returns the object as it is after the call and whether it is gone.
    */
   async delete(r: ResourceDef, ns: string | undefined, name: string, opts: DeleteOptions): Promise<{ stored: Stored; gone: boolean }> {
+    // The first attempt starts from the watch cache's copy; a refusal of it, or an answer without a write, is checked on a fresh read.
+    let fresh = false;
     for (;;) {
-      const cur = await this.get(r, ns, name);
+      const { stored: cur, cached } = await this.#current(r, ns, name, fresh);
+      fresh = true;
+      const preconditionsHold =
+        (opts.preconditions?.uid === undefined || opts.preconditions.uid === cur.object.metadata?.['uid']) &&
+        (opts.preconditions?.resourceVersion === undefined || opts.preconditions.resourceVersion === String(cur.revision));
+      if (cached && !preconditionsHold) continue;
       const m = cur.object.metadata ?? {};
       if (opts.preconditions?.uid !== undefined && opts.preconditions.uid !== m['uid']) {
         throw ApiError.conflict(r.name, name, `Precondition failed: UID in precondition: ${opts.preconditions.uid}, UID in object meta: ${String(m['uid'])}`);
@@ -237,7 +320,10 @@ export class RestStorage {
           nm['deletionTimestamp'] = rfc3339(this.#now() + grace * 1000);
           nm['deletionGracePeriodSeconds'] = grace;
         }
-        if (already) return { stored: cur, gone: false };
+        if (already) {
+          if (cached) continue;
+          return { stored: cur, gone: false };
+        }
         try {
           return { stored: await this.#store.update(cur.key, next, cur.revision, { resource: r.name, name }), gone: false };
         } catch (e) {
@@ -259,9 +345,13 @@ export class RestStorage {
     const target = (body['target'] as { name?: string; kind?: string } | undefined) ?? {};
     if (target.name === undefined || target.name === '')
       throw ApiError.invalid('Binding', name, [{ reason: 'FieldValueRequired', field: 'target.name', message: 'target.name: Required value' }]);
+    // The first attempt starts from the watch cache's copy; a refusal of it is checked on a fresh read.
+    let fresh = false;
     for (;;) {
-      const cur = await this.get(r, ns, name);
+      const { stored: cur, cached } = await this.#current(r, ns, name, fresh);
+      fresh = true;
       const spec = (cur.object['spec'] as Record<string, unknown> | undefined) ?? {};
+      if (cached && (cur.object.metadata?.['deletionTimestamp'] !== undefined || (typeof spec['nodeName'] === 'string' && spec['nodeName'] !== ''))) continue;
       if (cur.object.metadata?.['deletionTimestamp'] !== undefined) throw ApiError.conflict('pods', name, 'pod is being deleted, cannot be assigned to a host');
       if (typeof spec['nodeName'] === 'string' && spec['nodeName'] !== '') throw ApiError.conflict('pods', name, `pod ${name} is already assigned to node "${spec['nodeName']}"`);
       const next = structuredClone(cur.object);

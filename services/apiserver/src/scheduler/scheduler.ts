@@ -16,6 +16,8 @@
  * list, then a watch from its revision; relisted after the watch ends, e.g. 410 Gone), so a pass
  * reads no pod from the store; a pod bound by this scheduler counts on its node until the watch
  * shows the binding (the scheduler cache's assumed pods). Without one, every pass lists the pods.
+ * When the storage keeps a watch cache of pods (`RestStorage.startWatchCaches`), the scheduler
+ * reads that one instead of watching the pods a second time.
  */
 import { podRequests, resourceAmount, type ResourceAmounts } from '@splitlet/kube';
 import type { PodSpec } from '@splitlet/api';
@@ -76,7 +78,7 @@ export class Scheduler {
   constructor(options: SchedulerOptions) {
     this.#o = options;
     const signal = options.signal;
-    if (signal !== undefined) void this.#inform(signal);
+    if (signal !== undefined && !options.storage.watchCaches(res('pods'))) void this.#inform(signal);
   }
 
   /** The pod informer: list, watch from the list's revision, again after the watch ended. */
@@ -100,7 +102,8 @@ export class Scheduler {
 
   /** Every pod, bindings made here counted (the cache's, or a listing while there is none). */
   async #pods(): Promise<KubeObject[]> {
-    const pods = this.#cache === undefined ? (await this.#o.storage.list(res('pods'), undefined, none)).items : [...this.#cache.values()];
+    const pods =
+      this.#o.storage.cachedObjects(res('pods')) ?? (this.#cache === undefined ? (await this.#o.storage.list(res('pods'), undefined, none)).items : [...this.#cache.values()]);
     if (this.#assumed.size === 0) return pods;
     const seen = new Set<string>();
     const out = pods.map((p) => {

@@ -21,7 +21,9 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, KvWatchInclude, type KV, type KvEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { deleteStoredMessage } from '@splitlet/bus';
+import type { Logger } from '@splitlet/telemetry';
 import { ApiError } from '../http/api-errors.js';
+import { WatchCache } from './watch-cache.js';
 
 /** A Kubernetes object as stored: any JSON with `metadata`. */
 export type KubeObject = Record<string, unknown> & { metadata?: Record<string, unknown> };
@@ -36,6 +38,7 @@ export interface Stored {
 /** A watch event, as the API sends it (the object carries its resourceVersion). */
 export interface StoreEvent {
   readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  readonly key: string;
   readonly object: KubeObject;
   readonly revision: number;
 }
@@ -81,8 +84,12 @@ function isWrongLastSequence(e: unknown): boolean {
   return /wrong last sequence|key exists|10071/i.test(e instanceof Error ? e.message : String(e));
 }
 
+/**
+ * The object as written, with its resourceVersion: a new top level and metadata, the rest shared
+ * with `o` (the caller built it for this write and does not change it after).
+ */
 function withRevision(o: KubeObject, revision: number): KubeObject {
-  return decodedWithRevision(structuredClone(o), revision);
+  return { ...o, metadata: { ...(o.metadata ?? {}), resourceVersion: String(revision) } };
 }
 
 /** `o` itself with its resourceVersion: for an object decoded from the bucket just now, which nothing else holds. */
@@ -107,6 +114,7 @@ export class ObjectStore {
   readonly #bucket: string;
   #compactionWatch: Promise<void> | undefined;
   readonly #compactionListeners = new Set<(c: Compaction) => void>();
+  readonly #caches: WatchCache[] = [];
 
   private constructor(kv: KV, jsm: JetStreamManager, bucket: string) {
     this.#kv = kv;
@@ -120,13 +128,36 @@ export class ObjectStore {
     return new ObjectStore(kv, jsm, bucket);
   }
 
-  /** The current object, or undefined. */
+  /**
+   * A watch cache of `resource`'s objects (see {@link WatchCache}), running until `signal` aborts;
+   * this store's writes are recorded in it as they complete, so a write's result (its object shared
+   * with the cache: not to be changed) is what the next write starts from.
+   */
+  cache(resource: string, signal: AbortSignal, logger?: Logger): WatchCache {
+    const c = new WatchCache(this, resource, signal, logger);
+    this.#caches.push(c);
+    signal.addEventListener('abort', () => this.#caches.splice(this.#caches.indexOf(c), 1), { once: true });
+    return c;
+  }
+
+  /** Records a completed write or read in the caches of its key. */
+  #record(key: string, stored: Stored | undefined, revision: number): void {
+    for (const c of this.#caches) if (c.covers(key)) c.observe(key, stored, revision);
+  }
+
+  /** The current object, or undefined. The object is the caller's own (decoded for it; no cache holds it). */
   async get(key: string): Promise<Stored | undefined> {
     const e = await this.#kv.get(key);
     if (e === null) return undefined;
     const env = decode(e);
     if (env === undefined || env.d === true) return undefined;
     return { key, object: decodedWithRevision(env.o, e.revision), revision: e.revision };
+  }
+
+  /** `s` (a write's result) recorded in the caches of its key. */
+  #recorded(s: Stored): Stored {
+    this.#record(s.key, s, s.revision);
+    return s;
   }
 
   /** The stream's last sequence: the revision a list made now is consistent with. */
@@ -165,7 +196,7 @@ export class ObjectStore {
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
         const revision = await this.#kv.create(key, data);
-        return { key, object: withRevision(object, revision), revision };
+        return this.#recorded({ key, object: withRevision(object, revision), revision });
       } catch (e) {
         if (!isWrongLastSequence(e)) throw e;
       }
@@ -177,7 +208,7 @@ export class ObjectStore {
       if (env !== undefined && env.d !== true) break;
       try {
         const revision = await this.#kv.update(key, data, cur.revision);
-        return { key, object: withRevision(object, revision), revision };
+        return this.#recorded({ key, object: withRevision(object, revision), revision });
       } catch (e) {
         if (!isWrongLastSequence(e)) throw e;
       }
@@ -191,7 +222,7 @@ export class ObjectStore {
   async update(key: string, object: KubeObject, expected: number, what: { resource: string; name: string }): Promise<Stored> {
     try {
       const revision = await this.#kv.update(key, enc.encode(JSON.stringify({ o: object } satisfies Envelope)), expected);
-      return { key, object: withRevision(object, revision), revision };
+      return this.#recorded({ key, object: withRevision(object, revision), revision });
     } catch (e) {
       if (!isWrongLastSequence(e)) throw e;
       if ((await this.get(key)) === undefined) throw ApiError.notFound(what.resource, what.name);
@@ -203,6 +234,7 @@ export class ObjectStore {
   async delete(key: string, last: KubeObject, expected: number, what: { resource: string; name: string }): Promise<Stored> {
     try {
       const revision = await this.#kv.update(key, enc.encode(JSON.stringify({ o: last, d: true } satisfies Envelope)), expected);
+      this.#record(key, undefined, revision);
       return { key, object: withRevision(last, revision), revision };
     } catch (e) {
       if (!isWrongLastSequence(e)) throw e;
@@ -253,7 +285,7 @@ export class ObjectStore {
           if (env === undefined) continue;
           const type = env.d === true ? 'DELETED' : env.c === true ? 'ADDED' : 'MODIFIED';
           if (type === 'DELETED') delivered.set(e.key, e.revision);
-          yield { type, object: decodedWithRevision(env.o, e.revision), revision: e.revision };
+          yield { type, key: e.key, object: decodedWithRevision(env.o, e.revision), revision: e.revision };
         }
       } finally {
         signal.removeEventListener('abort', stop);
