@@ -22,7 +22,7 @@ import { encodeMessage } from './codec.js';
 import { BusError } from './errors.js';
 import { isWrongLastSequence } from './js-api-codes.js';
 import { consumeNats, ensureNatsConsumer } from './nats-consumer.js';
-import { compactDeleteMarkers, natsRawKv } from './nats-kv.js';
+import { compactDeleteMarkers, natsRawKv, openNatsKv } from './nats-kv.js';
 import { readNatsStream } from './nats-stream-reader.js';
 import { publishInSpan } from './producer.js';
 import { BUCKETS } from './topology.js';
@@ -132,8 +132,11 @@ export class NatsBus extends BusBase implements Bus {
     let p = this.#kvs.get(bucket) as Promise<TypedKv<z.output<S>>> | undefined;
     if (!p) {
       if (!BUCKETS.some((b) => b.name === bucket)) return Promise.reject(new BusError('NotFound', `bucket ${bucket} is not in the topology (libs/bus topology.ts)`));
-      p = new Kvm(this.nc).open(bucket).then((kv) => new TypedKv<z.output<S>>(natsRawKv(kv, bucket, this.jsm), bucket, schema as unknown as z.ZodType<z.output<S>>, this));
+      p = openNatsKv(this.nc, this.jsm, bucket).then((kv) => new TypedKv<z.output<S>>(natsRawKv(kv, bucket, this.jsm), bucket, schema as unknown as z.ZodType<z.output<S>>, this));
       this.#kvs.set(bucket, p);
+      // The open asks the server (STREAM.INFO): a failed one is not kept, the next call tries again.
+      const opening = p;
+      opening.catch(() => this.#kvs.get(bucket) === opening && this.#kvs.delete(bucket));
     }
     return p;
   }
