@@ -4,8 +4,8 @@
  * The parts live beside it, each shared with the in-memory bus where the logic is not NATS-specific:
  * `bus-base.ts` (request/reply and core pub/sub via `core-client.ts`, span sink, dead letters),
  * `consume-loop.ts` (settle policy), `typed-kv.ts` (KV validation, listing, watch), `producer.ts`;
- * the NATS-only parts are `nats-consumer.ts`, `nats-stream-reader.ts`, `nats-kv.ts` and
- * `connect-bus.ts`.
+ * the NATS-only parts are `nats-consumer.ts`, `nats-stream-reader.ts`, `nats-kv.ts`,
+ * `muxed-requests.ts` (the connection's `request()`) and `connect-bus.ts`.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import { NoRespondersError, PermissionViolationError, RequestError, TimeoutError } from '@nats-io/transport-node';
@@ -24,6 +24,7 @@ import { isWrongLastSequence } from './js-api-codes.js';
 import { consumeNats, ensureNatsConsumer } from './nats-consumer.js';
 import { compactDeleteMarkers, natsRawKv, openNatsKv } from './nats-kv.js';
 import { readNatsStream } from './nats-stream-reader.js';
+import { useMuxedRequests } from './muxed-requests.js';
 import { publishInSpan } from './producer.js';
 import { BUCKETS } from './topology.js';
 import { TypedKv } from './typed-kv.js';
@@ -49,6 +50,8 @@ export class NatsBus extends BusBase implements Bus {
       progressBeatMs: opts.progressBeatMs,
       requestError: natsRequestError,
     });
+    // Before any JetStream or KV call: they all request through `nc.request` (see muxed-requests.ts).
+    useMuxedRequests(nc);
     this.nc = nc;
     this.jsm = jsm;
     this.js = jetstream(nc);
