@@ -4,8 +4,8 @@
  * The parts live beside it, each shared with the in-memory bus where the logic is not NATS-specific:
  * `bus-base.ts` (request/reply and core pub/sub via `core-client.ts`, span sink, dead letters),
  * `consume-loop.ts` (settle policy), `typed-kv.ts` (KV validation, listing, watch), `producer.ts`;
- * the NATS-only parts are `nats-consumer.ts`, `nats-stream-reader.ts`, `nats-kv.ts` and
- * `connect-bus.ts`.
+ * the NATS-only parts are `nats-consumer.ts`, `nats-stream-reader.ts`, `nats-kv.ts`,
+ * `muxed-requests.ts` (the connection's `request()`) and `connect-bus.ts`.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import { NoRespondersError, PermissionViolationError, RequestError, TimeoutError } from '@nats-io/transport-node';
@@ -22,8 +22,9 @@ import { encodeMessage } from './codec.js';
 import { BusError } from './errors.js';
 import { isWrongLastSequence } from './js-api-codes.js';
 import { consumeNats, ensureNatsConsumer } from './nats-consumer.js';
-import { compactDeleteMarkers, natsRawKv } from './nats-kv.js';
+import { compactDeleteMarkers, natsRawKv, openNatsKv } from './nats-kv.js';
 import { readNatsStream } from './nats-stream-reader.js';
+import { useMuxedRequests } from './muxed-requests.js';
 import { publishInSpan } from './producer.js';
 import { BUCKETS } from './topology.js';
 import { TypedKv } from './typed-kv.js';
@@ -49,6 +50,8 @@ export class NatsBus extends BusBase implements Bus {
       progressBeatMs: opts.progressBeatMs,
       requestError: natsRequestError,
     });
+    // Before any JetStream or KV call: they all request through `nc.request` (see muxed-requests.ts).
+    useMuxedRequests(nc);
     this.nc = nc;
     this.jsm = jsm;
     this.js = jetstream(nc);
@@ -132,8 +135,11 @@ export class NatsBus extends BusBase implements Bus {
     let p = this.#kvs.get(bucket) as Promise<TypedKv<z.output<S>>> | undefined;
     if (!p) {
       if (!BUCKETS.some((b) => b.name === bucket)) return Promise.reject(new BusError('NotFound', `bucket ${bucket} is not in the topology (libs/bus topology.ts)`));
-      p = new Kvm(this.nc).open(bucket).then((kv) => new TypedKv<z.output<S>>(natsRawKv(kv, bucket, this.jsm), bucket, schema as unknown as z.ZodType<z.output<S>>, this));
+      p = openNatsKv(this.nc, this.jsm, bucket).then((kv) => new TypedKv<z.output<S>>(natsRawKv(kv, bucket, this.jsm), bucket, schema as unknown as z.ZodType<z.output<S>>, this));
       this.#kvs.set(bucket, p);
+      // The open asks the server (STREAM.INFO): a failed one is not kept, the next call tries again.
+      const opening = p;
+      opening.catch(() => this.#kvs.get(bucket) === opening && this.#kvs.delete(bucket));
     }
     return p;
   }

@@ -3,8 +3,9 @@
  * for `keys`, and JetStream CAS failures mapped to BusError `Conflict`.
  */
 import type { KV } from '@nats-io/kv';
-import { KvWatchInclude } from '@nats-io/kv';
-import type { JetStreamManager } from '@nats-io/jetstream';
+import { KvWatchInclude, Kvm } from '@nats-io/kv';
+import type { JetStreamManager, StreamConfig } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { BusError } from './errors.js';
 import { isJsApiError, isWrongLastSequence, JsApiCodes } from './js-api-codes.js';
 import type { RawKv, RawKvWatch } from './kv-bucket.js';
@@ -16,6 +17,34 @@ async function mapConflict<R>(what: string, op: () => Promise<R>): Promise<R> {
     if (isWrongLastSequence(e)) throw new BusError('Conflict', what, { cause: e });
     throw e;
   }
+}
+
+/**
+ * Whether `get` may read the bucket's stream with DIRECT.GET: the stream allows it and has one
+ * replica. DIRECT.GET is a plain request the stream's servers answer from their store: no JetStream
+ * API request, no base64 JSON reply, no `$JS.EVENT.ADVISORY.API` advisory per read.
+ *
+ * Limited to R1 on purpose. With replicas, nats-server lets every replica answer a direct get, and
+ * a follower may not have applied a write the leader has acknowledged. splitlet's reads depend on
+ * seeing those writes: a pod-worker woken by a poke for revision N reads `sl_kill` and
+ * `sl_desired` and must see N (a stale read syncs an old spec, or misses a kill, and loops), and
+ * its CAS writes (`sl_worker`, `sl_status`, leases) use the revision they read, so a stale one
+ * only buys a Conflict and a retry. An R1 stream has one server, which stores a message before it
+ * acknowledges it, so a direct get after the ack sees it. Replicated buckets keep STREAM.MSG.GET,
+ * which the stream leader answers.
+ */
+export function readsDirect(config: Pick<StreamConfig, 'allow_direct' | 'num_replicas'>): boolean {
+  return config.allow_direct === true && (config.num_replicas ?? 1) <= 1;
+}
+
+/**
+ * Opens a provisioned bucket. nats.js `open` binds without looking at the stream and then reads
+ * with STREAM.MSG.GET; one STREAM.INFO here tells it whether it may read directly ({@link readsDirect}).
+ * A replica count changed after the open is seen at the process's next start.
+ */
+export async function openNatsKv(nc: NatsConnection, jsm: JetStreamManager, bucket: string): Promise<KV> {
+  const { config } = await jsm.streams.info(`KV_${bucket}`);
+  return new Kvm(nc).open(bucket, { allow_direct: readsDirect(config) });
 }
 
 /** Adapts an open nats.js bucket. */
