@@ -61,6 +61,12 @@ describe('apiserver source against the embedded API server', { timeout: 300_000 
     assert.equal((await api.request('POST', '/api/v1/namespaces/default/pods', pod('mine', NODE))).status, 201);
     assert.equal((await api.request('POST', '/api/v1/namespaces/default/pods', pod('theirs', 'other-node'))).status, 201);
     await eventually(() => last().has('mine'), { timeoutMs: 30_000 });
+    const mineUid = last().get('mine')!.uid;
+    // A watch event's listing says what changed, so PodConfig merges only that pod.
+    assert.deepEqual(
+      listings.at(-1)?.changes?.upserted.map((p) => p.pod.metadata.uid),
+      [mineUid],
+    );
     assert.ok(!last().has('theirs'), 'a pod of another node is not listed');
     assert.ok(listings.every((l) => l.source === 'api'));
 
@@ -68,6 +74,7 @@ describe('apiserver source against the embedded API server', { timeout: 300_000 
     await eventually(() => last().get('mine')?.deletionTimestamp !== undefined, { timeoutMs: 30_000 });
     assert.equal((await api.request('DELETE', '/api/v1/namespaces/default/pods/mine', { gracePeriodSeconds: 0 })).status, 200);
     await eventually(() => !last().has('mine'), { timeoutMs: 30_000 });
+    assert.deepEqual(listings.at(-1)?.changes, { upserted: [], removed: [mineUid] });
   });
 
   test('server killed, changes missed and compacted (410 Gone): the source relists and converges', async () => {

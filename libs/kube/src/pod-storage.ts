@@ -80,6 +80,12 @@ export class PodStorage {
    * merge is skipped (no copy, no comparison). A SET of N pods of which one changed costs one merge.
    */
   readonly #merged = new Map<string, Map<string, BoundPod>>();
+  /**
+   * source → full name → uid of its stored pods, kept only while the source's last merge stored every
+   * pod it listed, in its order, each under its own name (no duplicate name or UID): then the stored
+   * pods are that listing, and a change to it can be merged on its own ({@link mergeChanges}).
+   */
+  readonly #names = new Map<string, Map<string, string>>();
 
   /**
    * A source's full list (SET): marks the source seen, emits REMOVE for pods it no longer lists, ADD
@@ -117,11 +123,14 @@ export class PodStorage {
     const merged = this.#merged.get(source) ?? new Map<string, BoundPod>();
     this.#merged.set(source, merged);
 
+    // Full name → uid of the pods stored by this merge; a SET without a duplicate keeps it as the source's index.
+    const names = new Map<string, string>();
+    let clean = true;
     const updatePods = (newPods: readonly BoundPod[], oldPods: Map<string, BoundPod>, into: Map<string, BoundPod>): void => {
-      const names = new Set<string>();
       for (const raw of newPods) {
         const fullName = podFullName(raw);
         if (names.has(fullName)) {
+          clean = false;
           rejections.push({
             reason: 'FailedValidation',
             eventType: 'Warning',
@@ -130,7 +139,8 @@ export class PodStorage {
           });
           continue;
         }
-        names.add(fullName);
+        names.set(fullName, raw.metadata.uid);
+        if (into.has(raw.metadata.uid) && into !== oldPods) clean = false;
         const stored = oldPods.get(raw.metadata.uid);
         if (stored !== undefined && merged.get(raw.metadata.uid) === raw) {
           // The object merged last time: nothing changed.
@@ -162,9 +172,12 @@ export class PodStorage {
       case 'ADD':
       case 'UPDATE':
       case 'DELETE':
+        // Merged into the stored pods in place: the SET index no longer describes them.
+        this.#names.delete(source);
         updatePods(incoming, pods, pods);
         break;
       case 'REMOVE':
+        this.#names.delete(source);
         for (const p of incoming) {
           const existing = pods.get(p.metadata.uid);
           if (existing !== undefined) {
@@ -184,23 +197,96 @@ export class PodStorage {
           merged.delete(uid);
           removes.push(existing);
         }
+        if (clean) this.#names.set(source, names);
+        else this.#names.delete(source);
         break;
       }
     }
     this.#pods.set(source, pods);
 
     const firstSet = !seenBefore && this.#sourcesSeen.has(source);
-    const out: PodConfigUpdate[] = [];
-    const emit = (o: MergedOperation, list: BoundPod[]): void => {
-      out.push({ op: o, source, pods: list.map((p) => structuredClone(p)) });
-    };
-    if (removes.length > 0) emit('REMOVE', removes);
-    if (adds.length > 0) emit('ADD', adds);
-    if (updates.length > 0) emit('UPDATE', updates);
-    if (deletes.length > 0) emit('DELETE', deletes);
-    if (firstSet && adds.length === 0 && updates.length === 0 && deletes.length === 0) emit('ADD', []);
-    if (reconciles.length > 0) emit('RECONCILE', reconciles);
-    return { updates: out, rejections };
+    return { updates: emitted(source, { adds, updates, deletes, removes, reconciles }, firstSet), rejections };
+  }
+
+  /**
+   * The SET of a source's previous listing with `changes` applied, merged from the changed pods
+   * alone: the same updates as {@link setSource} with that whole listing, at a cost of O(changes)
+   * instead of O(pods). The listing is the previous one with the pods of `removed` (UIDs) left out,
+   * each pod of `upserted` in the place of the stored pod with its UID, or appended (in the given
+   * order) when new — and every other pod the same object as before.
+   *
+   * Returns `undefined`, changing nothing, when the changes alone cannot be sure to give the SET's
+   * result — the source has not sent a clean SET (its first, or one with a duplicate name or UID), a
+   * removed UID is not stored, a pod changed its name, or a changed pod's name is another pod's:
+   * the caller then sends the full listing to {@link setSource}.
+   *
+   * Models podStorage.Merge with a SET PodUpdate (the kubelet re-checks every pod of the listing;
+   * this skips those the source says are unchanged).
+   */
+  mergeChanges(source: string, changes: { readonly upserted: readonly BoundPod[]; readonly removed: readonly string[] }, now: number): MergeResult | undefined {
+    const names = this.#names.get(source);
+    const pods = this.#pods.get(source);
+    const merged = this.#merged.get(source);
+    if (names === undefined || pods === undefined || merged === undefined || !this.#sourcesSeen.has(source)) return undefined;
+    if (!this.#changesApplyAlone(names, pods, changes)) return undefined;
+
+    const adds: BoundPod[] = [];
+    const updates: BoundPod[] = [];
+    const deletes: BoundPod[] = [];
+    const removes: BoundPod[] = [];
+    const reconciles: BoundPod[] = [];
+    for (const uid of inStoredOrder(pods, changes.removed)) {
+      const existing = pods.get(uid)!;
+      // By the name it was listed with (the stored pod keeps the name it was added with).
+      const listed = merged.get(uid);
+      if (listed !== undefined) names.delete(podFullName(listed));
+      pods.delete(uid);
+      merged.delete(uid);
+      removes.push(existing);
+    }
+    // The SET visits the listing in order: stored pods where they were, then the new ones.
+    const known = new Map(changes.upserted.filter((p) => pods.has(p.metadata.uid)).map((p) => [p.metadata.uid, p]));
+    const ordered = [...inStoredOrder(pods, [...known.keys()]).map((uid) => known.get(uid)!), ...changes.upserted.filter((p) => !known.has(p.metadata.uid))];
+    for (const raw of ordered) {
+      if (merged.get(raw.metadata.uid) === raw) continue; // the object merged last time: nothing changed
+      merged.set(raw.metadata.uid, raw);
+      const annotations: Record<string, string> = { ...(raw.metadata.annotations ?? {}), [ConfigAnnotations.source]: source };
+      const ref: BoundPod = { ...raw, metadata: { ...raw.metadata, annotations } };
+      const existing = pods.get(ref.metadata.uid);
+      if (existing !== undefined) {
+        const r = checkAndUpdatePod(existing, ref);
+        if (r.needUpdate) updates.push(existing);
+        else if (r.needReconcile) reconciles.push(existing);
+        else if (r.needGracefulDelete) deletes.push(existing);
+        continue;
+      }
+      annotations[ConfigAnnotations.seen] = rfc3339Nano(now);
+      pods.set(ref.metadata.uid, ref);
+      names.set(podFullName(ref), ref.metadata.uid);
+      adds.push(ref);
+    }
+    return { updates: emitted(source, { adds, updates, deletes, removes, reconciles }, false), rejections: [] };
+  }
+
+  /** True when merging `changes` alone gives what the SET of the whole changed listing gives. */
+  #changesApplyAlone(names: Map<string, string>, pods: Map<string, BoundPod>, changes: { readonly upserted: readonly BoundPod[]; readonly removed: readonly string[] }): boolean {
+    const removed = new Set(changes.removed);
+    if (removed.size !== changes.removed.length) return false;
+    for (const uid of removed) if (!pods.has(uid)) return false;
+    const uids = new Set<string>();
+    const fullNames = new Set<string>();
+    for (const p of changes.upserted) {
+      const uid = p.metadata.uid;
+      const fullName = podFullName(p);
+      if (removed.has(uid) || uids.has(uid) || fullNames.has(fullName)) return false;
+      uids.add(uid);
+      fullNames.add(fullName);
+      const holder = names.get(fullName);
+      const stored = pods.get(uid);
+      // A stored pod keeps its name; a new one takes a free name (or one a removed pod frees).
+      if (stored !== undefined ? holder !== uid : holder !== undefined && !removed.has(holder)) return false;
+    }
+    return true;
   }
 
   /**
@@ -228,11 +314,45 @@ export class PodStorage {
     return out;
   }
 
+  /** How many pods a source has stored. */
+  count(source: string): number {
+    return this.#pods.get(source)?.size ?? 0;
+  }
+
   /** A copy of one stored pod, or `undefined`. */
   get(source: string, uid: string): BoundPod | undefined {
     const p = this.#pods.get(source)?.get(uid);
     return p === undefined ? undefined : structuredClone(p);
   }
+}
+
+/** `uids` (all stored in `pods`) in the order of `pods`; without a scan for one or none. */
+function inStoredOrder(pods: Map<string, BoundPod>, uids: readonly string[]): readonly string[] {
+  if (uids.length <= 1) return uids;
+  const wanted = new Set(uids);
+  return [...pods.keys()].filter((uid) => wanted.has(uid));
+}
+
+/**
+ * The updates of one merge, in the kubelet's order: REMOVE, ADD, UPDATE, DELETE, the empty ADD of a
+ * source's first SET when it brought nothing else, RECONCILE. Pods are deep copies.
+ */
+function emitted(
+  source: string,
+  ops: { adds: BoundPod[]; updates: BoundPod[]; deletes: BoundPod[]; removes: BoundPod[]; reconciles: BoundPod[] },
+  firstSet: boolean,
+): PodConfigUpdate[] {
+  const out: PodConfigUpdate[] = [];
+  const emit = (o: MergedOperation, list: BoundPod[]): void => {
+    out.push({ op: o, source, pods: list.map((p) => structuredClone(p)) });
+  };
+  if (ops.removes.length > 0) emit('REMOVE', ops.removes);
+  if (ops.adds.length > 0) emit('ADD', ops.adds);
+  if (ops.updates.length > 0) emit('UPDATE', ops.updates);
+  if (ops.deletes.length > 0) emit('DELETE', ops.deletes);
+  if (firstSet && ops.adds.length === 0 && ops.updates.length === 0 && ops.deletes.length === 0) emit('ADD', []);
+  if (ops.reconciles.length > 0) emit('RECONCILE', ops.reconciles);
+  return out;
 }
 
 /**

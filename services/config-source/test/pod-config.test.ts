@@ -6,7 +6,7 @@ import type { Clock } from '@splitlet/service';
 import { extractContext } from '@splitlet/telemetry';
 import { createTestTracing, type TestTracing } from '@splitlet/telemetry/testing';
 import { PodConfig } from '../src/pod-config/pod-config.js';
-import type { ManifestError, SourceListing } from '../src/sources/listing.js';
+import type { ListingChanges, ManifestError, SourceListing, SourcedPod } from '../src/sources/listing.js';
 import { decodeManifest } from '../src/sources/manifest-decoder.js';
 import { manifest, memoryLogger } from './helpers.js';
 
@@ -208,5 +208,68 @@ describe('PodConfig', () => {
     ac.abort();
     await assert.rejects(p);
     assert.equal(tracing.spansNamed('config.add')[0]?.status.code, SpanStatusCode.ERROR);
+  });
+});
+
+describe('PodConfig with listing changes (the apiserver source)', () => {
+  /** A PodConfig of source `api` and all it published, recorded and span-tagged. */
+  function recorded(tracing: TestTracing): { pc: PodConfig; out: unknown[]; ac: AbortController } {
+    const out: unknown[] = [];
+    const ac = new AbortController();
+    const pc = new PodConfig({
+      nodeName: NODE,
+      sources: ['api'],
+      publisher: { publish: async (update) => void out.push({ op: update.op, source: update.source, sources: update.sources, pods: update.items.map((i) => i.pod) }) },
+      events: { record: async (event, key) => void out.push({ event, key }) },
+      metrics: { manifestError: () => undefined, setPods: (source, n) => void out.push({ setPods: source, n }) },
+      clock: instantClock,
+      logger: memoryLogger().logger,
+      tracer: tracing.tracer,
+      instanceId: 'inst',
+      signal: ac.signal,
+    });
+    return { pc, out, ac };
+  }
+
+  it('publishes, records and counts exactly what the full listings give, also across a rejected duplicate', async () => {
+    const tracing = createTestTracing();
+    const withChanges = recorded(tracing);
+    const whole = recorded(tracing);
+    const api = (name: string, image: string, status?: BoundPod['status']): SourcedPod => {
+      const [pod] = pods(`/api/${name}`, manifest(name, image, `  uid: ${name}-uid\n`));
+      return { pod: { ...pod!, ...(status !== undefined ? { status } : {}) }, origin: `api:default/${name}` };
+    };
+    // [listing, changes since the previous one]; undefined changes: a full (re)list.
+    const a1 = api('a', 'img:1');
+    const b1 = api('b', 'img:1');
+    const a2 = api('a', 'img:2');
+    const b2 = api('b', 'img:1', { phase: 'Running' });
+    const dup = { pod: { ...api('b', 'img:1').pod, metadata: { ...b1.pod.metadata, uid: 'dup-uid' } }, origin: 'api:other/b' };
+    const c1 = api('c', 'img:1');
+    const steps: [SourcedPod[], ListingChanges | undefined][] = [
+      [[], undefined],
+      [[a1], { upserted: [a1], removed: [] }],
+      [[a1, b1], { upserted: [b1], removed: [] }],
+      [[a2, b1], { upserted: [a2], removed: [] }],
+      [[a2, b2], { upserted: [b2], removed: [] }],
+      [[a2, b2, dup], { upserted: [dup], removed: [] }],
+      [[a2, b2, dup, c1], { upserted: [c1], removed: [] }],
+      [[b2, dup, c1], { upserted: [], removed: ['a-uid'] }],
+      [[b2, c1], { upserted: [], removed: ['dup-uid'] }],
+      [[b2, c1], undefined],
+      [[c1], { upserted: [], removed: ['b-uid'] }],
+    ];
+    for (const [listing, changes] of steps) {
+      await withChanges.pc.apply({ source: 'api', pods: listing, errors: [], ...(changes !== undefined ? { changes } : {}) });
+      await whole.pc.apply({ source: 'api', pods: listing, errors: [] });
+    }
+    assert.deepEqual(withChanges.out, whole.out);
+    assert.ok(withChanges.out.some((o) => (o as { event?: KubeEvent }).event?.reason === 'FailedValidation'));
+    const paths = (name: string): unknown[] => tracing.spansNamed(name).map((s) => s.attributes['splitlet.config.path']);
+    assert.deepEqual(paths('config.add').sort(), ['api:default/a', 'api:default/a', 'api:default/b', 'api:default/b', 'api:default/c', 'api:default/c']);
+    assert.equal(paths('config.remove').length % 2, 0);
+    withChanges.ac.abort();
+    whole.ac.abort();
+    await tracing.shutdown();
   });
 });

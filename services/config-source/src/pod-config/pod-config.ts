@@ -27,7 +27,7 @@ import { sleep } from '@splitlet/service';
 import { injectContext, podSpanAttributes } from '@splitlet/telemetry';
 import type { Logger } from '@splitlet/telemetry';
 import type { ConfigMetrics, EventRecorder, UpdatePublisher } from '../ports.js';
-import type { ManifestError, SourceListing } from '../sources/listing.js';
+import type { ListingChanges, ManifestError, SourceListing } from '../sources/listing.js';
 
 /** Options of {@link PodConfig}. */
 export interface PodConfigOptions {
@@ -88,6 +88,7 @@ export class PodConfig {
     const { source } = listing;
     await this.#reportErrors(source, listing.errors, listing.pods !== undefined);
     if (listing.pods === undefined) return;
+    if (listing.changes !== undefined && (await this.#applyChanges(source, listing.changes))) return;
     const pods: BoundPod[] = [];
     for (const { pod, origin } of listing.pods) {
       pods.push(pod);
@@ -103,6 +104,21 @@ export class PodConfig {
     if (removed.length === 0) return;
     const current = new Set(pods.map((p) => p.metadata.uid));
     for (const u of removed) for (const p of u.pods) if (!current.has(p.metadata.uid)) this.#origins.delete(p.metadata.uid);
+  }
+
+  /**
+   * Merges only the changed pods of a listing; false (nothing done) when PodStorage cannot be sure
+   * that gives the full SET's updates, and the listing is merged as a whole instead. A clean SET had
+   * no rejections, so there are none to report again.
+   */
+  async #applyChanges(source: PodSource, changes: ListingChanges): Promise<boolean> {
+    const result = this.#storage.mergeChanges(source, { upserted: changes.upserted.map((p) => p.pod), removed: changes.removed }, this.#o.clock.now());
+    if (result === undefined) return false;
+    for (const { pod, origin } of changes.upserted) this.#origins.set(pod.metadata.uid, origin);
+    this.#o.metrics?.setPods(source, this.#storage.count(source));
+    for (const u of result.updates) await this.#deliver(u);
+    for (const uid of changes.removed) this.#origins.delete(uid);
+    return true;
   }
 
   /**

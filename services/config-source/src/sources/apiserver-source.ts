@@ -1,7 +1,8 @@
 /**
  * The apiserver source: the pods bound to this node, listed and watched from a Kubernetes API server
  * (the embedded one of `splitlet up`, or any cluster's) through a kubeconfig, handed to PodConfig as
- * full SETs of source `api` — the kubelet's name (`kubernetes.io/config.source: api`).
+ * full SETs of source `api` (after a watch event with the pod that changed, so PodConfig merges only
+ * that one) — the kubelet's name (`kubernetes.io/config.source: api`).
  *
  * Models pkg/kubelet/config/apiserver.go (NewSourceApiserver: a ListWatch of pods with
  * `spec.nodeName=<node>` in all namespaces, every change sent as a SET) on client-go's reflector:
@@ -26,7 +27,7 @@ import { request } from 'node:https';
 import { BoundPod } from '@splitlet/api';
 import { sleep } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
-import type { SourceListing, SourcedPod } from './listing.js';
+import type { ListingChanges, SourceListing, SourcedPod } from './listing.js';
 
 /** Options of {@link ApiserverSource}. */
 export interface ApiserverSourceOptions {
@@ -46,6 +47,8 @@ export interface ApiserverSourceOptions {
 type WatchEnd = { gone: boolean; err?: unknown };
 
 const podKey = (p: { metadata: { namespace: string; name: string } }): string => `${p.metadata.namespace}/${p.metadata.name}`;
+
+const NO_CHANGES: ListingChanges = { upserted: [], removed: [] };
 
 /** The apiserver source; `run(signal)` until the signal aborts. */
 export class ApiserverSource {
@@ -116,17 +119,16 @@ export class ApiserverSource {
       const onEvent = (phase: string, obj: unknown): void => {
         chain = chain.then(async () => {
           if (gone) return;
+          let changes: ListingChanges | undefined;
           const o = obj as { code?: number; metadata?: { resourceVersion?: string } };
           switch (phase) {
             case 'ADDED':
             case 'MODIFIED':
-              this.#put(obj);
+              changes = this.#put(obj);
               break;
-            case 'DELETED': {
-              const p = BoundPod.safeParse(obj);
-              if (p.success) this.#pods.delete(podKey(p.data));
+            case 'DELETED':
+              changes = this.#delete(obj);
               break;
-            }
             case 'BOOKMARK':
               if (o.metadata?.resourceVersion) this.#resourceVersion = o.metadata.resourceVersion;
               return;
@@ -139,7 +141,7 @@ export class ApiserverSource {
               return;
           }
           if (o.metadata?.resourceVersion) this.#resourceVersion = o.metadata.resourceVersion;
-          await this.#send();
+          await this.#send(changes);
         });
       };
       let abort: AbortController | undefined;
@@ -161,19 +163,39 @@ export class ApiserverSource {
     return `spec.nodeName=${this.#o.nodeName}`;
   }
 
-  #put(raw: unknown): void {
+  /**
+   * Stores a listed or watched pod; returns how the listing changed, or `undefined` when the pod
+   * took the place of another UID (its key's old pod), which only a full SET merges the same way.
+   */
+  #put(raw: unknown): ListingChanges | undefined {
     const p = BoundPod.safeParse(raw);
     if (!p.success) {
       const m = (raw as { metadata?: { namespace?: string; name?: string } }).metadata;
       this.#o.logger.warn('ignoring a pod from the API server that is not a valid pod', { pod: `${m?.namespace}/${m?.name}`, err: p.error.issues[0]?.message });
-      return;
+      return NO_CHANGES;
     }
-    this.#pods.set(podKey(p.data), { pod: p.data, origin: `api:${podKey(p.data)}` });
+    const key = podKey(p.data);
+    const before = this.#pods.get(key);
+    const sourced = { pod: p.data, origin: `api:${key}` };
+    this.#pods.set(key, sourced);
+    return before === undefined || before.pod.metadata.uid === p.data.metadata.uid ? { upserted: [sourced], removed: [] } : undefined;
   }
 
-  async #send(): Promise<void> {
+  /** Forgets a deleted pod; returns how the listing changed. */
+  #delete(raw: unknown): ListingChanges {
+    const p = BoundPod.safeParse(raw);
+    if (!p.success) return NO_CHANGES;
+    const key = podKey(p.data);
+    const before = this.#pods.get(key);
+    if (before === undefined) return NO_CHANGES;
+    this.#pods.delete(key);
+    return { upserted: [], removed: [before.pod.metadata.uid] };
+  }
+
+  /** Hands the listing to PodConfig: with `changes` since the previous one, or (none) as a full SET. */
+  async #send(changes?: ListingChanges): Promise<void> {
     this.#o.onProgress?.();
-    await this.#o.onListing({ source: 'api', pods: [...this.#pods.values()], errors: [] });
+    await this.#o.onListing({ source: 'api', pods: [...this.#pods.values()], errors: [], ...(changes !== undefined ? { changes } : {}) });
   }
 }
 

@@ -33,4 +33,19 @@ export interface SourceListing {
   readonly pods?: readonly SourcedPod[];
   /** Every manifest error of this look (a location missing here is no longer in error). */
   readonly errors: readonly ManifestError[];
+  /**
+   * With `pods`: how they differ from this source's previous listing, so PodConfig can merge the
+   * changed pods alone (O(changes), not O(pods)). Every pod not in `upserted` must be the same
+   * object as in the previous listing and keep its place; `upserted` pods replace the one with their
+   * UID in place or, when new, come last in the given order. PodConfig falls back to the full SET
+   * when it cannot be sure of the same result. Absent: a full listing, merged as a whole.
+   */
+  readonly changes?: ListingChanges;
+}
+
+/** What changed in a source's listing since its previous one (see {@link SourceListing.changes}). */
+export interface ListingChanges {
+  readonly upserted: readonly SourcedPod[];
+  /** UIDs of pods the previous listing had and this one has not. */
+  readonly removed: readonly string[];
 }
