@@ -139,9 +139,19 @@ describe('reconcileReason (syncBatch(true): needsUpdate || needsReconcile)', () 
     assert.equal(reconcileReason({ ...r, status: { phase: 'Running', message: 'v2' } as never }, 2, terminal), undefined);
   });
 
-  it('always syncs a static pod (its mirror pod is checked on the way)', () => {
+  it('checks a static pod against its mirror pod: missing, being deleted or of another version of the pod', () => {
     const pod = aPod({ metadata: { name: 'web', namespace: 'default', uid: UID, annotations: { 'kubernetes.io/config.source': 'file' } } });
-    assert.equal(reconcileReason({ ...r, pod }, 2, same), 'static');
+    const staticRecord = { ...r, pod };
+    const mirror = (annotations: Record<string, string>, extra: Partial<ApiPod['metadata']> = {}): ApiPod => ({
+      metadata: { uid: 'mirror-uid', annotations, ...extra },
+      status: { phase: 'Running', message: 'v2' },
+    });
+    const current = { 'kubernetes.io/config.mirror': UID };
+    assert.equal(reconcileReason(staticRecord, 2, mirror(current)), undefined, 'the mirror pod has another UID than the static pod');
+    assert.equal(reconcileReason(staticRecord, 2, undefined), 'no-api-copy');
+    assert.equal(reconcileReason(staticRecord, 2, mirror(current, { deletionTimestamp: '2026-01-01T00:00:00Z' })), 'deletion-pending');
+    assert.equal(reconcileReason(staticRecord, 2, mirror({ 'kubernetes.io/config.mirror': 'older-hash' })), 'mirror-outdated');
+    assert.equal(reconcileReason(staticRecord, 2, { ...mirror(current), status: { phase: 'Pending' } }), 'status-differs');
   });
 });
 

@@ -13,10 +13,10 @@
  */
 import type { PodStatusRecord } from '@splitlet/api';
 import { errorMessage } from '@splitlet/api';
-import { isStaticPod } from '@splitlet/kube';
+import { ConfigAnnotations, isStaticPod } from '@splitlet/kube';
 import type { Logger } from '@splitlet/telemetry';
 import { kubeError, STRATEGIC_MERGE_PATCH, type KubeRest } from './kube-rest.js';
-import { podPath, type ApiPod, type MirrorPods } from './mirror-pods.js';
+import { podPath, staticPodHash, type ApiPod, type MirrorPods } from './mirror-pods.js';
 import type { ApiPodCopy } from './node-pods.js';
 import { isTerminalPhase, neverRegressTerminal, podStatusPatch } from './pod-status-patch.js';
 
@@ -27,24 +27,26 @@ export type PodSyncOutcome = 'no-mirror' | 'current' | 'not-found' | 'uid-mismat
 export const STATUS_SYNC_PERIOD_MS = 10_000;
 
 /** Why a periodic resync syncs a pod (GET + PATCH), undefined when the API copy already has its status. */
-export type ReconcileReason = 'static' | 'not-sent' | 'newer' | 'no-api-copy' | 'deletion-pending' | 'status-differs';
+export type ReconcileReason = 'not-sent' | 'newer' | 'no-api-copy' | 'deletion-pending' | 'mirror-outdated' | 'status-differs';
 
 /**
  * Whether the periodic resync must sync `record` (syncBatch(true): needsUpdate || needsReconcile).
- * `sentVersion` is the version last sent (apiStatusVersions), `apiPod` the watched API copy of the
- * pod (undefined when not known). A static pod is always synced (its mirror pod is checked and
- * recreated on the way); a pod the copy does not have, or has with another UID, is synced so its GET
- * tells whether it is gone; a pod being deleted is synced so it is deleted once finished. Otherwise
- * it is synced only when the patch the sync would send is not empty.
+ * `sentVersion` is the version last sent (apiStatusVersions); `apiPod` the watched API copy of the
+ * pod — of its mirror pod for a static pod — undefined when not known. A pod the copy does not have
+ * (or has with another UID) is synced so its GET tells whether it is gone, or its mirror pod is
+ * created again; a pod being deleted so it is deleted once finished (a mirror pod: replaced); a
+ * mirror pod of another version of the static pod so it is replaced. Otherwise it is synced only
+ * when the patch the sync would send is not empty.
  */
 export function reconcileReason(record: PodStatusRecord, sentVersion: number | undefined, apiPod: ApiPod | undefined): ReconcileReason | undefined {
-  if (isStaticPod(record.pod)) return 'static';
   if (sentVersion === undefined) return 'not-sent';
   if (record.version > sentVersion) return 'newer';
-  if (apiPod === undefined || apiPod.metadata.uid !== record.uid) return 'no-api-copy';
+  const isStatic = isStaticPod(record.pod);
+  if (apiPod === undefined || (!isStatic && apiPod.metadata.uid !== record.uid)) return 'no-api-copy';
   if (apiPod.metadata.deletionTimestamp !== undefined) return 'deletion-pending';
+  if (isStatic && apiPod.metadata.annotations?.[ConfigAnnotations.mirror] !== staticPodHash(record.pod)) return 'mirror-outdated';
   const apiStatus = apiPod.status ?? {};
-  if (podStatusPatch(record.uid, apiStatus, neverRegressTerminal(apiStatus, record.status)) !== undefined) return 'status-differs';
+  if (podStatusPatch(apiPod.metadata.uid, apiStatus, neverRegressTerminal(apiStatus, record.status)) !== undefined) return 'status-differs';
   return undefined;
 }
 
@@ -137,7 +139,7 @@ export class PodStatusSyncer {
       [...records].map(async (r) => {
         let outcome: PodSyncOutcome | 'failed' | 'in-sync';
         try {
-          if (this.#copy !== undefined && reconcileReason(r, this.#sent.get(r.uid), this.#copy.get(r.uid)) === undefined) {
+          if (this.#copy !== undefined && reconcileReason(r, this.#sent.get(r.uid), this.#apiCopy(r)) === undefined) {
             counts['in-sync'] = (counts['in-sync'] ?? 0) + 1;
             return;
           }
@@ -150,6 +152,13 @@ export class PodStatusSyncer {
       }),
     );
     this.#logger.debug('pod status resync done', counts);
+  }
+
+  /** The API copy the status of `record` is reported to: the pod's, or its mirror pod's. */
+  #apiCopy(record: PodStatusRecord): ApiPod | undefined {
+    if (!isStaticPod(record.pod)) return this.#copy?.get(record.uid);
+    const mirror = this.#mirrored.get(record.uid);
+    return mirror === undefined ? undefined : this.#copy?.get(mirror.uid);
   }
 
   async #sync(record: PodStatusRecord, force: boolean): Promise<PodSyncOutcome> {
