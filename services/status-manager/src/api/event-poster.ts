@@ -9,11 +9,10 @@
  * aggregated, and a source spamming one object is rate-limited (dropped, with a debug line).
  * A 4xx answer (e.g. the namespace is gone) drops the event with a warning; other failures are
  * retried by the bus (nak with backoff), reusing the correlation of the first delivery so a retry
- * does not count the event twice. Up to {@link EVENT_CONCURRENCY} events are posted at once, those
- * of one involved object in order.
+ * does not count the event twice.
  */
 import { KubeEvent, KubeletError } from '@splitlet/api';
-import { CONSUMERS, type Bus, type Consumption, type Delivery } from '@splitlet/bus';
+import { CONSUMERS, type Bus, type Consumption } from '@splitlet/bus';
 import type { Logger } from '@splitlet/telemetry';
 import { EventCorrelator, kubeTime, type CoreEvent, type CorrelateResult } from './event-correlator.js';
 import { STRATEGIC_MERGE_PATCH, kubeError, type KubeRest } from './kube-rest.js';
@@ -60,7 +59,7 @@ export function postEventsToApi(bus: Pick<Bus, 'consume'>, api: KubeRest, o: Eve
     pending.set(sequence, r);
     if (pending.size > 10_000) pending.delete(pending.keys().next().value as number);
   };
-  const post = async (d: Delivery<KubeEvent>): Promise<void> => {
+  return bus.consume(KubeEvent, { ...CONSUMERS.statusManagerEvents(o.node), signal: o.signal }, async (d) => {
     let result = pending.get(d.streamSequence);
     if (result === undefined) {
       result = correlator.correlate(makeCoreEvent(d.data, seq++));
@@ -101,43 +100,5 @@ export function postEventsToApi(bus: Pick<Bus, 'consume'>, api: KubeRest, o: Eve
     }
     remember(d.streamSequence, result);
     throw new KubeletError('EventPostFailed', err.message, { retryable: true, cause: err });
-  };
-  const inOrder = new PerKeyChain();
-  return bus.consume(KubeEvent, { ...CONSUMERS.statusManagerEvents(o.node), concurrency: EVENT_CONCURRENCY, signal: o.signal }, (d) =>
-    inOrder.run(objectKey(d.data), () => post(d)),
-  );
-}
-
-/**
- * Events posted at once. The events of one object still go one after the other: each one's
- * correlation (count, aggregation, spam filter — all keyed by the object) reads the answer to the
- * previous one, as client-go's single recording goroutine does; other objects' events do not wait.
- */
-export const EVENT_CONCURRENCY = 8;
-
-/** The involved object an event's correlation is keyed by. */
-function objectKey(e: KubeEvent): string {
-  const o = e.involvedObject;
-  return `${o.kind}\u0000${o.namespace}\u0000${o.name}\u0000${o.uid}`;
-}
-
-/** Runs tasks of one key one at a time, in the order given; tasks of different keys run concurrently. */
-export class PerKeyChain {
-  readonly #tails = new Map<string, Promise<unknown>>();
-
-  run<T>(key: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.#tails.get(key);
-    const run = previous === undefined ? task() : previous.then(task, task);
-    this.#tails.set(key, run);
-    const forget = (): void => {
-      if (this.#tails.get(key) === run) this.#tails.delete(key);
-    };
-    run.then(forget, forget);
-    return run;
-  }
-
-  /** Keys with a task queued or running. */
-  get size(): number {
-    return this.#tails.size;
-  }
+  });
 }
