@@ -43,6 +43,19 @@ describe('createKubeRest', () => {
     );
     const cert = readFileSync(join(dir, 'cert.pem'));
     server = createServer({ cert, key: readFileSync(join(dir, 'key.pem')) }, (req, res) => {
+      if (req.url?.includes('watch=true') === true) {
+        // A stream whose chunks end inside a line, and inside a multi-byte character.
+        const text = `${JSON.stringify({ type: 'ADDED', object: { n: 'ä1' } })}\n\n${JSON.stringify({ type: 'MODIFIED', object: { n: 'é2', auth: req.headers.authorization } })}\n`;
+        const bytes = Buffer.from(text);
+        const cut = bytes.indexOf(Buffer.from('é')) + 1;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write(bytes.subarray(0, 10));
+        setTimeout(() => {
+          res.write(bytes.subarray(10, cut));
+          setTimeout(() => res.end(bytes.subarray(cut)), 5);
+        }, 5);
+        return;
+      }
       // Answers slowly enough that concurrent requests overlap.
       setTimeout(() => {
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -93,5 +106,15 @@ describe('createKubeRest', () => {
     assert.ok(burst.every((r) => r.status === 200));
     assert.ok(maxOpen <= 16, `at most 16 connections open at once, saw ${maxOpen}`);
     assert.ok(connections <= 17, `100 concurrent requests reuse the pool, ${connections} connections in all`);
+  });
+
+  it('streams a watch: one event a line, across chunks; resolves when the server ends it', async () => {
+    const api = await createKubeRest(kubeconfig);
+    const events: unknown[] = [];
+    await api.watch('/api/v1/pods?watch=true', (e) => events.push(e), new AbortController().signal);
+    assert.deepEqual(events, [
+      { type: 'ADDED', object: { n: 'ä1' } },
+      { type: 'MODIFIED', object: { n: 'é2', auth: 'Bearer secret-token' } },
+    ]);
   });
 });

@@ -5,7 +5,8 @@ import { aPod } from '@splitlet/kube/testing';
 import { createLogger } from '@splitlet/telemetry';
 import type { KubeResponse, KubeRest } from '../src/api/kube-rest.js';
 import { MirrorPods } from '../src/api/mirror-pods.js';
-import { PodStatusSyncer } from '../src/api/pod-status-syncer.js';
+import type { ApiPod } from '../src/api/mirror-pods.js';
+import { PodStatusSyncer, reconcileReason } from '../src/api/pod-status-syncer.js';
 
 const UID = 'uid-1';
 
@@ -44,11 +45,14 @@ function record(version: number): PodStatusRecord {
   };
 }
 
-function setup() {
+function setup(copy?: Map<string, ApiPod>) {
   const api = new FakeApi();
   const logger = createLogger({ service: 't', stream: { write: () => true } });
-  return { api, syncer: new PodStatusSyncer(api, new MirrorPods(api, 'node-a', () => undefined), logger) };
+  return { api, syncer: new PodStatusSyncer(api, new MirrorPods(api, 'node-a', () => undefined), logger, copy === undefined ? undefined : { get: (uid) => copy.get(uid) }) };
 }
+
+/** The API copy of pod UID with `status`. */
+const apiCopy = (status: Record<string, unknown>, extra: Partial<ApiPod['metadata']> = {}): ApiPod => ({ metadata: { uid: UID, ...extra }, status });
 
 const count = (api: FakeApi, method: string): number => api.calls.filter((c) => c.method === method).length;
 
@@ -98,5 +102,87 @@ describe('PodStatusSyncer', () => {
     assert.deepEqual(await Promise.all(queued), ['patched', 'patched']);
     assert.equal(api.status['message'], 'v2');
     assert.equal(api.status['phase'], 'Running');
+  });
+});
+
+describe('reconcileReason (syncBatch(true): needsUpdate || needsReconcile)', () => {
+  const r = record(2);
+  const same = apiCopy({ phase: 'Running', message: 'v2' });
+
+  it('does not sync a pod whose sent status the API copy has', () => {
+    assert.equal(reconcileReason(r, 2, same), undefined);
+  });
+
+  it('syncs a pod never sent, or with a newer version than the one sent', () => {
+    assert.equal(reconcileReason(r, undefined, same), 'not-sent');
+    assert.equal(reconcileReason(r, 1, same), 'newer');
+  });
+
+  it('syncs a pod the copy does not have, or has with another UID (its GET tells whether it is gone)', () => {
+    assert.equal(reconcileReason(r, 2, undefined), 'no-api-copy');
+    assert.equal(reconcileReason(r, 2, { ...same, metadata: { uid: 'other' } }), 'no-api-copy');
+  });
+
+  it('syncs a pod being deleted (it is deleted once finished)', () => {
+    assert.equal(reconcileReason(r, 2, apiCopy(same.status ?? {}, { deletionTimestamp: '2026-01-01T00:00:00Z' })), 'deletion-pending');
+  });
+
+  it('syncs a pod whose API status was changed behind its back', () => {
+    assert.equal(reconcileReason(r, 2, apiCopy({ phase: 'Pending', message: 'v2' })), 'status-differs');
+    assert.equal(reconcileReason(r, 2, apiCopy({ phase: 'Running' })), 'status-differs');
+    assert.equal(reconcileReason(r, 2, { metadata: { uid: UID } }), 'status-differs');
+  });
+
+  it('does not sync a pod whose terminal API phase the computed status would not regress', () => {
+    // The sync keeps Succeeded: its patch would be empty, so there is nothing to reconcile.
+    const terminal = apiCopy({ phase: 'Succeeded', message: 'v2' });
+    assert.equal(reconcileReason({ ...r, status: { phase: 'Running', message: 'v2' } as never }, 2, terminal), undefined);
+  });
+
+  it('checks a static pod against its mirror pod: missing, being deleted or of another version of the pod', () => {
+    const pod = aPod({ metadata: { name: 'web', namespace: 'default', uid: UID, annotations: { 'kubernetes.io/config.source': 'file' } } });
+    const staticRecord = { ...r, pod };
+    const mirror = (annotations: Record<string, string>, extra: Partial<ApiPod['metadata']> = {}): ApiPod => ({
+      metadata: { uid: 'mirror-uid', annotations, ...extra },
+      status: { phase: 'Running', message: 'v2' },
+    });
+    const current = { 'kubernetes.io/config.mirror': UID };
+    assert.equal(reconcileReason(staticRecord, 2, mirror(current)), undefined, 'the mirror pod has another UID than the static pod');
+    assert.equal(reconcileReason(staticRecord, 2, undefined), 'no-api-copy');
+    assert.equal(reconcileReason(staticRecord, 2, mirror(current, { deletionTimestamp: '2026-01-01T00:00:00Z' })), 'deletion-pending');
+    assert.equal(reconcileReason(staticRecord, 2, mirror({ 'kubernetes.io/config.mirror': 'older-hash' })), 'mirror-outdated');
+    assert.equal(reconcileReason(staticRecord, 2, { ...mirror(current), status: { phase: 'Pending' } }), 'status-differs');
+  });
+});
+
+describe('PodStatusSyncer.resync with an API copy', () => {
+  it('GETs and patches only the pods whose API copy differs', async () => {
+    const copy = new Map<string, ApiPod>();
+    const { api, syncer } = setup(copy);
+    assert.equal(await syncer.sync(record(1)), 'patched');
+    const calls = api.calls.length;
+    copy.set(UID, apiCopy({ ...api.status }));
+    await syncer.resync([record(1)]);
+    assert.equal(api.calls.length, calls, 'in sync: no request');
+    // Changed on the API server (the watch saw it): reconciled with a GET and a PATCH.
+    api.status = { ...api.status, phase: 'Pending' };
+    copy.set(UID, apiCopy({ ...api.status }));
+    await syncer.resync([record(1)]);
+    assert.deepEqual(
+      api.calls.slice(calls).map((c) => c.method),
+      ['GET', 'PATCH'],
+    );
+    assert.equal(api.status['phase'], 'Running');
+  });
+
+  it('without a copy of the pod (not listed yet), reconciles it with a GET as before', async () => {
+    const { api, syncer } = setup(new Map());
+    await syncer.sync(record(1));
+    const calls = api.calls.length;
+    await syncer.resync([record(1)]);
+    assert.deepEqual(
+      api.calls.slice(calls).map((c) => c.method),
+      ['GET'],
+    );
   });
 });

@@ -1,6 +1,6 @@
 /**
  * Cluster mode wiring: the API client from the kubeconfig, the pod status syncer (on every written
- * status, and every 10 s over the whole cache), the node reporter (registration, status, Lease) and
+ * status, and every 10 s over the cached pods whose API copy — a watch of the node's pods — differs), the node reporter (registration, status, Lease) and
  * the event poster (`SL_EVENTS` → core/v1 Events).
  */
 import { existsSync } from 'node:fs';
@@ -12,6 +12,7 @@ import type { StatusManager } from '../status/status-manager.js';
 import { createKubeRest } from './kube-rest.js';
 import { postEventsToApi } from './event-poster.js';
 import { MirrorPods } from './mirror-pods.js';
+import { NodePods } from './node-pods.js';
 import { NodeReporter } from './node-reporter.js';
 import { PodStatusSyncer, STATUS_SYNC_PERIOD_MS } from './pod-status-syncer.js';
 
@@ -62,13 +63,16 @@ export async function startClusterReporting(o: ClusterReportingOptions): Promise
       ? {}
       : { statusUpdateMs: o.nodeStatus.updateMs, statusReportMs: o.nodeStatus.reportMs, leaseDurationSeconds: o.nodeStatus.leaseDurationSeconds }),
   });
-  const syncer = new PodStatusSyncer(api, new MirrorPods(api, o.node, () => reporter.nodeUid), o.logger);
+  // The resync compares against the watched API copy of the node's pods instead of GETting each.
+  const nodePods = new NodePods(api, o.node, o.logger);
+  const podsDone = nodePods.run(o.signal);
+  const syncer = new PodStatusSyncer(api, new MirrorPods(api, o.node, () => reporter.nodeUid), o.logger, nodePods);
   const nodeDone = reporter.run(o.signal);
   const events = await postEventsToApi(o.bus, api, { node: o.node, logger: o.logger, signal: o.signal });
   const resync = setInterval(() => void syncer.resync(o.manager.records()), STATUS_SYNC_PERIOD_MS);
   const done = new Promise<void>((resolve) => o.signal.addEventListener('abort', () => resolve(), { once: true })).then(() => {
     clearInterval(resync);
-    return Promise.all([nodeDone, events.done]).then(() => undefined);
+    return Promise.all([nodeDone, podsDone, events.done]).then(() => undefined);
   });
   const startedAt = realClock.now();
   const leaseMs = reporter.leaseDurationSeconds * 1000;

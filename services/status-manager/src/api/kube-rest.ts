@@ -32,6 +32,22 @@ export interface KubeRest {
   request(method: string, path: string, body?: unknown, contentType?: string): Promise<KubeResponse>;
 }
 
+/** One event of a watch stream (`{type, object}`, one JSON document a line). */
+export interface KubeWatchEvent {
+  readonly type: string;
+  readonly object: unknown;
+}
+
+/** A streamed watch of a collection. */
+export interface KubeWatch {
+  /**
+   * GETs `path` (a `watch=true` URL) and calls `onEvent` for every event until the server ends the
+   * stream (resolves) or `signal` aborts (resolves).
+   * @throws Error for an answer other than 200, a broken connection or a line that is not JSON.
+   */
+  watch(path: string, onEvent: (e: KubeWatchEvent) => void, signal: AbortSignal): Promise<void>;
+}
+
 /** The strategic-merge patch media type (types.StrategicMergePatchType). */
 export const STRATEGIC_MERGE_PATCH = 'application/strategic-merge-patch+json';
 
@@ -42,7 +58,7 @@ const REQUEST_TIMEOUT_MS = 30_000;
  * Loads the kubeconfig at `path` and returns a client for its current context.
  * @throws Error naming the file when it cannot be read or has no current cluster.
  */
-export async function createKubeRest(path: string): Promise<KubeRest> {
+export async function createKubeRest(path: string): Promise<KubeRest & KubeWatch> {
   const kc = new KubeConfig();
   try {
     kc.loadFromFile(path);
@@ -57,19 +73,24 @@ export async function createKubeRest(path: string): Promise<KubeRest> {
   // client-node's agent does not keep connections alive: every request would be a new TLS
   // handshake (a new secure context, and the API server's handshake too). Without a proxy, one
   // keep-alive agent with the same TLS settings reuses the connections.
-  if (cluster.proxyUrl === undefined && base.protocol === 'https:') tls.agent = keepAliveAgent(tls);
+  const pool = cluster.proxyUrl === undefined && base.protocol === 'https:' ? keepAliveAgent(tls) : undefined;
+  if (pool !== undefined) tls.agent = pool;
+  // The pooled agent carries the TLS settings: a request passing them again would have the agent
+  // stringify the CA, certificate and key into its pool key on every request.
+  const perRequest: RequestOptions = pool === undefined ? tls : { agent: pool };
+  const baseHeaders: Readonly<Record<string, string>> = { ...(tls.headers as Record<string, string> | undefined), accept: 'application/json' };
   return {
     request(method, path, body, contentType = 'application/json') {
       const payload = body === undefined ? undefined : JSON.stringify(body);
       const url = new URL(path, base);
-      const headers: Record<string, string> = { ...(tls.headers as Record<string, string> | undefined), accept: 'application/json' };
+      const headers: Record<string, string> = { ...baseHeaders };
       if (payload !== undefined) {
         headers['content-type'] = contentType;
         headers['content-length'] = String(Buffer.byteLength(payload));
       }
       const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
       return new Promise<KubeResponse>((resolve, reject) => {
-        const req = send(url, { ...tls, method, headers, timeout: REQUEST_TIMEOUT_MS }, (res) => {
+        const req = send(url, { ...perRequest, method, headers, timeout: REQUEST_TIMEOUT_MS }, (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('error', reject);
@@ -86,11 +107,58 @@ export async function createKubeRest(path: string): Promise<KubeRest> {
         });
         req.on('timeout', () => req.destroy(new Error(`${method} ${url.pathname} timed out after ${REQUEST_TIMEOUT_MS} ms`)));
         req.on('error', reject);
-        if (payload !== undefined) req.write(payload);
+        // One write: the headers and the body go out together.
+        req.end(payload);
+      });
+    },
+    watch(path, onEvent, signal) {
+      const url = new URL(path, base);
+      const headers: Record<string, string> = { ...baseHeaders };
+      const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+      return new Promise<void>((resolve, reject) => {
+        if (signal.aborted) return resolve();
+        // Not the keep-alive pool: the stream holds its connection for as long as it runs.
+        const req = send(url, { ...tls, ...(pool === undefined ? {} : { agent: undefined }), method: 'GET', headers, signal }, (res) => {
+          if (res.statusCode !== 200) {
+            res.resume();
+            reject(new Error(`watch ${url.pathname}: HTTP ${res.statusCode ?? 0}`));
+            return;
+          }
+          const lines = new LineSplitter((line) => onEvent(JSON.parse(line) as KubeWatchEvent));
+          res.on('data', (c: Buffer) => {
+            try {
+              lines.push(c);
+            } catch (e) {
+              req.destroy(e instanceof Error ? e : new Error(String(e)));
+            }
+          });
+          res.on('error', (e) => (signal.aborted ? resolve() : reject(e)));
+          res.on('end', () => resolve());
+        });
+        req.on('error', (e) => (signal.aborted ? resolve() : reject(e)));
         req.end();
       });
     },
   };
+}
+
+/** Splits a byte stream into lines (a chunk may end inside a line, or inside a UTF-8 sequence). */
+class LineSplitter {
+  #rest: Buffer = Buffer.alloc(0);
+  readonly #onLine: (line: string) => void;
+  constructor(onLine: (line: string) => void) {
+    this.#onLine = onLine;
+  }
+  push(chunk: Buffer): void {
+    let buf = this.#rest.length === 0 ? chunk : Buffer.concat([this.#rest, chunk]);
+    let nl: number;
+    while ((nl = buf.indexOf(0x0a)) >= 0) {
+      const line = buf.toString('utf8', 0, nl).trim();
+      buf = buf.subarray(nl + 1);
+      if (line !== '') this.#onLine(line);
+    }
+    this.#rest = buf;
+  }
 }
 
 /** How many connections to the API server a client keeps open at most. */

@@ -3,7 +3,8 @@
  *
  * Models the status manager's send loop (pkg/kubelet/status/status_manager.go syncBatch / syncPod /
  * canBeDeleted): a written status is patched at once when its version is newer than the one last
- * sent; every 10 s (syncPeriod) every cached pod is reconciled against the API copy. Per pod: GET the
+ * sent; every 10 s (syncPeriod) the cached pods that need it are reconciled (needsUpdate /
+ * needsReconcile against the watched API copy of the node's pods, see {@link reconcileReason}). Per pod: GET the
  * pod (404 or another UID → its API state is dropped), keep a terminal API phase, strategic-merge
  * patch `pods/status` with a `metadata.uid` precondition unless nothing changed, then — once the pod
  * has a deletionTimestamp, a terminal phase and its worker finished — DELETE it with grace 0 and a UID
@@ -12,10 +13,11 @@
  */
 import type { PodStatusRecord } from '@splitlet/api';
 import { errorMessage } from '@splitlet/api';
-import { isStaticPod } from '@splitlet/kube';
+import { ConfigAnnotations, isStaticPod } from '@splitlet/kube';
 import type { Logger } from '@splitlet/telemetry';
 import { kubeError, STRATEGIC_MERGE_PATCH, type KubeRest } from './kube-rest.js';
-import { podPath, type ApiPod, type MirrorPods } from './mirror-pods.js';
+import { podPath, staticPodHash, type ApiPod, type MirrorPods } from './mirror-pods.js';
+import type { ApiPodCopy } from './node-pods.js';
 import { isTerminalPhase, neverRegressTerminal, podStatusPatch } from './pod-status-patch.js';
 
 /** What one sync did. */
@@ -23,6 +25,30 @@ export type PodSyncOutcome = 'no-mirror' | 'current' | 'not-found' | 'uid-mismat
 
 /** The status manager's sync period (syncPeriod). */
 export const STATUS_SYNC_PERIOD_MS = 10_000;
+
+/** Why a periodic resync syncs a pod (GET + PATCH), undefined when the API copy already has its status. */
+export type ReconcileReason = 'not-sent' | 'newer' | 'no-api-copy' | 'deletion-pending' | 'mirror-outdated' | 'status-differs';
+
+/**
+ * Whether the periodic resync must sync `record` (syncBatch(true): needsUpdate || needsReconcile).
+ * `sentVersion` is the version last sent (apiStatusVersions); `apiPod` the watched API copy of the
+ * pod — of its mirror pod for a static pod — undefined when not known. A pod the copy does not have
+ * (or has with another UID) is synced so its GET tells whether it is gone, or its mirror pod is
+ * created again; a pod being deleted so it is deleted once finished (a mirror pod: replaced); a
+ * mirror pod of another version of the static pod so it is replaced. Otherwise it is synced only
+ * when the patch the sync would send is not empty.
+ */
+export function reconcileReason(record: PodStatusRecord, sentVersion: number | undefined, apiPod: ApiPod | undefined): ReconcileReason | undefined {
+  if (sentVersion === undefined) return 'not-sent';
+  if (record.version > sentVersion) return 'newer';
+  const isStatic = isStaticPod(record.pod);
+  if (apiPod === undefined || (!isStatic && apiPod.metadata.uid !== record.uid)) return 'no-api-copy';
+  if (apiPod.metadata.deletionTimestamp !== undefined) return 'deletion-pending';
+  if (isStatic && apiPod.metadata.annotations?.[ConfigAnnotations.mirror] !== staticPodHash(record.pod)) return 'mirror-outdated';
+  const apiStatus = apiPod.status ?? {};
+  if (podStatusPatch(apiPod.metadata.uid, apiStatus, neverRegressTerminal(apiStatus, record.status)) !== undefined) return 'status-differs';
+  return undefined;
+}
 
 /** A sync of one pod waiting for the one in flight: it sends the newest record asked for meanwhile. */
 interface QueuedSync {
@@ -48,10 +74,14 @@ export class PodStatusSyncer {
   /** static pod uid -> its mirror pod. */
   readonly #mirrored = new Map<string, { namespace: string; name: string; uid: string }>();
 
-  constructor(api: KubeRest, mirrors: MirrorPods, logger: Logger) {
+  /** The API copy of the node's pods; without one every pod is reconciled with a GET. */
+  readonly #copy: ApiPodCopy | undefined;
+
+  constructor(api: KubeRest, mirrors: MirrorPods, logger: Logger, copy?: ApiPodCopy) {
     this.#api = api;
     this.#mirrors = mirrors;
     this.#logger = logger;
+    this.#copy = copy;
   }
 
   /** Drops what is known about a pod (its status was removed); a static pod's mirror pod is deleted. */
@@ -99,13 +129,20 @@ export class PodStatusSyncer {
     return run;
   }
 
-  /** Reconciles every record (syncBatch(true)); failures are logged, not thrown. */
+  /**
+   * Reconciles the records that need it (syncBatch(true)): with an API copy, only those
+   * {@link reconcileReason} names; the others count as `in-sync`. Failures are logged, not thrown.
+   */
   async resync(records: Iterable<PodStatusRecord>): Promise<void> {
-    const counts: Partial<Record<PodSyncOutcome | 'failed', number>> = {};
+    const counts: Partial<Record<PodSyncOutcome | 'failed' | 'in-sync', number>> = {};
     await Promise.all(
       [...records].map(async (r) => {
-        let outcome: PodSyncOutcome | 'failed';
+        let outcome: PodSyncOutcome | 'failed' | 'in-sync';
         try {
+          if (this.#copy !== undefined && reconcileReason(r, this.#sent.get(r.uid), this.#apiCopy(r)) === undefined) {
+            counts['in-sync'] = (counts['in-sync'] ?? 0) + 1;
+            return;
+          }
           outcome = await this.sync(r, true);
         } catch (e) {
           outcome = 'failed';
@@ -115,6 +152,13 @@ export class PodStatusSyncer {
       }),
     );
     this.#logger.debug('pod status resync done', counts);
+  }
+
+  /** The API copy the status of `record` is reported to: the pod's, or its mirror pod's. */
+  #apiCopy(record: PodStatusRecord): ApiPod | undefined {
+    if (!isStaticPod(record.pod)) return this.#copy?.get(record.uid);
+    const mirror = this.#mirrored.get(record.uid);
+    return mirror === undefined ? undefined : this.#copy?.get(mirror.uid);
   }
 
   async #sync(record: PodStatusRecord, force: boolean): Promise<PodSyncOutcome> {
@@ -158,7 +202,7 @@ export class PodStatusSyncer {
       }
       if (res.status !== 200) throw kubeError(`PATCH pod ${fields.pod} status`, res);
       outcome = 'patched';
-      this.#logger.debug('Patch status for pod', { ...fields, version: record.version, patch: JSON.stringify(patch) });
+      if (this.#logger.isEnabled('debug')) this.#logger.debug('Patch status for pod', { ...fields, version: record.version, patch: JSON.stringify(patch) });
     }
     this.#sent.set(record.uid, record.version);
     if (!isStatic && apiPod.metadata.deletionTimestamp !== undefined && isTerminalPhase(status['phase']) && record.finished) {
