@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { lstat, mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { SpanStatusCode } from '@opentelemetry/api';
@@ -304,6 +304,28 @@ describe('VolumeManager', () => {
     store.states.set('kept-ghost', { type: 'kubelet.volume.PodVolumeState.v1', uid: 'kept-ghost', podDir: '/nowhere', mounted: false, volumes: {}, updatedAt: '' });
     assert.deepEqual((await vm.cleanup(['kept-ghost'])).removed, ['ghost']);
     assert.deepEqual([...store.states.keys()], ['kept-ghost']);
+  });
+
+  it('cleanup lists sl_volumes once, then knows its keys from its own writes', async () => {
+    let lists = 0;
+    const list = store.list.bind(store);
+    store.list = () => {
+      lists++;
+      return list();
+    };
+    store.states.set('ghost', { type: 'kubelet.volume.PodVolumeState.v1', uid: 'ghost', podDir: '/nowhere', mounted: false, volumes: {}, updatedAt: '' });
+    assert.equal(await vm.reconstruct(), 1);
+    await vm.mount(podWith('p1', [{ name: 'c', emptyDir: {} }]), fence);
+    await vm.mount(podWith('p2', [{ name: 'c', emptyDir: {} }]), fence);
+    assert.deepEqual((await vm.cleanup(['p1', 'p2'])).removed, ['ghost'], 'a key from before the restart');
+    await vm.unmount('p1', false, fence);
+    await rm(join(tmp.path, 'pods', 'p1'), { recursive: true });
+    assert.deepEqual((await vm.cleanup(['p2'])).removed, ['p1'], 'its state written after the start, its dir gone by hand');
+    assert.deepEqual([...store.states.keys()], ['p2']);
+    await vm.unmount('p2', true, fence);
+    assert.deepEqual((await vm.cleanup([])).removed, [], 'removed with its content: nothing left');
+    assert.deepEqual([...store.states.keys()], []);
+    assert.equal(lists, 1, 'only reconstruct listed the bucket');
   });
 
   it('reconstruct rebuilds the actual state so cleanup keeps mounted pods after a restart', async () => {

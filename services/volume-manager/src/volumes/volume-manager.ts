@@ -145,6 +145,14 @@ export class VolumeManager {
   readonly #mountedByPlugin = new Map<string, number>();
   /** Mounted pods with configMap / secret / projected volumes, re-projected when their objects change. */
   readonly #objectPods = new Map<string, BoundPod>();
+  /**
+   * The pods with a key in `sl_volumes`. This process is the bucket's only writer (one
+   * volume-manager per node): loaded by {@link reconstruct}, then kept by its own puts and deletes,
+   * so housekeeping's cleanup need not list the bucket every time.
+   */
+  readonly #stored = new Set<string>();
+  /** Whether {@link #stored} has been loaded from the bucket (by reconstruct, else the first cleanup). */
+  #storedLoaded = false;
 
   constructor(deps: VolumeManagerDeps) {
     this.#d = deps;
@@ -160,6 +168,8 @@ export class VolumeManager {
    */
   async reconstruct(): Promise<number> {
     const states = await this.#d.store.list();
+    for (const s of states) this.#stored.add(s.uid);
+    this.#storedLoaded = true;
     for (const s of states) {
       if (this.#asw.has(s.uid)) continue;
       const plugins = new Map<string, string>();
@@ -312,7 +322,7 @@ export class VolumeManager {
       this.#d.objects?.hold(uid, []);
       this.#publishTotals();
       if (removeContent) {
-        await this.#d.store.delete(uid);
+        await this.#deleteState(uid);
       } else if (known !== null && known !== undefined) {
         await this.#store({ type: 'kubelet.volume.PodVolumeState.v1', uid, podDir, mounted: false, volumes: {}, updatedAt: new Date(this.#d.clock.now()).toISOString() });
       } else if (await exists(podDir)) {
@@ -353,7 +363,7 @@ export class VolumeManager {
           this.#aswDelete(uid);
           this.#objectPods.delete(uid);
           this.#d.objects?.hold(uid, []);
-          await this.#d.store.delete(uid);
+          await this.#deleteState(uid);
           removed.push(uid);
         } catch (e) {
           this.#d.logger.error('failed to remove orphaned pod dir', { uid, podDir, err: errorMessage(e) });
@@ -363,13 +373,16 @@ export class VolumeManager {
     // States whose pod directory is already gone (removed by hand, or a crash between the removal
     // and the key delete): drop them too, under the same rules.
     const onDisk = new Set(await listPodsFromDisk(this.#d.paths));
-    for (const state of await this.#d.store.list()) {
-      const uid = state.uid;
+    if (!this.#storedLoaded) {
+      for (const state of await this.#d.store.list()) this.#stored.add(state.uid);
+      this.#storedLoaded = true;
+    }
+    for (const uid of [...this.#stored]) {
       if (keepSet.has(uid) || onDisk.has(uid) || removed.includes(uid)) continue;
       await this.#mutex.run(uid, async () => {
-        if (this.#asw.get(uid)?.state.mounted === true) return;
+        if (!this.#stored.has(uid) || this.#asw.get(uid)?.state.mounted === true) return;
         try {
-          await this.#d.store.delete(uid);
+          await this.#deleteState(uid);
           this.#aswDelete(uid);
           removed.push(uid);
         } catch (e) {
@@ -514,12 +527,20 @@ export class VolumeManager {
   }
 
   async #store(state: PodVolumeState): Promise<void> {
+    // Known stored before the put: a put that fails may still have landed, and cleanup then deletes it.
+    this.#stored.add(state.uid);
     try {
       await this.#d.store.put(state);
     } catch (e) {
       // The reply still tells the caller the truth; the next operation rewrites the state.
       this.#d.logger.error('could not write volume state', { uid: state.uid, err: errorMessage(e) });
     }
+  }
+
+  /** Deletes `uid`'s key in `sl_volumes`; it stays known stored while the delete can fail. */
+  async #deleteState(uid: string): Promise<void> {
+    await this.#d.store.delete(uid);
+    this.#stored.delete(uid);
   }
 
   async #recordPodEvent(pod: BoundPod, reason: string, message: string): Promise<void> {
