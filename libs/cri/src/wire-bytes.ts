@@ -8,7 +8,8 @@
  */
 import { loadCriDefinition } from './proto.js';
 
-const WIRE_BYTES = Symbol('splitlet.cri.wireBytes');
+// Registered, so a copy of this module loaded twice (src and dist) still finds what the other attached.
+const WIRE_BYTES = Symbol.for('splitlet.cri.wireBytes');
 
 /** Attaches `bytes`, the response's own protobuf encoding, for {@link serveCri} to send as they are. */
 export function withWireBytes<T extends object>(response: T, bytes: Uint8Array): T {
