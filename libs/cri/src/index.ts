@@ -108,6 +108,7 @@ export type { InstrumentOptions, CriCallRecord } from './instrument.js';
 export { serveCri, serveCriOwned } from './serve-cri.js';
 export type { CriServer, OwnedCriServer } from './serve-cri.js';
 export { CRI_PROTO_PATH } from './proto.js';
+export { criMessageEncoder, encodeRepeatedField, withWireBytes, wireBytesOf } from './wire-bytes.js';
 export { AsyncQueue } from './async-queue.js';
 export { normalizeImageRef } from './image-reference.js';
 export type { ImageReference } from './image-reference.js';

@@ -28,6 +28,13 @@ export const CRI_LOADER_OPTIONS: protoLoader.Options = {
 };
 
 let cached: Record<CriServiceName, grpc.ServiceClientConstructor> | undefined;
+let definition: protoLoader.PackageDefinition | undefined;
+
+/** The proto-loader definition of the CRI subset (services and messages). Loaded once per process, synchronously. */
+export function loadCriDefinition(): protoLoader.PackageDefinition {
+  definition ??= protoLoader.loadSync(CRI_PROTO_PATH, CRI_LOADER_OPTIONS);
+  return definition;
+}
 
 /**
  * The client constructors (and, via `.service`, the service definitions) of `runtime.v1.RuntimeService`
@@ -35,8 +42,7 @@ let cached: Record<CriServiceName, grpc.ServiceClientConstructor> | undefined;
  */
 export function loadCriServices(): Record<CriServiceName, grpc.ServiceClientConstructor> {
   if (cached !== undefined) return cached;
-  const definition = protoLoader.loadSync(CRI_PROTO_PATH, CRI_LOADER_OPTIONS);
-  const root = grpc.loadPackageDefinition(definition);
+  const root = grpc.loadPackageDefinition(loadCriDefinition());
   const pkg = CRI_PACKAGE.split('.').reduce<grpc.GrpcObject>((obj, part) => obj[part] as grpc.GrpcObject, root);
   const runtime = pkg['RuntimeService'];
   const image = pkg['ImageService'];

@@ -9,6 +9,7 @@ import * as grpc from '@grpc/grpc-js';
 import { GrpcStatusOf, isCriError, parseCriErrorCode } from './cri-error.js';
 import { loadCriServices } from './proto.js';
 import { CriMethods, CriStreamingMethods, type CallOptions, type CriMethod, type CriServiceName, type ImageService, type RuntimeService } from './services.js';
+import { wireBytesOf } from './wire-bytes.js';
 
 /** A running CRI gRPC server. */
 export interface CriServer {
@@ -103,7 +104,7 @@ export async function serveCri(impl: RuntimeService & ImageService, socketPath: 
       if (CriMethods[method].service !== serviceName) continue;
       handlers[method] = CriStreamingMethods.has(method) ? streamHandler(target, method) : unaryHandler(target, method);
     }
-    server.addService(ctors[serviceName].service, handlers);
+    server.addService(sendingWireBytes(ctors[serviceName].service), handlers);
   }
 
   removeStaleSocket(socketPath);
@@ -143,6 +144,22 @@ export async function serveCri(impl: RuntimeService & ImageService, socketPath: 
       return closing;
     },
   };
+}
+
+/** The service with each response serializer sending the bytes a response carries (see withWireBytes) as they are. */
+function sendingWireBytes(service: grpc.ServiceDefinition): grpc.ServiceDefinition {
+  const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
+  for (const [name, method] of Object.entries(service)) {
+    const encode = method.responseSerialize;
+    out[name] = {
+      ...method,
+      responseSerialize: (response: unknown) => {
+        const bytes = wireBytesOf(response);
+        return bytes === undefined ? encode(response) : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      },
+    };
+  }
+  return out;
 }
 
 function removeStaleSocket(path: string): void {

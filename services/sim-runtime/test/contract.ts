@@ -305,6 +305,23 @@ export function runContract(name: string, setup: () => Promise<ContractTarget>):
         await rt.StopPodSandbox({ podSandboxId: pod.id });
       });
 
+      it('lists an object again with its new state, the rest of it unchanged', async () => {
+        const pod = await newPod();
+        const id = await newContainer(pod, 'a', { command: ['sleep', 'infinity'], labels: { k: 'relisted' } });
+        const listed = async () => (await rt.ListContainers({ filter: { podSandboxId: pod.id } })).containers.find((c) => c.id === id);
+        const sandboxListed = async () => (await rt.ListPodSandbox({ filter: { id: pod.id } })).items[0];
+        const created = await listed();
+        assert.equal(created?.state, 'CONTAINER_CREATED');
+        assert.equal((await sandboxListed())?.state, 'SANDBOX_READY');
+        await rt.StartContainer({ containerId: id });
+        const running = await listed();
+        assert.deepEqual(running, { ...created, state: 'CONTAINER_RUNNING' });
+        const sandboxReady = await sandboxListed();
+        await rt.StopPodSandbox({ podSandboxId: pod.id });
+        assert.deepEqual(await listed(), { ...created, state: 'CONTAINER_EXITED' });
+        assert.deepEqual(await sandboxListed(), { ...sandboxReady, state: 'SANDBOX_NOTREADY' });
+      });
+
       it('StopPodSandbox kills the running containers; RemovePodSandbox removes them', async () => {
         const pod = await newPod();
         const id = await newContainer(pod, 'app', { command: ['sh', '-c', "trap 'exit 0' TERM; sleep 1000 & wait"] });

@@ -201,13 +201,21 @@ export class RuntimeStatusReader {
     };
 
     const liveSandboxes = new Set<string>();
-    await Promise.all(
-      sandboxList.items.map(async (sb) => {
-        liveSandboxes.add(sb.id);
-        const pod = podFor(sb.labels, sb.metadata ?? undefined);
-        if (pod === undefined) return;
-        let net = this.#sandboxNets.get(sb.id)?.net;
-        if (net === undefined) {
+    // Sandboxes whose network is known are added at once; only new ones wait for PodSandboxStatus
+    // (an idle relist reads no status at all, so it makes no promise per sandbox either).
+    const reading: Array<Promise<void>> = [];
+    for (const sb of sandboxList.items) {
+      liveSandboxes.add(sb.id);
+      const pod = podFor(sb.labels, sb.metadata ?? undefined);
+      if (pod === undefined) continue;
+      const known = this.#sandboxNets.get(sb.id)?.net;
+      if (known !== undefined) {
+        pod.sandboxes.push(toSandboxStatus(sb.id, sb.state, sb.createdAt, sb.metadata?.attempt ?? 0, known));
+        continue;
+      }
+      reading.push(
+        (async () => {
+          let net: SandboxNetwork | undefined;
           try {
             const s = (await this.podSandboxStatus(pod.uid, sb.id)).status;
             if (s !== null) net = sandboxNetworkOf(s);
@@ -215,10 +223,11 @@ export class RuntimeStatusReader {
             if (!isCriError(e, 'NotFound')) throw e;
             return;
           }
-        }
-        pod.sandboxes.push(toSandboxStatus(sb.id, sb.state, sb.createdAt, sb.metadata?.attempt ?? 0, net));
-      }),
-    );
+          pod.sandboxes.push(toSandboxStatus(sb.id, sb.state, sb.createdAt, sb.metadata?.attempt ?? 0, net));
+        })(),
+      );
+    }
+    await Promise.all(reading);
     if (uids === undefined) for (const id of this.#sandboxNets.keys()) if (!liveSandboxes.has(id)) this.#sandboxNets.delete(id);
 
     const labelled = containerList.containers.filter((c) => (c.labels[RuntimeLabels.podUid] ?? '') !== '');
@@ -271,26 +280,29 @@ export class RuntimeStatusReader {
 
   async #containerStatuses(list: readonly CriContainer[]): Promise<RuntimeContainerStatus[]> {
     const out: RuntimeContainerStatus[] = [];
-    await Promise.all(
-      list.map(async (c) => {
-        const cached = this.#containers.get(c.id)?.status;
-        if (cached !== undefined && cached.state === c.state && c.state !== 'CONTAINER_UNKNOWN') {
-          out.push(cached);
-          return;
-        }
-        try {
-          const resp = await this.#runtime.ContainerStatus({ containerId: c.id });
-          if (resp.status === null) return;
-          const st = toRuntimeContainerStatus(resp.status, c.podSandboxId);
-          if (st.state === 'CONTAINER_EXITED') await this.#addTerminationMessage(st, resp.status);
-          if (st.state !== 'CONTAINER_UNKNOWN') this.#containers.set(c.id, { uid: c.labels[RuntimeLabels.podUid] ?? '', status: st });
-          out.push(st);
-        } catch (e) {
-          if (!isCriError(e, 'NotFound')) throw e;
-        }
-      }),
-    );
+    // Cached statuses are taken at once; only the others wait for ContainerStatus.
+    const reading: Array<Promise<void>> = [];
+    for (const c of list) {
+      const cached = this.#containers.get(c.id)?.status;
+      if (cached !== undefined && cached.state === c.state && c.state !== 'CONTAINER_UNKNOWN') out.push(cached);
+      else reading.push(this.#readContainerStatus(c, out));
+    }
+    await Promise.all(reading);
     return out;
+  }
+
+  /** ContainerStatus of `c` into `out` (and the cache); a container removed meanwhile is skipped. */
+  async #readContainerStatus(c: CriContainer, out: RuntimeContainerStatus[]): Promise<void> {
+    try {
+      const resp = await this.#runtime.ContainerStatus({ containerId: c.id });
+      if (resp.status === null) return;
+      const st = toRuntimeContainerStatus(resp.status, c.podSandboxId);
+      if (st.state === 'CONTAINER_EXITED') await this.#addTerminationMessage(st, resp.status);
+      if (st.state !== 'CONTAINER_UNKNOWN') this.#containers.set(c.id, { uid: c.labels[RuntimeLabels.podUid] ?? '', status: st });
+      out.push(st);
+    } catch (e) {
+      if (!isCriError(e, 'NotFound')) throw e;
+    }
   }
 
   /**

@@ -19,12 +19,13 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, context, trace, type Attributes, type Context, type Link, type Span, type Tracer } from '@opentelemetry/api';
 import type { PodLifecycleEvent, RuntimeCacheEntry, RuntimePodStatus } from '@splitlet/api';
 import { errorMessage } from '@splitlet/api';
-import { formatGoDuration, jsonEqual, podIPsAfterTeardown } from '@splitlet/kube';
+import { formatGoDuration, podIPsAfterTeardown } from '@splitlet/kube';
 import type { Clock, HealthStatus } from '@splitlet/service';
 import { injectContext, podSpanAttributes, unsampledContext, type Logger } from '@splitlet/telemetry';
 import type { DesiredPodReader, LifecycleEventSink, RuntimeCacheStore, RuntimeLister } from '../ports.js';
 import { computePodEvents, type PlegEvent } from './generate-events.js';
 import type { PlegMetrics } from './metrics.js';
+import { recordEqual } from './record-equal.js';
 import { diedRegularContainers, restartEpisode } from './restart-episodes.js';
 
 /** A pod's runtime episode as kept in its cache entries (RuntimeCacheEntry.episode). */
@@ -178,8 +179,9 @@ export class GenericPleg {
       const before = this.#records.get(uid);
       const seen = current.get(uid);
       const next = seen === undefined ? undefined : { ...seen, ips: podIPsAfterTeardown(before, seen) };
+      // An unchanged record has no events (they follow from its containers' and sandboxes' states).
+      if (recordEqual(before, next)) continue;
       const events = computePodEvents(before, next);
-      if (events.length === 0 && jsonEqual(before, next)) continue;
       work.push({ uid, next, events });
     }
     if (work.length === 0) {

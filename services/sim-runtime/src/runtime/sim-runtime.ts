@@ -24,6 +24,7 @@ import {
   AsyncQueue,
   CriError,
   CriLogWriter,
+  criMessageEncoder,
   nowNs,
   parseCriErrorCode,
   type CallOptions,
@@ -95,6 +96,7 @@ import {
 import { defaultIsMissingImage, SimImageStore, type SimPrivateRegistry, type SimRegistry } from '../images/sim-images.js';
 import { ContainerFs } from '../process/container-fs.js';
 import { parseSignal, type ContainerSetting, type Program, type SimSignal } from '../process/program.js';
+import { ListItemCache, listReply, type EncodedItem } from './list-items.js';
 import { POD_UID_LABEL, PodUidIndex } from './pod-uid-index.js';
 import { ExecNotFoundError, spawnProcess, type SimProcess } from '../process/sim-process.js';
 import { IpPool } from './ip-pool.js';
@@ -268,6 +270,35 @@ function podIpOf(sb: { ip: string; hostNetwork: boolean }): string {
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const MAX_CALLS = 10_000;
 
+/** A sandbox as ListPodSandbox shows it. */
+function sandboxItem(sb: SandboxRecord): PodSandbox {
+  return {
+    id: sb.id,
+    metadata: { ...sb.metadata },
+    state: sb.state,
+    createdAt: String(sb.createdAt),
+    labels: { ...sb.labels },
+    annotations: { ...sb.annotations },
+    runtimeHandler: sb.runtimeHandler,
+  };
+}
+
+/** A container as ListContainers shows it. */
+function containerItem(c: ContainerRecord): Container {
+  return {
+    id: c.id,
+    podSandboxId: c.sandboxId,
+    metadata: { ...c.metadata },
+    image: { ...c.imageSpec, annotations: { ...c.imageSpec.annotations } },
+    imageRef: c.imageId,
+    state: c.state,
+    createdAt: String(c.createdAt),
+    labels: { ...c.labels },
+    annotations: { ...c.annotations },
+    imageId: c.imageId,
+  };
+}
+
 function newId(): string {
   return randomBytes(32).toString('hex');
 }
@@ -360,6 +391,9 @@ class SimRuntimeImpl implements SimRuntime {
   readonly #sandboxNames = new Map<string, string>();
   readonly #containerNames = new Map<string, string>();
   readonly #subscribers = new Set<AsyncQueue<ContainerEventResponse>>();
+  /** ListPodSandbox's and ListContainers' items, made once per record state (see list-items.ts). */
+  readonly #sandboxItems = new ListItemCache<SandboxRecord, PodSandboxState, PodSandbox>((sb) => sb.state, sandboxItem, criMessageEncoder('runtime.v1.PodSandbox'));
+  readonly #containerItems = new ListItemCache<ContainerRecord, ContainerState, Container>((c) => c.state, containerItem, criMessageEncoder('runtime.v1.Container'));
   readonly #delays = new Set<{ timer: NodeJS.Timeout; resolve: () => void; reject: (e: unknown) => void }>();
   readonly #calls: SimCall[] = [];
   #closed: Promise<void> | undefined;
@@ -705,7 +739,7 @@ class SimRuntimeImpl implements SimRuntime {
   async ListPodSandbox(request: CriInput<ListPodSandboxRequest>): Promise<ListPodSandboxResponse> {
     await this.#enter('ListPodSandbox');
     const f = request.filter;
-    const items: PodSandbox[] = [];
+    const items: Array<EncodedItem<PodSandbox>> = [];
     const matches = labelMatcher(f?.labelSelector);
     for (const sb of candidates(this.#sandboxes, this.#sandboxesByPod, f?.labelSelector)) {
       if (f != null) {
@@ -713,17 +747,9 @@ class SimRuntimeImpl implements SimRuntime {
         if (f.state != null && sb.state !== (f.state.state ?? PodSandboxState.READY)) continue;
         if (!matches(sb.labels)) continue;
       }
-      items.push({
-        id: sb.id,
-        metadata: { ...sb.metadata },
-        state: sb.state,
-        createdAt: String(sb.createdAt),
-        labels: { ...sb.labels },
-        annotations: { ...sb.annotations },
-        runtimeHandler: sb.runtimeHandler,
-      });
+      items.push(this.#sandboxItems.get(sb));
     }
-    return { items };
+    return listReply('items', items);
   }
 
   async CreateContainer(request: CriInput<CreateContainerRequest>): Promise<CreateContainerResponse> {
@@ -912,7 +938,7 @@ class SimRuntimeImpl implements SimRuntime {
   async ListContainers(request: CriInput<ListContainersRequest>): Promise<ListContainersResponse> {
     await this.#enter('ListContainers');
     const f = request.filter;
-    const containers: Container[] = [];
+    const containers: Array<EncodedItem<Container>> = [];
     const matches = labelMatcher(f?.labelSelector);
     for (const c of candidates(this.#containers, this.#containersByPod, f?.labelSelector)) {
       if (f != null) {
@@ -921,20 +947,9 @@ class SimRuntimeImpl implements SimRuntime {
         if (f.state != null && c.state !== (f.state.state ?? ContainerState.CREATED)) continue;
         if (!matches(c.labels)) continue;
       }
-      containers.push({
-        id: c.id,
-        podSandboxId: c.sandboxId,
-        metadata: { ...c.metadata },
-        image: { ...c.imageSpec, annotations: { ...c.imageSpec.annotations } },
-        imageRef: c.imageId,
-        state: c.state,
-        createdAt: String(c.createdAt),
-        labels: { ...c.labels },
-        annotations: { ...c.annotations },
-        imageId: c.imageId,
-      });
+      containers.push(this.#containerItems.get(c));
     }
-    return { containers };
+    return listReply('containers', containers);
   }
 
   async ContainerStatus(request: CriInput<ContainerStatusRequest>): Promise<ContainerStatusResponse> {
