@@ -26,7 +26,7 @@ const pod = (name: string, namespace = 'default'): Record<string, unknown> => ({
   metadata: { name, namespace },
   spec: { nodeName: 'node-a', containers: [{ name: 'c', image: 'busybox' }] },
 });
-const labelsOf = (o: Record<string, unknown>): Record<string, string> => ((o['metadata'] as { labels?: Record<string, string> }).labels ?? {});
+const labelsOf = (o: Record<string, unknown>): Record<string, string> => (o['metadata'] as { labels?: Record<string, string> }).labels ?? {};
 
 describe('API server watch caches (real nats-server)', { timeout: 120_000 }, () => {
   let nats: NatsServer;
