@@ -195,7 +195,7 @@ function beforeAfter(before: BurstProbeResult, after: BurstProbeResult): string[
   return [
     `## Before and after: one burst of ${after.pods} pods (burst-probe)`,
     '',
-    `Before: ${label(before)}. After: ${label(after)}. CPU ms per pod and messages per pod do not depend on the machine's load; pods/s does.`,
+    `Before: ${label(before)}. After: ${label(after)}. Messages per pod do not depend on the machine's load; CPU ms per pod rises with it (a loaded 2-core machine measured 3× the quiet figure) and with \`--cpu-prof\`, so only runs made back to back on a quiet machine compare; pods/s depends on it most.`,
     '',
     '| process | before | after | change |',
     '|---|---|---|---|',
@@ -225,6 +225,9 @@ const lines = [
   'The containerd row (busybox pods against the same CRI calls made directly) is `npm run bench:containerd`.',
   '',
 ];
+// Its output, when saved beside the report (`npm run bench:containerd > docs/benchmarks-containerd.txt`).
+const containerdPath = join(docs, 'benchmarks-containerd.txt');
+if (existsSync(containerdPath)) lines.push('Its last run (`docs/benchmarks-containerd.txt`):', '', '```', readFileSync(containerdPath, 'utf8').trim(), '```', '');
 const mem = r.rows.find((x) => x.id === 'memory');
 if (mem !== undefined) {
   const d = mem.data as { idle: Record<string, number>; loaded: Record<string, number> };
