@@ -65,6 +65,29 @@ export interface MergeResult {
 const LOCAL_ANNOTATIONS: readonly string[] = [ConfigAnnotations.source, ConfigAnnotations.mirror, ConfigAnnotations.seen];
 
 /**
+ * The storage's copy of a listed pod: its own pod object and the parts a merge writes (metadata,
+ * annotations, with the source's); the rest (spec, status, labels…) is shared with the input, which
+ * nobody mutates: the storage only ever replaces those fields, and everything it hands out is a deep copy.
+ */
+function sourcedCopy(raw: BoundPod, source: string): BoundPod {
+  const annotations: Record<string, string> = { ...(raw.metadata.annotations ?? {}), [ConfigAnnotations.source]: source };
+  return { ...raw, metadata: { ...raw.metadata, annotations } };
+}
+
+/** Stamps a newly added pod with when the node first saw it. */
+function markSeen(ref: BoundPod, now: number): void {
+  (ref.metadata.annotations as Record<string, string>)[ConfigAnnotations.seen] = rfc3339Nano(now);
+}
+
+/** Files a stored pod under the operation its newly listed version calls for (checkAndUpdatePod updates it in place), if any. */
+function sortChange(existing: BoundPod, ref: BoundPod, ops: { updates: BoundPod[]; reconciles: BoundPod[]; deletes: BoundPod[] }): void {
+  const r = checkAndUpdatePod(existing, ref);
+  if (r.needUpdate) ops.updates.push(existing);
+  else if (r.needReconcile) ops.reconciles.push(existing);
+  else if (r.needGracefulDelete) ops.deletes.push(existing);
+}
+
+/**
  * The merged desired pods of every source: map[source]map[uid]pod. Not safe for concurrent use; a
  * caller serialises merges (the kubelet holds `updateLock`). Each merge is synchronous and returns
  * what the kubelet would push on its updates channel, in the same order.
@@ -148,21 +171,14 @@ export class PodStorage {
           continue;
         }
         merged.set(raw.metadata.uid, raw);
-        // Own copies of the pod and of the parts a merge writes (metadata, annotations); the rest
-        // (spec, status, labels…) is shared with the input, which nobody mutates: the storage only
-        // ever replaces those fields, and everything it hands out is a deep copy.
-        const annotations: Record<string, string> = { ...(raw.metadata.annotations ?? {}), [ConfigAnnotations.source]: source };
-        const ref: BoundPod = { ...raw, metadata: { ...raw.metadata, annotations } };
+        const ref = sourcedCopy(raw, source);
         const existing = oldPods.get(ref.metadata.uid);
         if (existing !== undefined) {
           into.set(ref.metadata.uid, existing);
-          const r = checkAndUpdatePod(existing, ref);
-          if (r.needUpdate) updates.push(existing);
-          else if (r.needReconcile) reconciles.push(existing);
-          else if (r.needGracefulDelete) deletes.push(existing);
+          sortChange(existing, ref, { updates, reconciles, deletes });
           continue;
         }
-        annotations[ConfigAnnotations.seen] = rfc3339Nano(now);
+        markSeen(ref, now);
         into.set(ref.metadata.uid, ref);
         adds.push(ref);
       }
@@ -250,17 +266,13 @@ export class PodStorage {
     for (const raw of ordered) {
       if (merged.get(raw.metadata.uid) === raw) continue; // the object merged last time: nothing changed
       merged.set(raw.metadata.uid, raw);
-      const annotations: Record<string, string> = { ...(raw.metadata.annotations ?? {}), [ConfigAnnotations.source]: source };
-      const ref: BoundPod = { ...raw, metadata: { ...raw.metadata, annotations } };
+      const ref = sourcedCopy(raw, source);
       const existing = pods.get(ref.metadata.uid);
       if (existing !== undefined) {
-        const r = checkAndUpdatePod(existing, ref);
-        if (r.needUpdate) updates.push(existing);
-        else if (r.needReconcile) reconciles.push(existing);
-        else if (r.needGracefulDelete) deletes.push(existing);
+        sortChange(existing, ref, { updates, reconciles, deletes });
         continue;
       }
-      annotations[ConfigAnnotations.seen] = rfc3339Nano(now);
+      markSeen(ref, now);
       pods.set(ref.metadata.uid, ref);
       names.set(podFullName(ref), ref.metadata.uid);
       adds.push(ref);

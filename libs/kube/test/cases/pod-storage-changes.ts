@@ -5,22 +5,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { BoundPod } from '@splitlet/api';
 import { PodStorage, type MergeResult } from '../../src/index.js';
-import { aContainer, aPod } from '../../src/testing/index.js';
+import { aContainer, aPod, seededRandom } from '../../src/testing/index.js';
 
 const SOURCE = 'api';
 const NOW = Date.parse('2024-05-01T10:00:00.123Z');
-
-/** A small deterministic PRNG (mulberry32): a failing seed can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Changes {
   upserted: BoundPod[];
@@ -115,7 +103,7 @@ describe('PodStorage.mergeChanges', () => {
     let rejections = 0;
     let steps = 0;
     for (let seed = 1; seed <= 200; seed++) {
-      const rnd = prng(seed);
+      const rnd = seededRandom(seed);
       const source = new RandomSource(rnd);
       const full = new PodStorage();
       const inc = new PodStorage();
