@@ -13,6 +13,7 @@
  * tombstone with its revision) until the watch delivers it, so an older event does not bring the
  * object back.
  */
+import { sleep } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
 import type { ObjectStore, Stored } from './object-store.js';
 
@@ -23,18 +24,6 @@ interface Entry {
   readonly revision: number;
   /** undefined: deleted at `revision`. */
   readonly stored: Stored | undefined;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
 
 /** The cache of one key filter (`pods.>`). Objects it returns are shared: callers must not mutate them. */
