@@ -253,6 +253,17 @@ if (burstRow !== undefined && burstRow.data['cpuMsPerPod'] !== undefined) {
         `${(d.cpuMsPerPodTotal / needed).toFixed(1)}× less than measured: the bus is not the limit, the CPU each hop costs is.`,
       '',
     );
+    const nats = d.cpuMsPerPod['nats-server'];
+    const probe = existsSync(profilePath) ? (JSON.parse(readFileSync(profilePath, 'utf8')) as BurstProbeResult) : undefined;
+    const messages = probe === undefined ? undefined : Object.values(probe.messagesPerPod).reduce((a, b) => a + b, 0);
+    if (nats !== undefined && messages !== undefined && messages > 0) {
+      lines.push(
+        `nats-server alone used ${nats} CPU ms per pod in this burst; the burst probe counted ${messages.toFixed(0)} bus messages per pod (every publish, delivery, ack and reply), ` +
+          `so the server spends about ${((1000 * nats) / messages).toFixed(0)} µs of CPU per message. At that price the messages a pod needs bound the node to ` +
+          `${((cores * 1000) / nats).toFixed(0)} pods/s even if every splitlet process cost nothing: 300 pods/s needs both far fewer messages per pod and far cheaper processes.`,
+        '',
+      );
+    }
   }
 }
 if (existsSync(profilePath)) {
