@@ -76,7 +76,6 @@ export class PodSyncer {
     switch (c.action) {
       case 'none':
         fx.handoff.delete(uid);
-        fx.mounted.delete(uid);
         o.logger.debug('nothing to sync', { uid, why: c.why });
         return {};
       case 'remove':
@@ -105,11 +104,7 @@ export class PodSyncer {
       now: o.clock.now(),
       epoch: guard.epoch,
     });
-    if (decision.record.state !== 'sync') {
-      ctl.markTerminating();
-      // Its volumes are torn down from now on: a pod that syncs again asks volume-manager afresh.
-      fx.mounted.delete(uid);
-    }
+    if (decision.record.state !== 'sync') ctl.markTerminating();
     const ctx: SyncCtx = {
       guard,
       ctl,

@@ -9,9 +9,9 @@
  */
 import { ROOT_CONTEXT, SpanStatusCode, context } from '@opentelemetry/api';
 import type { Attributes, Context, Span } from '@opentelemetry/api';
-import type { BoundPod, KillRequest, MountedVolumes, PodStatus, PodStatusUpdate, ProbeResultsByType, RuntimePodStatus, Volume, WorkerRecord } from '@splitlet/api';
+import type { BoundPod, KillRequest, PodStatus, PodStatusUpdate, ProbeResultsByType, RuntimePodStatus, WorkerRecord } from '@splitlet/api';
 import { errorMessage, hasErrorCode } from '@splitlet/api';
-import { KubeletPeriods, canonicalJson, generateAPIPodStatus, podIPsAfterTeardown, requeueDelay } from '@splitlet/kube';
+import { KubeletPeriods, generateAPIPodStatus, podIPsAfterTeardown, requeueDelay } from '@splitlet/kube';
 import { injectContext, withSpan } from '@splitlet/telemetry';
 import type { Versioned } from '../ports.js';
 import type { PartitionGuard } from '../partitions/partition-guard.js';
@@ -28,26 +28,7 @@ export interface RuntimeHandoff {
   readonly parent: Context | undefined;
 }
 
-/** The last status set this process sent for a pod, under the lease epoch it sent it with. */
-interface SentStatus {
-  readonly epoch: number;
-  /** The status and couldHaveRunningContainers, as canonical JSON. */
-  readonly json: string;
-}
-
-/** A pod's volumes as volume-manager reported them mounted, for the spec and lease epoch it mounted them for. */
-export interface MountedPod {
-  readonly epoch: number;
-  /** The pod's `spec.volumes` as JSON. */
-  readonly volumesKey: string;
-  readonly volumes: MountedVolumes;
-  readonly podDir: string;
-}
-
-/**
- * The shared sync steps. One per {@link PodSyncer}; stateless except the hand-over table and two
- * per-pod memories of what other processes were told (the last status set, the mounted volumes).
- */
+/** The shared sync steps. One per {@link PodSyncer}; stateless except the hand-over table. */
 export class SyncEffects {
   readonly o: PodSyncerOptions;
   readonly random: () => number;
@@ -58,18 +39,6 @@ export class SyncEffects {
    * pod, and the span of the sync that handed it over (the next sync continues its trace).
    */
   readonly handoff = new Map<string, RuntimeHandoff>();
-
-  /**
-   * The last status set sent per pod. Within one lease epoch this process is the only sender for
-   * the pod, and status-manager applies its sets in order, so its cache holds this status: a set
-   * equal to it would be dropped there ("ignoring same status"), and is dropped here instead.
-   */
-  readonly #sentStatus = new Map<string, SentStatus>();
-  /**
-   * Volumes volume-manager reported mounted per pod (its actual state of world, which
-   * WaitForAttachAndMount checks), only for pods whose volumes are never remounted at a sync.
-   */
-  readonly mounted = new Map<string, MountedPod>();
 
   constructor(options: PodSyncerOptions) {
     this.o = options;
@@ -124,17 +93,8 @@ export class SyncEffects {
     });
   }
 
-  /**
-   * statusManager.SetPodStatus. A status equal to the last one this process sent for the pod in
-   * this lease epoch is not sent: status-manager would ignore it as the same status.
-   */
+  /** statusManager.SetPodStatus. */
   async sendStatus(ctx: SyncCtx, status: PodStatus, couldHaveRunningContainers: boolean): Promise<void> {
-    const json = canonicalJson({ status, couldHaveRunningContainers });
-    const last = this.#sentStatus.get(ctx.uid);
-    if (last !== undefined && last.epoch === ctx.guard.epoch && last.json === json) {
-      ctx.guard.assertHeld();
-      return;
-    }
     await this.send(ctx.guard, {
       type: 'kubelet.status.PodStatusUpdate.v1',
       kind: 'set',
@@ -147,38 +107,11 @@ export class SyncEffects {
       at: new Date(this.o.clock.now()).toISOString(),
       trace: injectContext(),
     });
-    this.#sentStatus.set(ctx.uid, { epoch: ctx.guard.epoch, json });
   }
 
   async send(guard: PartitionGuard, update: PodStatusUpdate): Promise<void> {
     guard.assertHeld();
-    // Until this one is known sent, status-manager's cache is not known to hold the last set.
-    this.#sentStatus.delete(update.uid);
     await this.o.status.send(update);
-  }
-
-  /**
-   * makePodDataDirs + WaitForAttachAndMount through volume-manager. A pod whose volumes
-   * volume-manager already reported mounted (same volumes, same lease epoch) and whose sandbox is
-   * ready is not asked again: the kubelet's wait only checks the volume manager's actual state,
-   * and volume-manager would reply from it without touching the disk. Pods with volumes that are
-   * remounted at every sync (configMap, secret, projected, downwardAPI) always ask; so does a pod
-   * whose sandbox must be made (a first start, a node restart), to set its volumes up again.
-   */
-  async mountVolumes(ctx: SyncCtx): Promise<{ volumes: MountedVolumes; podDir: string }> {
-    const { pod, guard, ctl } = ctx;
-    const volumes = pod.spec.volumes ?? [];
-    const cacheable = volumes.every(isSetUpOnce);
-    const volumesKey = cacheable ? JSON.stringify(volumes) : '';
-    const known = this.mounted.get(ctx.uid);
-    guard.assertHeld();
-    if (cacheable && known !== undefined && known.epoch === guard.epoch && known.volumesKey === volumesKey && hasReadySandbox(ctx.runtimeStatus)) {
-      return { volumes: known.volumes, podDir: known.podDir };
-    }
-    this.mounted.delete(ctx.uid);
-    const reply = await abortable(this.o.volumes.mount({ type: 'kubelet.volume.MountRequest.v1', pod, fence: guard.fence() }, this.o.volumeTimeoutMs), ctl.signal);
-    if (cacheable) this.mounted.set(ctx.uid, { epoch: guard.epoch, volumesKey, volumes: reply.volumes, podDir: reply.podDir });
-    return reply;
   }
 
   /** Records a pod event; a failure to record is logged, never fails the sync. */
@@ -251,7 +184,6 @@ export class SyncEffects {
   /** The pod is finished and no longer desired: status-manager forgets it, then the kill and the record go. */
   async forget(guard: PartitionGuard, uid: string, record: WorkerRecord | undefined, kill: Versioned<KillRequest> | null, pod: BoundPod | undefined): Promise<void> {
     this.handoff.delete(uid);
-    this.mounted.delete(uid);
     await this.send(guard, {
       type: 'kubelet.status.PodStatusUpdate.v1',
       kind: 'removed',
@@ -283,19 +215,6 @@ export class SyncEffects {
       }
     }
   }
-}
-
-/**
- * True for a volume the kubelet sets up once and never remounts at a sync: emptyDir and hostPath
- * (a volume with no source is an emptyDir). configMap, secret, projected and downwardAPI volumes
- * are projected again at every sync.
- */
-function isSetUpOnce(v: Volume): boolean {
-  return Object.keys(v).every((k) => k === 'name' || k === 'emptyDir' || k === 'hostPath');
-}
-
-function hasReadySandbox(status: RuntimePodStatus): boolean {
-  return status.sandboxes.some((s) => s.state === 'SANDBOX_READY');
 }
 
 /** Marks `span` failed with `message`. */

@@ -109,7 +109,10 @@ async function syncPod(fx: SyncEffects, ctx: SyncCtx, record: WorkerRecord, setR
   let volumes: MountedVolumes;
   let podDir: string;
   try {
-    ({ volumes, podDir } = await fx.step('makePodDataDirs+waitForAttachAndMount', ctx, () => fx.mountVolumes(ctx)));
+    ({ volumes, podDir } = await fx.step('makePodDataDirs+waitForAttachAndMount', ctx, async () => {
+      guard.assertHeld();
+      return abortable(o.volumes.mount({ type: 'kubelet.volume.MountRequest.v1', pod, fence: guard.fence() }, o.volumeTimeoutMs), ctl.signal);
+    }));
   } catch (e) {
     if (isFatalToSync(e)) throw e;
     const msg = `Unable to attach or mount volumes: ${errorMessage(e)}`;
