@@ -48,7 +48,8 @@ function startFixture(mode: string): Child {
   };
 }
 
-describe('runService in a child process', { timeout: 30_000 }, () => {
+// Four children, each compiling TypeScript at start: generous on a loaded 2-core machine.
+describe('runService in a child process', { timeout: 180_000 }, () => {
   it('SIGTERM: aborts, closes in reverse order, exits 0', async () => {
     const child = startFixture('ok');
     const listening = await child.waitFor('listening');
