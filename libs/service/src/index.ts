@@ -15,6 +15,8 @@ export type { HealthCheck, HealthCheckOptions, HealthFailure, HealthReport, Heal
 export { ProgressMonitor } from './progress-monitor.js';
 export type { ProgressMonitorOptions } from './progress-monitor.js';
 export { KeyedMutex } from './keyed-mutex.js';
+export { exposedGc, startHeapTrimmer } from './heap-trimmer.js';
+export type { ExposedGc, HeapTrim, HeapTrimmerOptions } from './heap-trimmer.js';
 export { realClock, sleep } from './clock.js';
 export type { Clock, TimerHandle } from './clock.js';
 export { LOG_LEVELS, NodeNameSchema, NodeProcessEnv, ProcessEnv, natsServers, otelEnv, parseStreamMaxAges } from './node-process-env.js';

@@ -7,6 +7,7 @@
  * startTelemetry(OTEL_* of env) ── invalid OTEL_* ──▶ the same path, exit 2
  * createLogger {service, node, instance} · createMetricsRegistry
  * runService (health, /metrics, SIGTERM drain) ─▶ start:
+ *     the heap trimmer (with --expose-gc, as `splitlet up` runs every process; heap-trimmer.ts)
  *     runNodeProcess: connectNodeBus (telemetry closer, bus closer, SL_SPANS sink) ─▶ the service's start
  *     runProcess:     telemetry closer ─────────────────────────────────────────────▶ the service's start
  * ```
@@ -14,10 +15,11 @@
  * The environment contract (`NodeProcessEnv`, `ProcessEnv`) is documented in docs/architecture.md.
  */
 import type { Bus } from '@splitlet/bus';
-import { createLogger, createMetricsRegistry, isTelemetryError, startTelemetry, TelemetryErrorCodes, type Telemetry } from '@splitlet/telemetry';
-import type { Registry } from 'prom-client';
+import { createLogger, createMetricsRegistry, isTelemetryError, startTelemetry, TelemetryErrorCodes, type Logger, type Telemetry } from '@splitlet/telemetry';
+import { Counter, type Registry } from 'prom-client';
 import type { ZodType, output } from 'zod';
 import { connectNodeBus } from './connect-node-bus.js';
+import { exposedGc, startHeapTrimmer } from './heap-trimmer.js';
 import { loadConfig, type Env } from './load-config.js';
 import { otelEnv, type NodeProcessSettings, type ProcessSettings } from './node-process-env.js';
 import { runService, type Closer, type RunningService, type ServiceContext } from './run-service.js';
@@ -171,7 +173,33 @@ async function launch<S extends ZodType<ProcessSettings>, Ctx>(
     ...(options.exit === undefined ? {} : { exit: options.exit }),
     ...(options.handleProcessEvents === undefined ? {} : { handleProcessEvents: options.handleProcessEvents }),
     ...(supervisorPid === undefined ? {} : { supervisorPid }),
-    start: (ctx) => start({ ...ctx, config, telemetry, registry, instanceId }),
+    start: (ctx) => {
+      trimHeap(ctx.signal, registry, logger);
+      return start({ ...ctx, config, telemetry, registry, instanceId });
+    },
+  });
+}
+
+/**
+ * Starts the heap trimmer when the process has V8's `gc` (`--expose-gc`); counts trims in
+ * `splitlet_heap_trims_total` and logs each at debug level.
+ */
+function trimHeap(signal: AbortSignal, registry: Registry, logger: Logger): void {
+  const gc = exposedGc();
+  if (gc === undefined) return;
+  const trims = new Counter({
+    name: 'splitlet_heap_trims_total',
+    help: 'Memory-reducing GCs run once the process was quiet again with its RSS grown (the heap trimmer).',
+    registers: [registry],
+  });
+  const MiB = 1024 * 1024;
+  startHeapTrimmer({
+    gc,
+    signal,
+    onTrim: (t) => {
+      trims.inc();
+      logger.debug('heap trimmed', { rssBeforeMiB: Math.round(t.rssBefore / MiB), rssAfterMiB: Math.round(t.rssAfter / MiB), ms: Math.round(t.ms) });
+    },
   });
 }
 

@@ -1,10 +1,14 @@
 import { rename, rm, writeFile } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Logger } from '@splitlet/telemetry';
 import { HealthRegistry, type HealthReport } from './health-registry.js';
 import { ServiceError, ServiceErrorCodes } from './service-error.js';
+
+// node:http through process.getBuiltinModule, not an ESM import: Node builds an imported builtin's
+// namespace from every export, and node:http's lazy ones load fetch (undici) and http2 (~10 MiB of RSS).
+const { createServer } = process.getBuiltinModule('node:http');
 
 /**
  * Something to release on shutdown: a function, or a named object (the name appears in logs).

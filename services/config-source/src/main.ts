@@ -81,7 +81,7 @@ await runNodeProcess({
       logger.info('serving the api source', { subjects: 'rpc.config.{apply,delete}' });
     }
     if (config.KUBECONFIG !== undefined) {
-      // Loaded only with a kubeconfig: @kubernetes/client-node is large (~58 MiB of RSS), a node without an API server starts without it.
+      // Loaded only with a kubeconfig: a node without an API server starts without its client.
       const { ApiserverSource } = await import('./sources/apiserver-source.js');
       const apiserver = new ApiserverSource({ kubeconfig: config.KUBECONFIG, nodeName: node, logger, onListing: (l) => podConfig.apply(l) });
       logger.info('watching the API server for pods', { kubeconfig: config.KUBECONFIG, fieldSelector: `spec.nodeName=${node}` });

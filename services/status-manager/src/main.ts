@@ -29,7 +29,7 @@ await runNodeProcess({
     });
     await manager.load();
     if (config.KUBECONFIG !== undefined) {
-      // Loaded only in cluster mode: @kubernetes/client-node is large, standalone starts without it.
+      // Loaded only in cluster mode: standalone starts without the API server client and reporters.
       const { startClusterReporting } = await import('./api/cluster-reporting.js');
       cluster = await startClusterReporting({
         kubeconfig: config.KUBECONFIG,

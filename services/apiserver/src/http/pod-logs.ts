@@ -14,7 +14,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { ContainerLogsReply, ContainerLogsRequest } from '@splitlet/api';
-import { parseCriLogLine } from '@splitlet/cri';
+import { parseCriLogLine } from '@splitlet/cri/log';
 import { sleep } from '@splitlet/service';
 import type { KubeObject } from '../storage/object-store.js';
 import { ApiError, type StatusCause } from './api-errors.js';

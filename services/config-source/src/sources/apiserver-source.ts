@@ -21,9 +21,8 @@
  * counts as seen (sources-ready) only once its first list succeeded. Pods the API server sends that
  * are not valid pods are logged and left out.
  */
-import { KubeConfig, Watch } from '@kubernetes/client-node';
 import { existsSync } from 'node:fs';
-import { request } from 'node:https';
+import { getJson, loadKubeEndpoint, watchJson, type KubeEndpoint } from '@splitlet/kube-client';
 import { BoundPod } from '@splitlet/api';
 import { sleep } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
@@ -50,6 +49,9 @@ const podKey = (p: { metadata: { namespace: string; name: string } }): string =>
 
 const NO_CHANGES: ListingChanges = { upserted: [], removed: [] };
 
+/** A list of the node's pods waits this long for the API server. */
+const LIST_TIMEOUT_MS = 60_000;
+
 /** The apiserver source; `run(signal)` until the signal aborts. */
 export class ApiserverSource {
   readonly #o: ApiserverSourceOptions;
@@ -74,13 +76,12 @@ export class ApiserverSource {
           await sleep(Math.min(backoff, 1000), signal);
           continue;
         }
-        const kc = new KubeConfig();
-        kc.loadFromFile(this.#o.kubeconfig);
-        await this.#list(kc);
+        const endpoint = await loadKubeEndpoint(this.#o.kubeconfig);
+        await this.#list(endpoint);
         backoff = initial;
         for (;;) {
           if (signal.aborted) return;
-          const end = await this.#watch(kc, signal);
+          const end = await this.#watch(endpoint, signal);
           if (signal.aborted) return;
           if (end.gone) {
             this.#o.logger.info('watch resourceVersion too old (410 Gone), relisting', { resourceVersion: this.#resourceVersion });
@@ -97,8 +98,12 @@ export class ApiserverSource {
     }
   }
 
-  async #list(kc: KubeConfig): Promise<void> {
-    const list = (await getJson(kc, `/api/v1/pods?fieldSelector=${encodeURIComponent(this.#selector())}`)) as { items?: unknown[]; metadata?: { resourceVersion?: string } };
+  async #list(endpoint: KubeEndpoint): Promise<void> {
+    const path = `/api/v1/pods?fieldSelector=${encodeURIComponent(this.#selector())}`;
+    const { status, body } = await getJson(endpoint, path, { timeoutMs: LIST_TIMEOUT_MS });
+    if (status >= 300) throw new Error(`GET /api/v1/pods: HTTP ${status}: ${JSON.stringify(body ?? null).slice(0, 300)}`);
+    if (body === undefined) throw new Error('GET /api/v1/pods: not JSON');
+    const list = body as { items?: unknown[]; metadata?: { resourceVersion?: string } };
     this.#pods.clear();
     for (const r of list.items ?? []) this.#put(r);
     this.#resourceVersion = list.metadata?.resourceVersion ?? '';
@@ -107,54 +112,49 @@ export class ApiserverSource {
   }
 
   /** One watch, resolved when it ends. */
-  async #watch(kc: KubeConfig, signal: AbortSignal): Promise<WatchEnd> {
+  async #watch(endpoint: KubeEndpoint, signal: AbortSignal): Promise<WatchEnd> {
     let chain: Promise<void> = Promise.resolve();
     let gone = false;
     let failure: unknown;
-    const ended = new Promise<void>((resolveEnd) => {
-      const done = (err: unknown): void => {
-        if (err !== null && err !== undefined && failure === undefined) failure = err;
-        resolveEnd();
-      };
-      const onEvent = (phase: string, obj: unknown): void => {
-        chain = chain.then(async () => {
-          if (gone) return;
-          let changes: ListingChanges | undefined;
-          const o = obj as { code?: number; metadata?: { resourceVersion?: string } };
-          switch (phase) {
-            case 'ADDED':
-            case 'MODIFIED':
-              changes = this.#put(obj);
-              break;
-            case 'DELETED':
-              changes = this.#delete(obj);
-              break;
-            case 'BOOKMARK':
-              if (o.metadata?.resourceVersion) this.#resourceVersion = o.metadata.resourceVersion;
-              return;
-            case 'ERROR':
-              if (o.code === 410) gone = true;
-              else failure ??= new Error(`watch error: ${JSON.stringify(obj)}`);
-              abort?.abort();
-              return;
-            default:
-              return;
-          }
-          if (o.metadata?.resourceVersion) this.#resourceVersion = o.metadata.resourceVersion;
-          await this.#send(changes);
-        });
-      };
-      let abort: AbortController | undefined;
-      new Watch(kc)
-        .watch('/api/v1/pods', { fieldSelector: this.#selector(), resourceVersion: this.#resourceVersion, allowWatchBookmarks: true }, onEvent, done)
-        .then((a) => {
-          abort = a;
-          if (signal.aborted) a.abort();
-          else signal.addEventListener('abort', () => a.abort(), { once: true });
-        })
-        .catch((e: unknown) => done(e));
-    });
-    await ended;
+    // Ends this watch (410 Gone, an ERROR event) or follows the source's signal.
+    const stop = new AbortController();
+    const follow = (): void => stop.abort();
+    signal.addEventListener('abort', follow, { once: true });
+    const onEvent = ({ type, object: obj }: { type: string; object: unknown }): void => {
+      chain = chain.then(async () => {
+        if (gone) return;
+        let changes: ListingChanges | undefined;
+        const o = obj as { code?: number; metadata?: { resourceVersion?: string } };
+        switch (type) {
+          case 'ADDED':
+          case 'MODIFIED':
+            changes = this.#put(obj);
+            break;
+          case 'DELETED':
+            changes = this.#delete(obj);
+            break;
+          case 'BOOKMARK':
+            if (o.metadata?.resourceVersion) this.#resourceVersion = o.metadata.resourceVersion;
+            return;
+          case 'ERROR':
+            if (o.code === 410) gone = true;
+            else failure ??= new Error(`watch error: ${JSON.stringify(obj)}`);
+            stop.abort();
+            return;
+          default:
+            return;
+        }
+        if (o.metadata?.resourceVersion) this.#resourceVersion = o.metadata.resourceVersion;
+        await this.#send(changes);
+      });
+    };
+    try {
+      await watchJson(endpoint, '/api/v1/pods', { fieldSelector: this.#selector(), resourceVersion: this.#resourceVersion, allowWatchBookmarks: 'true' }, onEvent, stop.signal);
+    } catch (e) {
+      failure ??= e;
+    } finally {
+      signal.removeEventListener('abort', follow);
+    }
     await chain;
     return { gone, ...(failure === undefined || signal.aborted ? {} : { err: failure }) };
   }
@@ -197,35 +197,4 @@ export class ApiserverSource {
     this.#o.onProgress?.();
     await this.#o.onListing({ source: 'api', pods: [...this.#pods.values()], errors: [], ...(changes !== undefined ? { changes } : {}) });
   }
-}
-
-/**
- * GET a path of the kubeconfig's current cluster as JSON, with its credentials (client-node's
- * typed list would turn the pods into classes with Date fields; the source wants the wire JSON).
- */
-async function getJson(kc: KubeConfig, path: string): Promise<unknown> {
-  const server = kc.getCurrentCluster()?.server;
-  if (server === undefined) throw new Error('the kubeconfig has no current cluster');
-  const url = new URL(path, server);
-  const opts: { headers: Record<string, string>; timeout: number } & Record<string, unknown> = { headers: { Accept: 'application/json' }, timeout: 60_000 };
-  await kc.applyToHTTPSOptions(opts);
-  return new Promise((resolve, reject) => {
-    const req = request(url, { ...opts, method: 'GET' }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => {
-        const body = Buffer.concat(chunks).toString('utf8');
-        if ((res.statusCode ?? 0) >= 300) return reject(new Error(`GET ${url.pathname}: HTTP ${res.statusCode}: ${body.slice(0, 300)}`));
-        try {
-          resolve(JSON.parse(body));
-        } catch (e) {
-          reject(new Error(`GET ${url.pathname}: not JSON`, { cause: e }));
-        }
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error(`GET ${url.pathname}: timed out`)));
-    req.on('error', reject);
-    req.end();
-  });
 }

@@ -10,11 +10,15 @@
  * Models pkg/probe/http/http.go (DoHTTPProbe, RedirectChecker with followNonLocalRedirects=false)
  * and request.go (NewRequestForHTTPGetAction, formatURL, User-Agent and Accept defaults).
  */
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { HandlerOutcome } from '../prober/probe-type.js';
 import { goDialError } from './dial-error.js';
 import { joinHostPort } from './resolve-port.js';
+
+// node:http through process.getBuiltinModule, not an ESM import: Node builds an imported builtin's
+// namespace from every export, and node:http's lazy ones load fetch (undici) and http2 (~10 MiB of RSS).
+const { request: httpRequest } = process.getBuiltinModule('node:http');
 
 /** maxRespBodyLength: the part of a body kept for the probe output. */
 const MAX_BODY_BYTES = 10 * 1024;

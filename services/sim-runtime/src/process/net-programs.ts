@@ -5,11 +5,15 @@
  * client. The container's `localhost` is its pod IP. Only loopback addresses are dialled: the
  * simulated node has no other network, and a name other than `localhost` does not resolve.
  */
-import * as http from 'node:http';
 import * as net from 'node:net';
 import * as posix from 'node:path/posix';
 import { SimFsError } from './container-fs.js';
 import { defaultAction, raceKill, type Io, type ProcessEntry, type Program, type ProgramEnv } from './program.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+// node:http through process.getBuiltinModule, not an ESM import: Node builds an imported builtin's
+// namespace from every export, and node:http's lazy ones load fetch (undici) and http2 (~10 MiB of RSS).
+const http = process.getBuiltinModule('node:http');
 
 /** Listens on `host:port`; rejects with the socket error (EADDRINUSE, EACCES…). */
 function listen(server: net.Server, host: string, port: number): Promise<void> {
@@ -107,7 +111,7 @@ const MIME: Readonly<Record<string, string>> = {
 };
 
 /** busybox's error page. */
-function errorPage(res: http.ServerResponse, status: number, text: string): void {
+function errorPage(res: ServerResponse, status: number, text: string): void {
   const body = `<HTML><HEAD><TITLE>${status} ${text}</TITLE></HEAD>\n<BODY><H1>${status} ${text}</H1>\n${status === 404 ? 'The requested URL was not found' : text}\n</BODY></HTML>\n`;
   res.writeHead(status, { 'Content-Type': 'text/html' }).end(body);
 }
@@ -347,7 +351,7 @@ working. Further configuration is required.</p>
 `;
 
 /** nginx's access log line (the default `combined` format plus `"$http_x_forwarded_for"`). */
-function accessLog(req: http.IncomingMessage, status: number, bytes: number): string {
+function accessLog(req: IncomingMessage, status: number, bytes: number): string {
   const d = new Date();
   const month = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'][d.getUTCMonth()];
   const time = `${String(d.getUTCDate()).padStart(2, '0')}/${month}/${d.getUTCFullYear()}:${d.toISOString().slice(11, 19)} +0000`;

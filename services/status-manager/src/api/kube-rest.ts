@@ -1,12 +1,15 @@
 /**
  * A minimal REST client for the API server status-manager reports to: the kubeconfig (loaded with
- * @kubernetes/client-node's KubeConfig, which supplies the server, CA, client certificate and token)
- * and JSON requests over HTTPS. Narrow on purpose: status-manager needs get, create, update, patch
- * and delete of a handful of paths.
+ * @splitlet/kube-client's loadKubeEndpoint, which supplies the server, CA, client certificate and
+ * token) and JSON requests over HTTPS. Narrow on purpose: status-manager needs get, create, update,
+ * patch and delete of a handful of paths.
  */
 import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from 'node:https';
-import { request as httpRequest } from 'node:http';
-import { KubeConfig } from '@kubernetes/client-node';
+import { apiUrl, loadKubeEndpoint, watchJson, type KubeEndpoint } from '@splitlet/kube-client';
+
+// node:http through process.getBuiltinModule, not an ESM import: Node builds an imported builtin's
+// namespace from every export, and node:http's lazy ones load fetch (undici) and http2 (~10 MiB of RSS).
+const { request: httpRequest } = process.getBuiltinModule('node:http');
 
 /** A response: the status code and the parsed JSON body (undefined when not JSON). */
 export interface KubeResponse {
@@ -59,30 +62,25 @@ const REQUEST_TIMEOUT_MS = 30_000;
  * @throws Error naming the file when it cannot be read or has no current cluster.
  */
 export async function createKubeRest(path: string): Promise<KubeRest & KubeWatch> {
-  const kc = new KubeConfig();
+  let endpoint: KubeEndpoint;
   try {
-    kc.loadFromFile(path);
+    endpoint = await loadKubeEndpoint(path);
   } catch (e) {
     throw new Error(`KUBECONFIG ${path} could not be loaded: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
-  const cluster = kc.getCurrentCluster();
-  if (cluster === null) throw new Error(`KUBECONFIG ${path} has no current cluster (current-context ${JSON.stringify(kc.getCurrentContext())})`);
-  const base = new URL(cluster.server);
-  const tls: RequestOptions = {};
-  await kc.applyToHTTPSOptions(tls);
-  // client-node's agent does not keep connections alive: every request would be a new TLS
-  // handshake (a new secure context, and the API server's handshake too). Without a proxy, one
-  // keep-alive agent with the same TLS settings reuses the connections.
-  const pool = cluster.proxyUrl === undefined && base.protocol === 'https:' ? keepAliveAgent(tls) : undefined;
-  if (pool !== undefined) tls.agent = pool;
+  const { headers: authHeaders, agent: clientNodeAgent, ...tls } = await endpoint.requestOptions();
+  // client-node's agent (a kubeconfig that needs it) does not keep connections alive: every request
+  // would be a new TLS handshake (a new secure context, and the API server's handshake too).
+  // Without a proxy, one keep-alive agent with the same TLS settings reuses the connections.
+  const pool = endpoint.proxyUrl === undefined && endpoint.server.protocol === 'https:' ? keepAliveAgent(tls) : undefined;
   // The pooled agent carries the TLS settings: a request passing them again would have the agent
   // stringify the CA, certificate and key into its pool key on every request.
-  const perRequest: RequestOptions = pool === undefined ? tls : { agent: pool };
-  const baseHeaders: Readonly<Record<string, string>> = { ...(tls.headers as Record<string, string> | undefined), accept: 'application/json' };
+  const perRequest: RequestOptions = pool === undefined ? { ...tls, ...(clientNodeAgent === undefined ? {} : { agent: clientNodeAgent }) } : { agent: pool };
+  const baseHeaders: Readonly<Record<string, string>> = { ...(authHeaders as Record<string, string>), accept: 'application/json' };
   return {
     request(method, path, body, contentType = 'application/json') {
       const payload = body === undefined ? undefined : JSON.stringify(body);
-      const url = new URL(path, base);
+      const url = apiUrl(endpoint, path);
       const headers: Record<string, string> = { ...baseHeaders };
       if (payload !== undefined) {
         headers['content-type'] = contentType;
@@ -112,53 +110,10 @@ export async function createKubeRest(path: string): Promise<KubeRest & KubeWatch
       });
     },
     watch(path, onEvent, signal) {
-      const url = new URL(path, base);
-      const headers: Record<string, string> = { ...baseHeaders };
-      const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-      return new Promise<void>((resolve, reject) => {
-        if (signal.aborted) return resolve();
-        // Not the keep-alive pool: the stream holds its connection for as long as it runs.
-        const req = send(url, { ...tls, ...(pool === undefined ? {} : { agent: undefined }), method: 'GET', headers, signal }, (res) => {
-          if (res.statusCode !== 200) {
-            res.resume();
-            reject(new Error(`watch ${url.pathname}: HTTP ${res.statusCode ?? 0}`));
-            return;
-          }
-          const lines = new LineSplitter((line) => onEvent(JSON.parse(line) as KubeWatchEvent));
-          res.on('data', (c: Buffer) => {
-            try {
-              lines.push(c);
-            } catch (e) {
-              req.destroy(e instanceof Error ? e : new Error(String(e)));
-            }
-          });
-          res.on('error', (e) => (signal.aborted ? resolve() : reject(e)));
-          res.on('end', () => resolve());
-        });
-        req.on('error', (e) => (signal.aborted ? resolve() : reject(e)));
-        req.end();
-      });
+      // Not the keep-alive pool: the stream holds its connection for as long as it runs.
+      return watchJson(endpoint, path, {}, onEvent, signal);
     },
   };
-}
-
-/** Splits a byte stream into lines (a chunk may end inside a line, or inside a UTF-8 sequence). */
-class LineSplitter {
-  #rest: Buffer = Buffer.alloc(0);
-  readonly #onLine: (line: string) => void;
-  constructor(onLine: (line: string) => void) {
-    this.#onLine = onLine;
-  }
-  push(chunk: Buffer): void {
-    let buf = this.#rest.length === 0 ? chunk : Buffer.concat([this.#rest, chunk]);
-    let nl: number;
-    while ((nl = buf.indexOf(0x0a)) >= 0) {
-      const line = buf.toString('utf8', 0, nl).trim();
-      buf = buf.subarray(nl + 1);
-      if (line !== '') this.#onLine(line);
-    }
-    this.#rest = buf;
-  }
 }
 
 /** How many connections to the API server a client keeps open at most. */
