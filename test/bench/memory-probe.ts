@@ -3,11 +3,15 @@
  * memory row does), samples every splitlet process 3 s after start (idle), then after a burst of N
  * pods once the node has drained and 2 s more (loaded), and prints per process the RSS,
  * heapTotal, heapUsed, external and arrayBuffers (MiB), and heapUsed after a full GC (what the heap
- * really keeps alive). Each process answers through lib/memory-preload.cjs (SIGUSR2).
+ * really keeps alive), the kernel's split of the RSS (anonymous, file-backed) and its peak. Each
+ * process answers through lib/memory-preload.cjs (SIGUSR2). Also printed: the heap trims each
+ * process made (libs/service heap-trimmer) and what they cost. `--hold S`: sample again S seconds
+ * after the loaded sample (does the memory go back?).
  *
  * With `--snapshot DIR`, every process also writes a V8 heap snapshot right after the idle and the
  * loaded sample (`DIR/<process>.idle.heapsnapshot`, `DIR/<process>.loaded.heapsnapshot`, opened in
- * Chrome DevTools → Memory). `--hold S`: sample again S seconds after the loaded sample (does the memory go back?).
+ * Chrome DevTools → Memory). Writing one takes tens of MiB of native memory that stays in the RSS:
+ * the samples after an idle snapshot are no longer comparable (the heap contents still are).
  *
  * Usage: node --import tsx test/bench/memory-probe.ts [--pods 1000] [--pod-workers 2] [--splitlet-root DIR] [--json out.json]
  *        [--snapshot DIR] [--hold 0] [--up-arg=--no-apiserver …] [--env NAME=VALUE …] (of every process, e.g. NODE_OPTIONS=--max-semi-space-size=4)
@@ -56,16 +60,16 @@ interface Sample {
   before: Usage;
   gc: Usage;
   snapshot?: string;
-  /** RSS of anonymous memory (heaps, malloc) and of mapped files (the node binary's pages: shared by every process), bytes, read after the GC. */
-  kernel?: { anon: number; file: number };
+  /** RSS of anonymous memory (heaps, malloc) and of mapped files (the node binary's pages: shared by every process), and the peak RSS so far (VmHWM), bytes, read after the GC. */
+  kernel?: { anon: number; file: number; peak: number };
 }
 
 /** RssAnon and RssFile of /proc/<pid>/status, bytes. */
-function kernelRss(pid: number): { anon: number; file: number } | undefined {
+function kernelRss(pid: number): { anon: number; file: number; peak: number } | undefined {
   try {
     const s = readFileSync(`/proc/${pid}/status`, 'utf8');
     const kb = (k: string): number => Number(new RegExp(`${k}:\\s+(\\d+) kB`).exec(s)?.[1] ?? NaN) * 1024;
-    return { anon: kb('RssAnon'), file: kb('RssFile') };
+    return { anon: kb('RssAnon'), file: kb('RssFile'), peak: kb('VmHWM') };
   } catch {
     return undefined;
   }
@@ -95,14 +99,14 @@ async function sampleAll(procs: ReadonlyArray<{ name: string; pid: number }>, di
 }
 
 function print(title: string, samples: Map<string, Sample>): void {
-  console.log(`\n${title} (MiB; "gc" = after a full GC):`);
+  console.log(`\n${title} (MiB; "gc" = after a full GC; peak = the highest RSS so far):`);
   console.log(
-    `  ${'process'.padEnd(16)} ${['rss', 'heapTot', 'heapUsed', 'external', 'arrayBuf', 'rss gc', 'heap gc', 'used gc', 'anon gc', 'file gc'].map((h) => h.padStart(8)).join(' ')}`,
+    `  ${'process'.padEnd(16)} ${['rss', 'heapTot', 'heapUsed', 'external', 'arrayBuf', 'rss gc', 'heap gc', 'used gc', 'anon gc', 'file gc', 'peak'].map((h) => h.padStart(8)).join(' ')}`,
   );
   for (const [name, s] of samples) {
     const b = s.before;
     const g = s.gc;
-    const cols = [b.rss, b.heapTotal, b.heapUsed, b.external, b.arrayBuffers, g.rss, g.heapTotal, g.heapUsed, s.kernel?.anon ?? NaN, s.kernel?.file ?? NaN];
+    const cols = [b.rss, b.heapTotal, b.heapUsed, b.external, b.arrayBuffers, g.rss, g.heapTotal, g.heapUsed, s.kernel?.anon ?? NaN, s.kernel?.file ?? NaN, s.kernel?.peak ?? NaN];
     console.log(`  ${name.padEnd(16)} ${cols.map((x) => fmt(MiB(x), 1).padStart(8)).join(' ')}`);
   }
 }
@@ -122,6 +126,24 @@ async function snapshots(label: string, procs: ReadonlyArray<{ name: string; pid
   } finally {
     rmSync(join(dir, 'snapshot'), { force: true });
   }
+}
+
+/** Each process's heap trims so far (libs/service heap-trimmer: `splitlet_heap_trim_duration_seconds` of its /metrics): how many, and the ms they blocked it. */
+async function heapTrims(stateDir: string): Promise<Map<string, { count: number; ms: number }>> {
+  const info = JSON.parse(readFileSync(join(stateDir, 'instance.json'), 'utf8')) as { processes: Array<{ name: string; healthPort?: number }> };
+  const out = new Map<string, { count: number; ms: number }>();
+  for (const p of info.processes) {
+    if (p.healthPort === undefined) continue;
+    try {
+      const text = await (await fetch(`http://127.0.0.1:${p.healthPort}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
+      const count = Number(/^splitlet_heap_trim_duration_seconds_count(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1] ?? NaN);
+      const sum = Number(/^splitlet_heap_trim_duration_seconds_sum(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1] ?? NaN);
+      out.set(p.name, { count, ms: sum * 1000 });
+    } catch (e) {
+      console.error(`${p.name}: /metrics: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+  return out;
 }
 
 async function main(): Promise<void> {
@@ -159,6 +181,8 @@ async function main(): Promise<void> {
     await sleep(2000);
     const loaded = await sampleAll(procs, dir);
     print(`holding ${PODS} pods (Running after ${fmt(running / 1000)} s, drained, +2 s)`, loaded);
+    const trims = await heapTrims(node.stateDir);
+    console.log(`\nheap trims so far (count, ms the process was blocked in all): ${[...trims].map(([k, t]) => `${k} ${t.count}/${fmt(t.ms, 0)}`).join(', ')}`);
     if (snapDir !== undefined) await snapshots('loaded', procs, dir, snapDir);
     let held: Map<string, Sample> | undefined;
     if (HOLD > 0) {
@@ -171,7 +195,10 @@ async function main(): Promise<void> {
     if (values.json !== undefined) {
       const plain = (m: Map<string, Sample> | undefined): Record<string, Sample> | undefined => (m === undefined ? undefined : Object.fromEntries(m));
       const commit = gitCommit(values['splitlet-root'] === undefined ? resolve(import.meta.dirname, '..', '..') : resolve(values['splitlet-root']));
-      writeFileSync(values.json, JSON.stringify({ commit, pods: PODS, load: [load0, load1], idle: plain(idle), loaded: plain(loaded), held: plain(held) }, null, 2));
+      writeFileSync(
+        values.json,
+        JSON.stringify({ commit, pods: PODS, load: [load0, load1], idle: plain(idle), loaded: plain(loaded), held: plain(held), heapTrims: Object.fromEntries(trims) }, null, 2),
+      );
     }
   } finally {
     await node.stop();

@@ -16,7 +16,7 @@
  */
 import type { Bus } from '@splitlet/bus';
 import { createLogger, createMetricsRegistry, isTelemetryError, startTelemetry, TelemetryErrorCodes, type Logger, type Telemetry } from '@splitlet/telemetry';
-import { Counter, type Registry } from 'prom-client';
+import { Histogram, type Registry } from 'prom-client';
 import type { ZodType, output } from 'zod';
 import { connectNodeBus } from './connect-node-bus.js';
 import { exposedGc, startHeapTrimmer } from './heap-trimmer.js';
@@ -181,15 +181,16 @@ async function launch<S extends ZodType<ProcessSettings>, Ctx>(
 }
 
 /**
- * Starts the heap trimmer when the process has V8's `gc` (`--expose-gc`); counts trims in
- * `splitlet_heap_trims_total` and logs each at debug level.
+ * Starts the heap trimmer when the process has V8's `gc` (`--expose-gc`); each trim's duration goes
+ * to `splitlet_heap_trim_duration_seconds` (its count: the trims) and a debug log line.
  */
 function trimHeap(signal: AbortSignal, registry: Registry, logger: Logger): void {
   const gc = exposedGc();
   if (gc === undefined) return;
-  const trims = new Counter({
-    name: 'splitlet_heap_trims_total',
-    help: 'Memory-reducing GCs run once the process was quiet again with its RSS grown (the heap trimmer).',
+  const trims = new Histogram({
+    name: 'splitlet_heap_trim_duration_seconds',
+    help: 'Memory-reducing GCs run once the process was quiet again with its RSS grown (the heap trimmer), by how long each blocked the process.',
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [registry],
   });
   const MiB = 1024 * 1024;
@@ -197,7 +198,7 @@ function trimHeap(signal: AbortSignal, registry: Registry, logger: Logger): void
     gc,
     signal,
     onTrim: (t) => {
-      trims.inc();
+      trims.observe(t.ms / 1000);
       logger.debug('heap trimmed', { rssBeforeMiB: Math.round(t.rssBefore / MiB), rssAfterMiB: Math.round(t.rssAfter / MiB), ms: Math.round(t.ms) });
     },
   });

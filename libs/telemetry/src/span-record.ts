@@ -1,9 +1,11 @@
 import { ROOT_CONTEXT, context as otelContext, type HrTime, type Context } from '@opentelemetry/api';
 import { globalErrorHandler, suppressTracing } from '@opentelemetry/core';
 import type { ReadableSpan, Span, SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { SpanRecord } from '@splitlet/api';
 import { REDACTED, isSecretKey } from './redact.js';
+
+/** `service.name` (the stable semantic convention, spelled out: see start-telemetry.ts). */
+export const ATTR_SERVICE_NAME = 'service.name';
 
 function hrTimeToUnixNano(t: HrTime): string {
   return (BigInt(t[0]) * 1_000_000_000n + BigInt(t[1])).toString();

@@ -13,14 +13,20 @@ import {
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-import { ATTR_K8S_NODE_NAME, ATTR_SERVICE_INSTANCE_ID, ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { isGlobalTracerProviderInstalled } from './global-provider.js';
 import { LazyOtlpTraceExporter } from './lazy-otlp-exporter.js';
 import { readOtelEnv, type Env, type OtelSettings, type SamplerName } from './otel-env.js';
 import { LateSpanProcessor } from './span-processors.js';
+import { ATTR_SERVICE_NAME } from './span-record.js';
 import { TelemetryError, TelemetryErrorCodes } from './telemetry-error.js';
 
-/** `host.name` (incubating in semantic-conventions, so spelled out here). */
+/**
+ * Resource attribute names, spelled out rather than imported from @opentelemetry/semantic-conventions:
+ * its ESM entry point would be a second copy beside the CommonJS one the SDK loads (~0.9 MiB of
+ * heap a process). `host.name` is incubating there anyway.
+ */
+const ATTR_SERVICE_INSTANCE_ID = 'service.instance.id';
+const ATTR_K8S_NODE_NAME = 'k8s.node.name';
 const ATTR_HOST_NAME = 'host.name';
 
 /** Options of {@link startTelemetry}. */

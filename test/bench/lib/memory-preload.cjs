@@ -5,12 +5,17 @@
  * heapUsed, external, arrayBuffers) and V8's heap spaces, then the same after a full GC (`gc`),
  * the time of the request's answer (`t`), and, when `<dir>/snapshot` exists, a heap snapshot
  * `<dir>/heap.<pid>.<t>.heapsnapshot` taken after that GC. Used by test/bench/memory-probe.ts.
+ *
+ * `SPLITLET_BENCH_V8_FLAGS` (e.g. `--no-maglev`): V8 flags set before the process's own code loads,
+ * for trying flags NODE_OPTIONS refuses (V8 reads most of them when it uses them).
  */
 'use strict';
 const { writeFileSync, existsSync, renameSync } = require('node:fs');
 const { join } = require('node:path');
 const v8 = require('node:v8');
 const vm = require('node:vm');
+
+if (process.env.SPLITLET_BENCH_V8_FLAGS) v8.setFlagsFromString(process.env.SPLITLET_BENCH_V8_FLAGS);
 
 const dir = process.env.SPLITLET_BENCH_MEMORY_DIR;
 if (dir) {

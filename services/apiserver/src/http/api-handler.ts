@@ -21,7 +21,6 @@ import { metaText, type KubeObject } from '../storage/object-store.js';
 import { ApiError, isApiError } from './api-errors.js';
 import { SERVER_VERSION, apiGroup, apiGroupList, apiResourceList, apiVersions, openApiDocument, openApiRoot } from './discovery.js';
 import { logContainer, parsePodLogOptions, streamPodLog, type NodeLogFailure, type NodeLogReader } from './pod-logs.js';
-import { PROTOBUF_TYPE, decodeProtobufBody } from './protobuf-body.js';
 import { toTable, wantsTable } from './tables.js';
 
 /** Reads container logs on the pod's node (over the bus), and tells its failures apart. */
@@ -65,6 +64,8 @@ function authorized(req: IncomingMessage, token: string): boolean {
   return got.length === want.length && timingSafeEqual(got, want);
 }
 
+/** The media type of Kubernetes protobuf (decoded by protobuf-body.ts). */
+const PROTOBUF_TYPE = 'application/vnd.kubernetes.protobuf';
 /** JSON bodies only: a protobuf or CBOR body is 415, which makes client-go fall back to JSON. */
 const BODY_TYPES = ['application/json', 'application/merge-patch+json', 'application/json-patch+json', 'application/strategic-merge-patch+json'];
 
@@ -85,7 +86,8 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
     if (size > MAX_BODY) throw new ApiError(413, 'RequestEntityTooLarge', `the request body is larger than ${MAX_BODY} bytes`);
     chunks.push(c as Buffer);
   }
-  if (type === PROTOBUF_TYPE) return decodeProtobufBody(Buffer.concat(chunks));
+  // protobufjs is loaded with the first protobuf body (kubectl create configmap|secret|…): not before.
+  if (type === PROTOBUF_TYPE) return (await import('./protobuf-body.js')).decodeProtobufBody(Buffer.concat(chunks));
   const text = Buffer.concat(chunks).toString('utf8');
   if (text.trim() === '') return undefined;
   try {

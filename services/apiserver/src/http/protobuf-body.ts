@@ -9,9 +9,6 @@
 import protobuf from 'protobufjs';
 import { ApiError } from './api-errors.js';
 
-/** The media type of Kubernetes protobuf. */
-export const PROTOBUF_TYPE = 'application/vnd.kubernetes.protobuf';
-
 const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
