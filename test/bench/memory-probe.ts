@@ -6,15 +6,18 @@
  * really keeps alive), the kernel's split of the RSS (anonymous, file-backed) and its peak. Each
  * process answers through lib/memory-preload.cjs (SIGUSR2). Also printed: the heap trims each
  * process made (libs/service heap-trimmer) and what they cost. `--hold S`: sample again S seconds
- * after the loaded sample (does the memory go back?).
+ * after the loaded sample (does the memory go back?). `--delete`: then delete every pod and sample
+ * once they are gone and the node drained (what a process keeps of pods that are gone: its heap
+ * after a GC should be back near the idle one).
  *
  * With `--snapshot DIR`, every process also writes a V8 heap snapshot right after the idle and the
- * loaded sample (`DIR/<process>.idle.heapsnapshot`, `DIR/<process>.loaded.heapsnapshot`, opened in
+ * loaded sample (`DIR/<process>.idle.heapsnapshot`, `DIR/<process>.loaded.heapsnapshot`, and
+ * `.deleted.` with `--delete`, opened in
  * Chrome DevTools → Memory). Writing one takes tens of MiB of native memory that stays in the RSS:
  * the samples after an idle snapshot are no longer comparable (the heap contents still are).
  *
  * Usage: node --import tsx test/bench/memory-probe.ts [--pods 1000] [--pod-workers 2] [--splitlet-root DIR] [--json out.json]
- *        [--snapshot DIR] [--hold 0] [--up-arg=--no-apiserver …] [--env NAME=VALUE …] (of every process, e.g. NODE_OPTIONS=--max-semi-space-size=4)
+ *        [--snapshot DIR] [--hold 0] [--delete] [--up-arg=--no-apiserver …] [--env NAME=VALUE …] (of every process, e.g. NODE_OPTIONS=--max-semi-space-size=4)
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -31,6 +34,7 @@ const { values } = parseArgs({
     json: { type: 'string' },
     snapshot: { type: 'string' },
     hold: { type: 'string', default: '0' },
+    delete: { type: 'boolean', default: false },
     'up-arg': { type: 'string', multiple: true, default: [] },
     env: { type: 'string', multiple: true, default: [] },
   },
@@ -171,6 +175,8 @@ async function main(): Promise<void> {
     await sleep(3000); // as the bench's memory row: start-up settles before the idle sample
     const idle = await sampleAll(procs, dir);
     print('idle, 3 s after start', idle);
+    const trimsIdle = await heapTrims(node.stateDir);
+    console.log(`\nheap trims at start (count, ms the process was blocked in all): ${[...trimsIdle].map(([k, t]) => `${k} ${t.count}/${fmt(t.ms, 0)}`).join(', ')}`);
     if (snapDir !== undefined) await snapshots('idle', procs, dir, snapDir);
     const names = Array.from({ length: PODS }, (_, i) => `mem-${i}`);
     const t0 = Date.now();
@@ -190,6 +196,21 @@ async function main(): Promise<void> {
       held = await sampleAll(procs, dir);
       print(`holding ${PODS} pods, ${HOLD} s later`, held);
     }
+    let deleted: Map<string, Sample> | undefined;
+    if (values.delete === true) {
+      for (const n of names) node.delete(n);
+      await node.waitGone(120_000 + PODS * 500);
+      await node.waitDrained(120_000 + PODS * 200);
+      await sleep(2000);
+      deleted = await sampleAll(procs, dir);
+      print(`the ${PODS} pods deleted and gone, drained, +2 s`, deleted);
+      if (snapDir !== undefined) await snapshots('deleted', procs, dir, snapDir);
+      console.log('\nheap kept after a full GC (MiB), idle → holding the pods → pods gone:');
+      for (const name of deleted.keys()) {
+        const used = (m: Map<string, Sample>): string => fmt(MiB(m.get(name)?.gc.heapUsed ?? NaN), 1);
+        console.log(`  ${name.padEnd(16)} ${used(idle).padStart(6)} → ${used(loaded).padStart(6)} → ${used(deleted).padStart(6)}`);
+      }
+    }
     const load1 = loadAverage();
     console.log(`\nload average before ${load0.join(' ')}, after ${load1.join(' ')}`);
     if (values.json !== undefined) {
@@ -197,7 +218,11 @@ async function main(): Promise<void> {
       const commit = gitCommit(values['splitlet-root'] === undefined ? resolve(import.meta.dirname, '..', '..') : resolve(values['splitlet-root']));
       writeFileSync(
         values.json,
-        JSON.stringify({ commit, pods: PODS, load: [load0, load1], idle: plain(idle), loaded: plain(loaded), held: plain(held), heapTrims: Object.fromEntries(trims) }, null, 2),
+        JSON.stringify(
+          { commit, pods: PODS, load: [load0, load1], idle: plain(idle), loaded: plain(loaded), held: plain(held), deleted: plain(deleted), heapTrims: Object.fromEntries(trims) },
+          null,
+          2,
+        ),
       );
     }
   } finally {

@@ -3,5 +3,5 @@ export type { CacheLogger, DataObject, ObjectCacheErrorCode, ObjectCacheOptions,
 export { kubeconfigListWatch } from './kube-list-watch.js';
 export { configMapBytes, openNodeObjects, secretBytes } from './node-objects.js';
 export type { NodeObjects, NodeObjectsOptions } from './node-objects.js';
-export { LineSplitter, apiUrl, getJson, loadKubeEndpoint, watchJson } from './kube-endpoint.js';
+export { apiUrl, getJson, loadKubeEndpoint, watchJson } from './kube-endpoint.js';
 export type { GetJsonOptions, KubeEndpoint, KubeWatchEvent } from './kube-endpoint.js';

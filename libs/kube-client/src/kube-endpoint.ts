@@ -236,13 +236,12 @@ export async function watchJson(
 }
 
 /** Splits a byte stream into lines (a chunk may end inside a line, or inside a UTF-8 sequence). */
-export class LineSplitter {
+class LineSplitter {
   #rest: Buffer = Buffer.alloc(0);
   readonly #onLine: (line: string) => void;
   constructor(onLine: (line: string) => void) {
     this.#onLine = onLine;
   }
-  /** Calls the line callback for every complete non-empty line; keeps the rest for the next chunk. */
   push(chunk: Buffer): void {
     let buf = this.#rest.length === 0 ? chunk : Buffer.concat([this.#rest, chunk]);
     let nl: number;

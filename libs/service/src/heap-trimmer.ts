@@ -6,20 +6,22 @@
  * with ~30 MiB of live heap, for minutes. Only a memory-reducing GC releases them, and V8 runs one
  * by itself (its memory reducer) only once the process allocates under ~1 MB/s, which a process
  * holding many pods (relists, watches, heartbeats) never does. The trimmer runs that GC itself:
- * every `intervalMs` it reads the process's CPU time and RSS, and when the process used less than
- * `quietCpuShare` of a core in the last interval while its RSS is `minGrowthBytes` above what the
- * last trim left, it runs one memory-reducing GC (at most one per `minTrimIntervalMs`).
+ * every `intervalMs` it looks at the process, and once it has been quiet for `quietIntervals` in a
+ * row — under `quietCpuShare` of a core and its event loop busy under `quietLoopShare` of the time —
+ * while its RSS is `minGrowthBytes` above what the last trim left, it runs one memory-reducing GC (at
+ * most one per `minTrimIntervalMs`). Both signals, because on a loaded machine a process with work
+ * waiting gets little CPU (its CPU share looks quiet) but its event loop is busy all the time.
  *
  * ```
- * tick ─► busy (CPU share ≥ quietCpuShare) ─────────────────────────────► wait
- *      ─► quiet, RSS < floor + minGrowthBytes, or trimmed < minTrimIntervalMs ago ─► wait
- *      ─► quiet, RSS ≥ floor + minGrowthBytes ─► reducing GC ─► floor = RSS after ─► wait
+ * tick ─► busy (CPU ≥ quietCpuShare or loop ≥ quietLoopShare) ─► quiet count = 0 ─────────► wait
+ *      ─► quiet for < quietIntervals, RSS < floor + minGrowthBytes, or trimmed < minTrimIntervalMs ago ─► wait
+ *      ─► otherwise ─► reducing GC ─► floor = RSS after, quiet count = 0 ─────────────────► wait
  * ```
  *
  * The GC is `gc({type: 'major', flavor: 'last-resort'})`, which exists when the process runs with
- * `--expose-gc` (`splitlet up` starts every process so); without it there is no trimmer. It blocks
- * the event loop for one full collection of the live heap (tens of ms), only when the process is
- * quiet, once per burst.
+ * `--expose-gc` (`splitlet up` starts every process so); without it there is no trimmer. It is two
+ * compacting collections of the live heap: ~70–110 ms of CPU for a ~20 MiB heap, only when the
+ * process is quiet, once after a burst (and once after start-up).
  */
 import { realClock, type Clock, type TimerHandle } from './clock.js';
 
@@ -45,11 +47,17 @@ export interface HeapTrimmerOptions {
   readonly rss?: () => number;
   /** CPU time used so far, user + system, in microseconds. @default from process.cpuUsage() */
   readonly cpuMicros?: () => number;
+  /** The share of the time since the previous call the event loop was busy (0–1). @default from performance.eventLoopUtilization() */
+  readonly loopBusyShare?: () => number;
   /** How often the process is looked at. @default 1000 */
   readonly intervalMs?: number;
-  /** Below this share of one core over an interval, the process is quiet. @default 0.2 */
+  /** Below this share of one core over an interval (and the loop under `quietLoopShare`), the process is quiet. @default 0.25 */
   readonly quietCpuShare?: number;
-  /** RSS growth over what the last trim left (or over nothing, at start) that is worth a trim. @default 24 MiB */
+  /** Below this share of an interval with its event loop busy (and the CPU under `quietCpuShare`), the process is quiet. @default 0.3 */
+  readonly quietLoopShare?: number;
+  /** Quiet intervals in a row before a trim. @default 2 */
+  readonly quietIntervals?: number;
+  /** RSS growth over what the last trim left (or over nothing, at start) that is worth a trim: a trim costs ~100 ms of CPU, and a process that grew less is far from its bound (200 MB holding 1,000 pods). @default 48 MiB */
   readonly minGrowthBytes?: number;
   /** At most one trim per this many milliseconds. @default 15000 */
   readonly minTrimIntervalMs?: number;
@@ -72,14 +80,18 @@ export function startHeapTrimmer(o: HeapTrimmerOptions): void {
       const c = process.cpuUsage();
       return c.user + c.system;
     });
+  const loopBusyShare = o.loopBusyShare ?? eventLoopBusyShare();
   const intervalMs = o.intervalMs ?? 1000;
-  const quietShare = o.quietCpuShare ?? 0.2;
-  const minGrowth = o.minGrowthBytes ?? 24 * MiB;
+  const quietShare = o.quietCpuShare ?? 0.25;
+  const quietLoop = o.quietLoopShare ?? 0.3;
+  const quietIntervals = o.quietIntervals ?? 2;
+  const minGrowth = o.minGrowthBytes ?? 48 * MiB;
   const minTrimInterval = o.minTrimIntervalMs ?? 15_000;
   let floor = 0;
   let lastTrim = -Infinity;
   let lastCpu = cpuMicros();
   let lastAt = clock.now();
+  let quietFor = 0;
   let timer: TimerHandle | undefined;
 
   const tick = (): void => {
@@ -88,18 +100,22 @@ export function startHeapTrimmer(o: HeapTrimmerOptions): void {
     const now = clock.now();
     const cpu = cpuMicros();
     const share = now > lastAt ? (cpu - lastCpu) / 1000 / (now - lastAt) : 1;
+    const loop = loopBusyShare();
     lastCpu = cpu;
     lastAt = now;
+    quietFor = share < quietShare && loop < quietLoop ? quietFor + 1 : 0;
     const before = rss();
-    if (share < quietShare && before >= floor + minGrowth && now - lastTrim >= minTrimInterval) {
+    if (quietFor >= quietIntervals && before >= floor + minGrowth && now - lastTrim >= minTrimInterval) {
       const t0 = performance.now();
       o.gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
       const ms = performance.now() - t0;
       floor = rss();
       lastTrim = clock.now();
-      // The trim's own CPU does not make the next interval look busy.
+      quietFor = 0;
+      // The trim's own CPU and loop time do not make the next interval look busy.
       lastCpu = cpuMicros();
       lastAt = lastTrim;
+      loopBusyShare();
       o.onTrim?.({ rssBefore: before, rssAfter: floor, ms });
     }
     schedule();
@@ -116,6 +132,17 @@ export function startHeapTrimmer(o: HeapTrimmerOptions): void {
     { once: true },
   );
   if (!o.signal.aborted) schedule();
+}
+
+/** The event loop's busy share between calls, from `performance.eventLoopUtilization()`. */
+function eventLoopBusyShare(): () => number {
+  let last = performance.eventLoopUtilization();
+  return () => {
+    const now = performance.eventLoopUtilization();
+    const d = performance.eventLoopUtilization(now, last);
+    last = now;
+    return d.utilization;
+  };
 }
 
 /** The process's exposed `gc` (`--expose-gc`), if it has one. */

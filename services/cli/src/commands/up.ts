@@ -66,8 +66,14 @@ export function defaultNodeName(): string {
  * the memory of a burst back once the process is quiet (libs/service/src/heap-trimmer.ts).
  * `--optimize-for-size` would do that at every major GC, but it cost ~30 % more CPU per pod
  * in a 300-pod burst (68.6 and 64.7 → 90.4 CPU ms per pod, the whole node, runs back to back).
+ *
+ * `--no-maglev`: without V8's mid-tier compiler (functions go from the baseline compiler to
+ * TurboFan) a process is 3–5 MiB smaller idle (its code, and the compiler's pages of the node
+ * binary never touched): pleg 80 → 76, cri-adapter 90 → 85 MiB (test/bench/memory-probe.ts). CPU
+ * per pod of a 300-pod burst, three pairs run alternately at load 18–37: 117.8, 111.3, 106.7 with
+ * Maglev, 89.8, 124.8, 111.6 without — no difference the machine's noise lets show.
  */
-export const PROCESS_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8', '--expose-gc'];
+export const PROCESS_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8', '--expose-gc', '--no-maglev'];
 
 /** The processes of one node, in start order. */
 export function processSpecs(s: StateDir, natsUrl: string, o: UpOptions, apiPort = 0, credentials?: ReadonlyMap<Identity, NatsCredential>): ProcessSpec[] {

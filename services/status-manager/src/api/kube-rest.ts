@@ -5,7 +5,7 @@
  * patch and delete of a handful of paths.
  */
 import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from 'node:https';
-import { apiUrl, loadKubeEndpoint, watchJson, type KubeEndpoint } from '@splitlet/kube-client';
+import { apiUrl, loadKubeEndpoint, watchJson, type KubeEndpoint, type KubeWatchEvent } from '@splitlet/kube-client';
 
 // node:http through process.getBuiltinModule, not an ESM import: Node builds an imported builtin's
 // namespace from every export, and node:http's lazy ones load fetch (undici) and http2 (~10 MiB of RSS).
@@ -36,10 +36,7 @@ export interface KubeRest {
 }
 
 /** One event of a watch stream (`{type, object}`, one JSON document a line). */
-export interface KubeWatchEvent {
-  readonly type: string;
-  readonly object: unknown;
-}
+export type { KubeWatchEvent } from '@splitlet/kube-client';
 
 /** A streamed watch of a collection. */
 export interface KubeWatch {
