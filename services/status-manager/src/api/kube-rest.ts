@@ -72,7 +72,9 @@ export async function createKubeRest(path: string): Promise<KubeRest & KubeWatch
   const pool = endpoint.proxyUrl === undefined && endpoint.server.protocol === 'https:' ? keepAliveAgent(tls) : undefined;
   // The pooled agent carries the TLS settings: a request passing them again would have the agent
   // stringify the CA, certificate and key into its pool key on every request.
-  const perRequest: RequestOptions = pool === undefined ? { ...tls, ...(clientNodeAgent === undefined ? {} : { agent: clientNodeAgent }) } : { agent: pool };
+  // (Basic auth is not a TLS setting: it goes with every request either way.)
+  const perRequest: RequestOptions =
+    pool === undefined ? { ...tls, ...(clientNodeAgent === undefined ? {} : { agent: clientNodeAgent }) } : { agent: pool, ...(tls.auth === undefined ? {} : { auth: tls.auth }) };
   const baseHeaders: Readonly<Record<string, string>> = { ...(authHeaders as Record<string, string>), accept: 'application/json' };
   return {
     request(method, path, body, contentType = 'application/json') {
