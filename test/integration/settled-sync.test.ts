@@ -43,7 +43,8 @@ function manifest(image: string): string {
           name: 'app',
           image,
           command: ['sh', '-c', 'touch /tmp/ready; sleep 3600'],
-          readinessProbe: { exec: { command: ['cat', '/tmp/ready'] }, periodSeconds: 1, successThreshold: 1, failureThreshold: 1 },
+          // A generous timeout: on a loaded machine a slow probe must not flip readiness (a real change) by itself.
+          readinessProbe: { exec: { command: ['cat', '/tmp/ready'] }, periodSeconds: 1, timeoutSeconds: 10, successThreshold: 1, failureThreshold: 1 },
         },
       ],
     },

@@ -55,17 +55,12 @@ export interface SettledSync {
  * probes and status-manager's record are read at every sync.
  */
 export class SyncMemory {
-  readonly epoch: number;
   /** Pods whose last full SyncPod left them settled. */
   readonly settled = new Map<string, SettledSync>();
   /** The last status set sent per pod (canonical JSON, condition times aside). */
   readonly #sent = new Map<string, string>();
   /** The worker records this instance wrote (or read) in this epoch; null: known absent. */
   readonly #workers = new Map<string, Versioned<WorkerRecord> | null>();
-
-  constructor(epoch: number) {
-    this.epoch = epoch;
-  }
 
   /** The pod's worker record when this instance knows it (it is the only writer in its epoch); undefined: read KV. */
   worker(uid: string): Versioned<WorkerRecord> | null | undefined {

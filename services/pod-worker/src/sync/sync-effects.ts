@@ -103,7 +103,7 @@ export class SyncEffects {
   memory(guard: PartitionGuard): SyncMemory {
     let m = this.#memories.get(guard);
     if (m === undefined) {
-      m = new SyncMemory(guard.epoch);
+      m = new SyncMemory();
       this.#memories.set(guard, m);
     }
     return m;
