@@ -23,6 +23,7 @@ import { GrpcRuntimeService } from '@splitlet/cri';
 import { createLogger } from '@splitlet/telemetry';
 import { logRecords } from '@splitlet/testkit';
 import { criEndpointOf, repoRoot, startSplitlet, waitFor } from './harness.ts';
+import { parsePrometheusText, sumOf } from './prom-text.ts';
 import type { Instance, PodJson } from './harness.ts';
 
 const execFileP = promisify(execFile);
@@ -147,6 +148,9 @@ describe('settled syncs on the simulated runtime', { timeout: 300_000 }, () => {
       'status-manager already held the status',
     );
     assert.ok(ready(await pod()));
+    const port = s.info().processes.find((p) => p.name === 'pod-worker-1')?.healthPort;
+    const metrics = parsePrometheusText(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
+    assert.ok(sumOf(metrics, 'splitlet_pod_worker_settled_syncs_total', { status_sent: 'false' }) >= 3, 'counted in splitlet_pod_worker_settled_syncs_total');
   });
 
   test('a readiness result change syncs fully and is reported; so does its way back', async () => {

@@ -92,6 +92,7 @@ describe('PodSyncer: a settled pod', () => {
     assert.equal(rec.runtimeSyncedAt, rec0.runtimeSyncedAt, 'the last runtime change is still the full sync’s');
     assert.deepEqual(rec.reasons, rec0.reasons);
     assert.deepEqual(h.metrics.workerDuration, ['create', 'sync'], 'a sync all the same');
+    assert.deepEqual(h.metrics.settled, [false], 'counted as settled, status not sent');
     const [span] = tracing.spansNamed('syncPod');
     assert.ok(span);
     assert.equal(span.attributes['splitlet.sync.settled'], true);
@@ -127,6 +128,7 @@ describe('PodSyncer: a settled pod', () => {
     assert.equal(after.sets, before.sets + 1, 'the current status is sent again');
     assert.equal(sets(h).at(-1)!.phase, 'Running');
     assert.deepEqual([after.mounts, after.runtime], [before.mounts, before.runtime], 'the runtime is settled all the same');
+    assert.deepEqual(h.metrics.settled, [true]);
 
     // Once status-manager holds it again, nothing more is sent.
     applySets(h, pod);

@@ -20,6 +20,7 @@ export class RecordingMetrics implements SyncMetrics {
   workerStart: number[] = [];
   podStart: number[] = [];
   podStartSli: [number, number][] = [];
+  settled: boolean[] = [];
   observeWorkerDuration(op: string): void {
     this.workerDuration.push(op);
   }
@@ -31,6 +32,9 @@ export class RecordingMetrics implements SyncMetrics {
   }
   observePodStartSli(sli: number, total: number): void {
     this.podStartSli.push([sli, total]);
+  }
+  observeSettledSync(statusSent: boolean): void {
+    this.settled.push(statusSent);
   }
 }
 

@@ -210,6 +210,7 @@ async function settledSyncPod(fx: SyncEffects, ctx: SyncCtx, status: PodStatus):
   const held = statusHeld(status, ctx.apiRecord, memory.lastSent(ctx.uid));
   trace.getActiveSpan()?.setAttributes({ 'splitlet.sync.settled': true, 'splitlet.sync.status_sent': !held });
   fx.o.logger.debug('sync settled: volume mount and runtime SyncPod skipped', { uid: ctx.uid, statusSent: !held });
+  fx.o.metrics.observeSettledSync?.(!held);
   if (!held) await fx.sendStatus(ctx, status, true);
   return { terminal: false, runtimeStatus: ctx.runtimeStatus, settled: true };
 }
