@@ -134,6 +134,8 @@ export interface SyncMetrics {
    * → every regular container running, without (`sli`) and with (`total`) image pulls.
    */
   observePodStartSli?(sliSeconds: number, totalSeconds: number): void;
+  /** splitlet_pod_worker_settled_syncs_total{status_sent}: a settled sync (no mount, no runtime SyncPod). */
+  observeSettledSync?(statusSent: boolean): void;
 }
 
 /** Metrics that record nothing. */
@@ -142,6 +144,7 @@ export const noMetrics: SyncMetrics = {
   observeWorkerStart: () => undefined,
   observePodStart: () => undefined,
   observePodStartSli: () => undefined,
+  observeSettledSync: () => undefined,
 };
 
 /** The partition lease bucket `sl_leases`. */

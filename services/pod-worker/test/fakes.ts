@@ -23,6 +23,8 @@ import type {
   WorkerRecord,
 } from '@splitlet/api';
 import { KubeletError } from '@splitlet/api';
+import type { ProbeResultsByType } from '@splitlet/api';
+import { hashContainer } from '@splitlet/kube';
 import type {
   CachedRuntimeStatus,
   EventSink,
@@ -31,6 +33,7 @@ import type {
   MemberStore,
   PodStateStore,
   PokeDelivery,
+  ProbeResultsSource,
   RuntimeClient,
   RuntimeStatusSource,
   StatusSink,
@@ -228,9 +231,18 @@ export class FakeRuntimeCache implements RuntimeStatusSource {
   }
 }
 
-/** A running container status. */
-export function runningContainer(name: string, id = `${name}-id`): RuntimePodStatus['containers'][number] {
-  return { id, name, sandboxId: 'sb1', state: 'CONTAINER_RUNNING', createdAt: 1, startedAt: 2, image: 'busybox', imageRef: 'sha256:1', hash: 'h', restartCount: 0 };
+/** A running container status (`hash`: the container's spec hash, as cri-adapter labels it). */
+export function runningContainer(name: string, id = `${name}-id`, hash = 'h'): RuntimePodStatus['containers'][number] {
+  return { id, name, sandboxId: 'sb1', state: 'CONTAINER_RUNNING', createdAt: 1, startedAt: 2, image: 'busybox', imageRef: 'sha256:1', hash, restartCount: 0 };
+}
+
+/** The prober's results per pod, settable by the test. */
+export class FakeProbeResults implements ProbeResultsSource {
+  readonly results = new Map<string, ProbeResultsByType>();
+  async get(uid: string): Promise<ProbeResultsByType | undefined> {
+    const r = this.results.get(uid);
+    return r === undefined ? undefined : structuredClone(r);
+  }
 }
 
 /** A fake cri-adapter: syncPod runs every container, killPod stops them; both can be scripted. */
@@ -250,7 +262,13 @@ export class FakeRuntime implements RuntimeClient {
   during: (() => void) | undefined;
   /** The node time syncPod and killPod replies carry (`timestamp`); undefined: none, as an older cri-adapter. */
   replyTimestamp: number | undefined;
+  /** The last syncPod reply. */
+  lastReply: RuntimeSyncPodReply | undefined;
   async syncPod(req: RuntimeSyncPodRequest): Promise<RuntimeSyncPodReply> {
+    this.lastReply = this.#syncPod(req);
+    return structuredClone(this.lastReply);
+  }
+  #syncPod(req: RuntimeSyncPodRequest): RuntimeSyncPodReply {
     this.syncCalls.push(req);
     if (this.syncError) throw this.syncError;
     this.during?.();
@@ -262,8 +280,14 @@ export class FakeRuntime implements RuntimeClient {
       .filter((c) => !failed.has(c.name))
       .map((c) =>
         this.exitCode === undefined
-          ? runningContainer(c.name)
-          : { ...runningContainer(c.name), state: 'CONTAINER_EXITED' as const, exitCode: this.exitCode, finishedAt: 3, reason: this.exitCode === 0 ? 'Completed' : 'Error' },
+          ? runningContainer(c.name, `${c.name}-id`, hashContainer(c))
+          : {
+              ...runningContainer(c.name, `${c.name}-id`, hashContainer(c)),
+              state: 'CONTAINER_EXITED' as const,
+              exitCode: this.exitCode,
+              finishedAt: 3,
+              reason: this.exitCode === 0 ? 'Completed' : 'Error',
+            },
       );
     return {
       type: 'kubelet.runtime.SyncPodReply.v1',

@@ -9,7 +9,7 @@ import { SyncAborted } from '../src/pod-workers/pod-workers.js';
 import type { SyncControl } from '../src/pod-workers/pod-workers.js';
 import type { SyncMetrics } from '../src/ports.js';
 import { PodSyncer } from '../src/sync/pod-syncer.js';
-import { FakeEventSink, FakePodStateStore, FakeRuntime, FakeRuntimeCache, FakeStatusSink, FakeVolumes, silentLog } from './fakes.js';
+import { FakeEventSink, FakePodStateStore, FakeProbeResults, FakeRuntime, FakeRuntimeCache, FakeStatusSink, FakeVolumes, silentLog } from './fakes.js';
 
 export const PP = 0;
 export const EPOCH = 7;
@@ -20,6 +20,7 @@ export class RecordingMetrics implements SyncMetrics {
   workerStart: number[] = [];
   podStart: number[] = [];
   podStartSli: [number, number][] = [];
+  settled: boolean[] = [];
   observeWorkerDuration(op: string): void {
     this.workerDuration.push(op);
   }
@@ -31,6 +32,9 @@ export class RecordingMetrics implements SyncMetrics {
   }
   observePodStartSli(sli: number, total: number): void {
     this.podStartSli.push([sli, total]);
+  }
+  observeSettledSync(statusSent: boolean): void {
+    this.settled.push(statusSent);
   }
 }
 
@@ -64,7 +68,7 @@ export function control(trigger?: SyncControl['trigger']): Control {
   };
 }
 
-export function harness(tracing: TestTracing, opts: { allowPrivileged?: boolean } = {}) {
+export function harness(tracing: TestTracing, opts: { allowPrivileged?: boolean; resyncMs?: number } = {}) {
   const clock = new FakeClock(T0);
   const store = new FakePodStateStore();
   const cache = new FakeRuntimeCache();
@@ -73,6 +77,7 @@ export function harness(tracing: TestTracing, opts: { allowPrivileged?: boolean 
   const status = new FakeStatusSink();
   const events = new FakeEventSink();
   const metrics = new RecordingMetrics();
+  const probes = new FakeProbeResults();
   const syncer = new PodSyncer({
     node: 'node-a',
     runtimeName: 'containerd',
@@ -90,6 +95,8 @@ export function harness(tracing: TestTracing, opts: { allowPrivileged?: boolean 
     clock,
     logger: silentLog,
     random: () => 0,
+    probes,
+    ...(opts.resyncMs !== undefined ? { resyncMs: opts.resyncMs } : {}),
   });
   const guard = new LeaseGuard(PP, EPOCH, clock.now(), 7000, () => clock.now());
   const key = (uid: string) => `${PP}.${uid}`;
@@ -102,6 +109,7 @@ export function harness(tracing: TestTracing, opts: { allowPrivileged?: boolean 
     status,
     events,
     metrics,
+    probes,
     syncer,
     guard,
     sync: (uid: string, c: Control = control()) => syncer.sync(guard, uid, c.ctl),

@@ -2,7 +2,7 @@
  * The pod-worker's Prometheus metrics, with the kubelet's names, labels and buckets
  * (KUBELET.md §9), plus splitlet's own partition gauges.
  */
-import { Gauge, Histogram } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
 import { DefBuckets, podStartupDurationBuckets } from '@splitlet/telemetry';
 import type { SyncMetrics } from '../ports.js';
@@ -40,8 +40,15 @@ export function createPromSyncMetrics(registry: Registry): SyncMetrics {
     buckets: [...podStartupDurationBuckets],
     registers: [registry],
   });
+  const settledSyncs = new Counter({
+    name: 'splitlet_pod_worker_settled_syncs_total',
+    help: 'Syncs of settled pods: no volume mount and no runtime SyncPod; status_sent says whether the status was sent (status-manager did not hold it yet).',
+    labelNames: ['status_sent'],
+    registers: [registry],
+  });
   return {
     observeWorkerDuration: (op, s) => workerDuration.observe({ operation_type: op }, s),
+    observeSettledSync: (statusSent) => settledSyncs.inc({ status_sent: String(statusSent) }),
     observeWorkerStart: (s) => workerStart.observe(s),
     observePodStart: (s) => podStart.observe(s),
     observePodStartSli: (sli, total) => {

@@ -18,6 +18,10 @@
  * - The GetNewerThan wait is bounded (the cache warns and proceeds); after a state transition the
  *   next sync uses the runtime status the cri-adapter just returned instead of waiting for a relist.
  * - Requeue = `WorkerRecord.nextSyncAt`; sync-loop's 1 s tick pokes the pod when it is due.
+ * - A settled pod (settled-sync.ts: nothing its last full SyncPod in this lease epoch read has
+ *   changed) skips the volume mount and the runtime SyncPod, and sends its status only when
+ *   status-manager does not already hold it. The worker record is read from KV once per epoch,
+ *   then from what this instance wrote (it is the record's only writer while it holds the lease).
  */
 import type { BoundPod, WorkerRecord } from '@splitlet/api';
 import { extractContext } from '@splitlet/telemetry';
@@ -28,6 +32,7 @@ import { abortable } from './abortable.js';
 import { hasProbes } from './probe-results.js';
 import type { PodSyncerOptions, SyncCtx } from './sync-context.js';
 import { SyncEffects } from './sync-effects.js';
+import { settledDecision } from './settled-sync.js';
 import { runSyncPod } from './sync-pod.js';
 import { runSyncTerminatedPod } from './sync-terminated-pod.js';
 import { runSyncTerminatingPod } from './sync-terminating-pod.js';
@@ -67,12 +72,14 @@ export class PodSyncer {
     const fx = this.#fx;
     const o = fx.o;
     const pp = guard.partition;
+    const memory = fx.memory(guard);
     const [kill, desired, worker, apiRecord] = await abortable(
-      Promise.all([o.store.getKill(pp, uid), o.store.getDesired(pp, uid), o.store.getWorker(pp, uid), o.store.getApiStatus(uid)]),
+      Promise.all([o.store.getKill(pp, uid), o.store.getDesired(pp, uid), fx.getWorker(guard, uid), o.store.getApiStatus(uid)]),
       ctl.signal,
     );
     const record = worker?.value;
     const c = classify(record, desired, kill);
+    if (c.action !== 'run') memory.forget(uid);
     switch (c.action) {
       case 'none':
         fx.handoff.delete(uid);
@@ -104,7 +111,26 @@ export class PodSyncer {
       now: o.clock.now(),
       epoch: guard.epoch,
     });
-    if (decision.record.state !== 'sync') ctl.markTerminating();
+    if (decision.record.state !== 'sync') {
+      ctl.markTerminating();
+      memory.forget(uid);
+    }
+    const settled = settledDecision({
+      memory,
+      uid,
+      pod,
+      desiredRevision: desired?.revision,
+      killed: kill !== null,
+      worker,
+      decision,
+      runtimeStatus,
+      probes,
+    });
+    if (!settled.settled && memory.settled.has(uid)) {
+      // A full sync from here: what the pod settled on before is no longer known until it succeeds.
+      memory.settled.delete(uid);
+      o.logger.debug('sync not settled', { uid, why: settled.why });
+    }
     const ctx: SyncCtx = {
       guard,
       ctl,
@@ -113,7 +139,9 @@ export class PodSyncer {
       desired,
       kill,
       oldStatus: apiRecord?.status,
+      apiRecord: apiRecord ?? undefined,
       runtimeStatus,
+      settled: settled.settled,
       decision,
       continues: view.continues,
       newEpisode: view.newEpisode,

@@ -5,7 +5,7 @@
  * SyncTerminatedPod (the pod, its status, the update type), read here from KV instead.
  */
 import type { Context, Tracer } from '@opentelemetry/api';
-import type { BoundPod, DesiredPod, KillRequest, PodStatus, ProbeResultsByType, RuntimePodStatus } from '@splitlet/api';
+import type { BoundPod, DesiredPod, KillRequest, PodStatus, PodStatusRecord, ProbeResultsByType, RuntimePodStatus } from '@splitlet/api';
 import { hasErrorCode } from '@splitlet/api';
 import type { Clock, EventSink, Log, PodStateStore, ProbeResultsSource, RuntimeClient, RuntimeStatusSource, StatusSink, SyncMetrics, Versioned, VolumeClient } from '../ports.js';
 import type { PartitionGuard } from '../partitions/partition-guard.js';
@@ -53,7 +53,11 @@ export interface SyncCtx {
   readonly kill: Versioned<KillRequest> | null;
   /** The status-manager's cached status (generateAPIPodStatus's old status). */
   readonly oldStatus: PodStatus | undefined;
+  /** The status-manager's record the old status is from (undefined: none yet). */
+  readonly apiRecord: PodStatusRecord | undefined;
   readonly runtimeStatus: RuntimePodStatus;
+  /** Nothing the pod's last full SyncPod in this epoch read has changed (settled-sync.ts): skip the volume mount and the runtime SyncPod. */
+  readonly settled: boolean;
   readonly decision: WorkerStateDecision;
   /** The span of this pod's previous sync, when this sync continues it (a worker state transition). */
   readonly continues: Context | undefined;
@@ -75,6 +79,10 @@ export interface StateSyncOutcome {
   readonly runtimeStatus?: RuntimePodStatus;
   /** The earliest backoff expiry the runtime reported (ms since the epoch), to requeue then. */
   readonly backoffUntil?: number;
+  /** cri-adapter's SyncPod reply status, when the sync ran the runtime SyncPod. */
+  readonly replyStatus?: RuntimePodStatus;
+  /** The sync found the pod settled and skipped the mount and the runtime SyncPod. */
+  readonly settled?: boolean;
 }
 
 /** Throws the abort reason when the sync was aborted (a kill arrived, the partition stopped). */

@@ -17,6 +17,7 @@ import type { Versioned } from '../ports.js';
 import type { PartitionGuard } from '../partitions/partition-guard.js';
 import { abortable } from './abortable.js';
 import { podEvent } from './pod-event.js';
+import { SyncMemory } from './settled-sync.js';
 import type { PodSyncerOptions, SyncCtx } from './sync-context.js';
 import { syncSpanParent } from './sync-span-parent.js';
 import { requeued } from './worker-requeue.js';
@@ -28,7 +29,10 @@ export interface RuntimeHandoff {
   readonly parent: Context | undefined;
 }
 
-/** The shared sync steps. One per {@link PodSyncer}; stateless except the hand-over table. */
+/**
+ * The shared sync steps. One per {@link PodSyncer}; stateless except the hand-over table and the
+ * per-epoch {@link SyncMemory} of each partition guard.
+ */
 export class SyncEffects {
   readonly o: PodSyncerOptions;
   readonly random: () => number;
@@ -39,6 +43,8 @@ export class SyncEffects {
    * pod, and the span of the sync that handed it over (the next sync continues its trace).
    */
   readonly handoff = new Map<string, RuntimeHandoff>();
+  /** What this instance remembers per partition lease epoch (dropped with the guard when the partition stops). */
+  readonly #memories = new WeakMap<PartitionGuard, SyncMemory>();
 
   constructor(options: PodSyncerOptions) {
     this.o = options;
@@ -93,6 +99,16 @@ export class SyncEffects {
     });
   }
 
+  /** The memory of the partition `guard` holds, for its epoch. */
+  memory(guard: PartitionGuard): SyncMemory {
+    let m = this.#memories.get(guard);
+    if (m === undefined) {
+      m = new SyncMemory();
+      this.#memories.set(guard, m);
+    }
+    return m;
+  }
+
   /** statusManager.SetPodStatus. */
   async sendStatus(ctx: SyncCtx, status: PodStatus, couldHaveRunningContainers: boolean): Promise<void> {
     await this.send(ctx.guard, {
@@ -107,10 +123,12 @@ export class SyncEffects {
       at: new Date(this.o.clock.now()).toISOString(),
       trace: injectContext(),
     });
+    this.memory(ctx.guard).sent(ctx.uid, status);
   }
 
   async send(guard: PartitionGuard, update: PodStatusUpdate): Promise<void> {
     guard.assertHeld();
+    this.memory(guard).sending(update.uid);
     await this.o.status.send(update);
   }
 
@@ -149,8 +167,8 @@ export class SyncEffects {
     });
   }
 
-  /** Writes the worker record, stamped with this sync (time, epoch, runtime episode, desired revision). */
-  async persist(ctx: SyncCtx, rec: WorkerRecord): Promise<void> {
+  /** Writes the worker record, stamped with this sync (time, epoch, runtime episode, desired revision); returns its revision. */
+  async persist(ctx: SyncCtx, rec: WorkerRecord): Promise<number> {
     const now = this.o.clock.now();
     const out: WorkerRecord = {
       ...rec,
@@ -163,8 +181,40 @@ export class SyncEffects {
     else delete out.runtimeSyncedAt;
     const rev = ctx.desired?.revision ?? rec.syncedRevision;
     if (rev !== undefined) out.syncedRevision = rev;
-    ctx.guard.assertHeld();
-    await this.o.store.putWorker(ctx.guard.partition, out);
+    return this.putWorker(ctx.guard, out);
+  }
+
+  /** Puts a worker record (the partition owner is its only writer) and remembers it for the epoch. */
+  async putWorker(guard: PartitionGuard, rec: WorkerRecord): Promise<number> {
+    const memory = this.memory(guard);
+    guard.assertHeld();
+    // Until the put is known done, what KV holds is unknown.
+    memory.setWorker(rec.uid, undefined);
+    const revision = await this.o.store.putWorker(guard.partition, rec);
+    memory.setWorker(rec.uid, { value: rec, revision });
+    return revision;
+  }
+
+  /** Deletes a worker record and remembers it gone for the epoch. */
+  async deleteWorker(guard: PartitionGuard, uid: string): Promise<void> {
+    const memory = this.memory(guard);
+    guard.assertHeld();
+    memory.setWorker(uid, undefined);
+    await this.o.store.deleteWorker(guard.partition, uid);
+    memory.setWorker(uid, null);
+  }
+
+  /**
+   * The pod's worker record: from this epoch's memory when this instance wrote or read it, else
+   * from KV (then remembered). Only the partition owner writes it, so what it wrote is current.
+   */
+  async getWorker(guard: PartitionGuard, uid: string): Promise<Versioned<WorkerRecord> | null> {
+    const memory = this.memory(guard);
+    const known = memory.worker(uid);
+    if (known !== undefined) return known;
+    const read = await this.o.store.getWorker(guard.partition, uid);
+    memory.setWorker(uid, read);
+    return read;
   }
 
   /** A failed `what`: logs it and persists `record` due again after the error backoff, continuing `spanCtx`. */
@@ -184,6 +234,7 @@ export class SyncEffects {
   /** The pod is finished and no longer desired: status-manager forgets it, then the kill and the record go. */
   async forget(guard: PartitionGuard, uid: string, record: WorkerRecord | undefined, kill: Versioned<KillRequest> | null, pod: BoundPod | undefined): Promise<void> {
     this.handoff.delete(uid);
+    this.memory(guard).forget(uid);
     await this.send(guard, {
       type: 'kubelet.status.PodStatusUpdate.v1',
       kind: 'removed',
@@ -195,8 +246,7 @@ export class SyncEffects {
       at: new Date(this.o.clock.now()).toISOString(),
     });
     if (kill !== null) await this.deleteKill(guard, uid, kill);
-    guard.assertHeld();
-    await this.o.store.deleteWorker(guard.partition, uid);
+    await this.deleteWorker(guard, uid);
     this.o.logger.debug('pod worker forgotten', { uid });
   }
 

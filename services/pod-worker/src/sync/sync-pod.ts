@@ -18,6 +18,7 @@ import { probesForRuntime } from './probe-results.js';
 import { firstSeen, mergePullWindow, observeRunning } from './pod-startup-latency.js';
 import { checkpoint, isAbort, isFatalToSync } from './sync-context.js';
 import type { StateSyncOutcome, SyncCtx } from './sync-context.js';
+import { probesKey, runtimeKey, statusHeld } from './settled-sync.js';
 import type { SyncEffects } from './sync-effects.js';
 import { earliestBackoffExpiry, runtimeSyncError, updateReasons } from './sync-results.js';
 import { isTerminalPhase, toTerminating } from './worker-decisions.js';
@@ -47,6 +48,7 @@ export async function runSyncPod(fx: SyncEffects, ctx: SyncCtx, record: WorkerRe
   );
   o.metrics.observeWorkerDuration(updateType, (o.clock.now() - start) / 1000);
   if (outcome.terminal) {
+    fx.memory(ctx.guard).settled.delete(ctx.uid);
     rec = toTerminating(rec, ctx.pod, ctx.kill?.value, o.clock.now());
     delete rec.nextSyncTrace;
     await fx.persist(ctx, rec);
@@ -63,8 +65,43 @@ export async function runSyncPod(fx: SyncEffects, ctx: SyncCtx, record: WorkerRe
   const unfinished = outcome.error !== undefined || outcome.backoffUntil !== undefined;
   rec = requeued(rec, o.clock.now() + Math.round(delay), unfinished ? spanCtx : undefined);
   if (outcome.error !== undefined) o.logger.warn('syncPod failed, requeued', { uid: ctx.uid, err: outcome.error, retryInMs: Math.round(delay) });
-  await fx.persist(ctx, rec);
+  if (outcome.settled === true && ctx.runtimeCalls.at === undefined && rec.runtimeSyncedAt !== undefined) {
+    // No runtime change was made: the last one is still the previous SyncPod's, and the next sync
+    // needs a cache no newer than that (what this sync saw already is).
+    ctx.runtimeCalls.at = rec.runtimeSyncedAt;
+  }
+  const revision = await fx.persist(ctx, rec);
+  rememberSettled(fx, ctx, outcome, revision);
   return {};
+}
+
+/**
+ * After a SyncPod that succeeded with nothing left to retry, what the pod settled on: the desired
+ * revision, the worker record just written, cri-adapter's reply status and the probe results (a
+ * settled sync keeps all but the record's revision).
+ */
+function rememberSettled(fx: SyncEffects, ctx: SyncCtx, outcome: StateSyncOutcome, workerRevision: number): void {
+  const settled = fx.memory(ctx.guard).settled;
+  const runtime = outcome.replyStatus;
+  if (outcome.error !== undefined || outcome.backoffUntil !== undefined || ctx.desired === null) {
+    settled.delete(ctx.uid);
+    return;
+  }
+  const last = settled.get(ctx.uid);
+  if (outcome.settled === true && last !== undefined) {
+    settled.set(ctx.uid, { ...last, workerRevision });
+    return;
+  }
+  if (runtime === undefined) {
+    settled.delete(ctx.uid);
+    return;
+  }
+  settled.set(ctx.uid, {
+    desiredRevision: ctx.desired.revision,
+    workerRevision,
+    runtime: runtimeKey(runtime),
+    probes: probesKey(ctx.probes),
+  });
 }
 
 /** Kubelet.SyncPod. `setRecord` publishes record changes (reasons cache, running observed) as they happen. */
@@ -80,6 +117,7 @@ async function syncPod(fx: SyncEffects, ctx: SyncCtx, record: WorkerRecord, setR
   }
   rec = observe(rec, status);
   setRecord(rec);
+  if (ctx.settled) return settledSyncPod(fx, ctx, status);
   await fx.sendStatus(ctx, status, true);
 
   const runnable = await fx.step('canRunPod', ctx, () => canRunPod(pod, o.allowPrivileged));
@@ -156,9 +194,25 @@ async function syncPod(fx: SyncEffects, ctx: SyncCtx, record: WorkerRecord, setR
   return {
     terminal: false,
     runtimeStatus: reply.podStatus,
+    replyStatus: reply.podStatus,
     ...(err !== undefined ? { error: err } : {}),
     ...(backoffUntil !== undefined ? { backoffUntil } : {}),
   };
+}
+
+/**
+ * The rest of SyncPod for a settled pod (settled-sync.ts): canRunPod, the mount and the runtime
+ * SyncPod would find nothing to do, so they are skipped; the status is sent unless status-manager
+ * already holds it. The sync span says so.
+ */
+async function settledSyncPod(fx: SyncEffects, ctx: SyncCtx, status: PodStatus): Promise<StateSyncOutcome> {
+  const memory = fx.memory(ctx.guard);
+  const held = statusHeld(status, ctx.apiRecord, memory.lastSent(ctx.uid));
+  trace.getActiveSpan()?.setAttributes({ 'splitlet.sync.settled': true, 'splitlet.sync.status_sent': !held });
+  fx.o.logger.debug('sync settled: volume mount and runtime SyncPod skipped', { uid: ctx.uid, statusSent: !held });
+  fx.o.metrics.observeSettledSync?.(!held);
+  if (!held) await fx.sendStatus(ctx, status, true);
+  return { terminal: false, runtimeStatus: ctx.runtimeStatus, settled: true };
 }
 
 /**

@@ -62,14 +62,13 @@ export async function runSyncTerminatingRuntimePod(
       o.clock.now() + Math.round(delay),
       spanCtx,
     );
-    guard.assertHeld();
     const out: WorkerRecord = { ...rec, lastSyncTime: o.clock.now(), syncedAt: new Date(o.clock.now()).toISOString() };
     delete out.runtimeSyncedAt;
-    await o.store.putWorker(guard.partition, out);
+    await fx.putWorker(guard, out);
     return {};
   }
   guard.assertHeld();
   await fx.deleteKill(guard, uid, kill);
-  if (record !== undefined) await o.store.deleteWorker(guard.partition, uid);
+  if (record !== undefined) await fx.deleteWorker(guard, uid);
   return {};
 }
