@@ -15,8 +15,8 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { connect } from '@nats-io/transport-node';
 import { mkdirSync, rmSync } from 'node:fs';
+import { BusSpy } from './lib/bus-spy.ts';
 import { monotonicMicros, readProfiles, summarizeProfile } from './lib/cpu-profiles.ts';
 import { NodeUnderTest } from './lib/node-under-test.ts';
 import type { BurstProbeResult } from './lib/result.ts';
@@ -49,33 +49,6 @@ for (const [k, v] of [
   if (!Number.isFinite(v) || v < 0) throw new Error(`--${k} must be a number ≥ 0`);
 }
 
-const UID_TOKEN = /^[0-9a-f]{16,}$|^[0-9a-f]{8}-[0-9a-f]{4}-/;
-const UID_IN_BODY = /"uid":"([^"]+)"/;
-const UIDS_IN_BODY = /"uid":"([^"]+)"/g;
-/** Body fields that tell messages of one subject apart (a poke's kind, an update's op, an event's reason). */
-const KIND_IN_BODY = /"(?:kind|op|event|reason)":"([^"]+)"/;
-const dec = new TextDecoder();
-
-/** The subject with pod UIDs, partitions, inboxes and ack tokens replaced by placeholders. */
-function template(subject: string): string {
-  if (subject.startsWith('_INBOX.')) return '_INBOX (replies)';
-  if (subject.startsWith('$JS.ACK.')) return `$JS.ACK.${subject.split('.')[2]}.{consumer} (acks)`;
-  if (subject.startsWith('$JS.API.DIRECT.GET.') || subject.startsWith('$JS.API.STREAM.MSG.')) {
-    // The stream, and for the API server's bucket the resource read: `$JS.API.DIRECT.GET.KV_sl_api.pods…`.
-    const t = subject.split('.');
-    const direct = t[2] === 'DIRECT';
-    const stream = t[direct ? 4 : 5] ?? '';
-    const resource = stream === 'KV_sl_api' && direct ? `.${t[7] ?? ''}` : '';
-    return `${t.slice(0, direct ? 4 : 5).join('.')}.${stream}${resource}…`;
-  }
-  if (subject.startsWith('$JS.API.')) return subject.split('.').slice(0, 4).join('.') + '…';
-  if (subject.startsWith('$KV.sl_api.')) return `$KV.sl_api.${subject.split('.')[2] ?? ''}.{key}`;
-  return subject
-    .split('.')
-    .map((t) => (UID_TOKEN.test(t) ? '{uid}' : /^\d+$/.test(t) ? '{n}' : t))
-    .join('.');
-}
-
 async function main(): Promise<void> {
   const load0 = loadAverage();
   const profDir = values['cpu-prof'] === undefined ? undefined : resolve(values['cpu-prof']);
@@ -92,67 +65,18 @@ async function main(): Promise<void> {
     upArgs: values['up-arg'],
     ...(values['splitlet-root'] !== undefined ? { splitletRoot: resolve(values['splitlet-root']) } : {}),
   });
-  const spy = await connect({ servers: node.nats.url, name: 'burst-probe' });
+  const spy = await BusSpy.start(node.nats.url, 'burst-probe');
   let window: { from: number; to: number; names: Map<number, string> } | undefined;
   let holdWindow: { from: number; to: number } | undefined;
   let summary: BurstProbeResult | undefined;
   try {
     await new Promise((r) => setTimeout(r, 3000));
-    const counts = new Map<string, number>();
-    const bytes = new Map<string, number>();
-    /** uid → template → first time seen. */
-    const firstSeen = new Map<string, Map<string, number>>();
-    /** reply inbox → request. */
-    const pending = new Map<string, { tpl: string; t: number }>();
-    const rpcLatency = new Map<string, number[]>();
-    let recording = false;
-    const sub = spy.subscribe('>', {
-      callback: (_err, m) => {
-        if (!recording) return;
-        const now = Date.now();
-        let tpl = template(m.subject);
-        if (!tpl.startsWith('$') && !tpl.startsWith('_') && m.data.length > 0) {
-          const kind = KIND_IN_BODY.exec(dec.decode(m.data.subarray(0, 2048)))?.[1];
-          if (kind !== undefined) tpl = `${tpl} [${kind}]`;
-        }
-        // A JetStream delivery (a consumer's or a KV watch's) carries the stored message's subject and an ack reply.
-        const delivery = m.reply?.startsWith('$JS.ACK.') === true;
-        if (delivery) tpl = `${tpl} (delivered)`;
-        counts.set(tpl, (counts.get(tpl) ?? 0) + 1);
-        bytes.set(tpl, (bytes.get(tpl) ?? 0) + m.data.length);
-        if (m.reply !== undefined && m.reply !== '' && m.subject.includes('.rpc.')) pending.set(m.reply, { tpl, t: now });
-        if (m.subject.startsWith('_INBOX.')) {
-          const req = pending.get(m.subject);
-          if (req !== undefined && m.data.length > 0 && !dec.decode(m.data.subarray(0, 20)).includes('"progress"')) {
-            pending.delete(m.subject);
-            let xs = rpcLatency.get(req.tpl);
-            if (xs === undefined) rpcLatency.set(req.tpl, (xs = []));
-            xs.push(now - req.t);
-          }
-          return;
-        }
-        if (delivery) return;
-        const stage = tpl.replace(/ \[.*\]$/, '');
-        let uids: string[] = [];
-        const inSubject = m.subject.split('.').find((t) => UID_TOKEN.test(t));
-        if (inSubject !== undefined) uids = [inSubject];
-        else if (m.subject.includes('.config.') && m.data.length > 0) uids = [...dec.decode(m.data).matchAll(UIDS_IN_BODY)].map((x) => x[1]!);
-        else if (m.data.length > 0) {
-          const u = UID_IN_BODY.exec(dec.decode(m.data.subarray(0, 4096)))?.[1];
-          if (u !== undefined) uids = [u];
-        }
-        for (const uid of uids) {
-          let f = firstSeen.get(uid);
-          if (f === undefined) firstSeen.set(uid, (f = new Map<string, number>()));
-          if (!f.has(stage)) f.set(stage, now);
-        }
-      },
-    });
+    const { counts, bytes, firstSeen, rpcLatency } = spy;
     const procs = node.processes();
     const rssIdle = procs.map((p) => rssMiB(p.pid));
     const cpu0 = procs.map((p) => cpuSeconds(p.pid));
     const cri0 = await node.criCalls();
-    recording = true;
+    spy.recording = true;
     const mono0 = monotonicMicros();
     const t0 = Date.now();
     const names: string[] = [];
@@ -164,7 +88,7 @@ async function main(): Promise<void> {
     const tRunning = Date.now();
     // Let the follow-up work of the last pods (pleg events, their syncs, status reports) finish before counting.
     await new Promise((r) => setTimeout(r, Number(values.settle) * 1000));
-    recording = false;
+    spy.recording = false;
     const rssAfter = procs.map((p) => rssMiB(p.pid));
     const mono1 = monotonicMicros();
     const cri1 = await node.criCalls();
@@ -228,9 +152,9 @@ async function main(): Promise<void> {
       const cpuH0 = procs.map((p) => cpuSeconds(p.pid));
       const criH0 = await node.criCalls();
       const monoH0 = monotonicMicros();
-      recording = true;
+      spy.recording = true;
       await new Promise((r) => setTimeout(r, HOLD * 1000));
-      recording = false;
+      spy.recording = false;
       holdWindow = { from: monoH0, to: monotonicMicros() };
       const criH1 = await node.criCalls();
       console.log(`\nholding ${PODS} Running pods for ${HOLD} s, no churn: CPU % of one core by process`);
@@ -252,7 +176,6 @@ async function main(): Promise<void> {
       counts.clear();
       for (const [k, v] of held) counts.set(k, v);
     }
-    sub.unsubscribe();
     summary = {
       pods: PODS,
       workers: WORKERS,
@@ -266,7 +189,7 @@ async function main(): Promise<void> {
       rpc: Object.fromEntries([...rpcLatency].map(([k, xs]) => [k, { perPod: xs.length / PODS, p50: pct(xs, 50), p90: pct(xs, 90) }])),
     };
   } finally {
-    await spy.close().catch(() => undefined);
+    await spy.close();
     await node.stop();
   }
   if (profDir !== undefined && window !== undefined) {
