@@ -12,15 +12,25 @@
  *        [--cpu-prof DIR] [--top 12] [--settle 3] [--up-arg=--no-apiserver …] (seconds counted after the last Running, for the tail of the work)
  *        [--hold 20] (then, once the node's consumers have drained, seconds of holding the pods with no churn: CPU, messages, CRI calls and profile per second)
  */
-import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { mkdirSync, rmSync } from 'node:fs';
 import { BusSpy } from './lib/bus-spy.ts';
-import { monotonicMicros, readProfiles, summarizeProfile } from './lib/cpu-profiles.ts';
+import { monotonicMicros } from './lib/cpu-profiles.ts';
+import {
+  cpuProfileEnv,
+  criCallsPerPod,
+  printCpuMs,
+  printCriCalls,
+  printMessages,
+  printProfiles,
+  printRpcs,
+  rpcSummary,
+  windowProfiles,
+  writeProbeJson,
+} from './lib/probe-report.ts';
 import { NodeUnderTest } from './lib/node-under-test.ts';
 import type { BurstProbeResult } from './lib/result.ts';
-import { cpuSeconds, fmt, gitCommit, loadAverage, pct, rssMiB } from './lib/stats.ts';
+import { cpuSeconds, fmt, loadAverage, pct, rssMiB } from './lib/stats.ts';
 
 const { values } = parseArgs({
   options: {
@@ -52,12 +62,8 @@ for (const [k, v] of [
 async function main(): Promise<void> {
   const load0 = loadAverage();
   const profDir = values['cpu-prof'] === undefined ? undefined : resolve(values['cpu-prof']);
-  if (profDir !== undefined) {
-    rmSync(profDir, { recursive: true, force: true });
-    mkdirSync(profDir, { recursive: true });
-  }
   const node = await NodeUnderTest.start({
-    ...(profDir !== undefined ? { env: { NODE_OPTIONS: `--require ${resolve(import.meta.dirname, 'lib', 'cpu-prof-preload.cjs')}`, SPLITLET_BENCH_CPU_PROF_DIR: profDir } } : {}),
+    ...cpuProfileEnv(profDir),
     podWorkers: WORKERS,
     simLatencyMs: LATENCY,
     maxPods: PODS + 100,
@@ -71,7 +77,7 @@ async function main(): Promise<void> {
   let summary: BurstProbeResult | undefined;
   try {
     await new Promise((r) => setTimeout(r, 3000));
-    const { counts, bytes, firstSeen, rpcLatency } = spy;
+    const { counts, firstSeen } = spy;
     const procs = node.processes();
     const rssIdle = procs.map((p) => rssMiB(p.pid));
     const cpu0 = procs.map((p) => cpuSeconds(p.pid));
@@ -100,28 +106,16 @@ async function main(): Promise<void> {
 
     console.log(`\nburst of ${PODS} pods, ${WORKERS} pod-workers, simulator ${LATENCY} ms per CRI call: ${fmt(podsPerSec)} pods/s, p50 ${pct(lat, 50)} ms, p99 ${pct(lat, 99)} ms`);
     console.log(`load average before ${load0.join(' ')}, after ${loadAverage().join(' ')}`);
-    console.log(`\nCPU ms per pod by process (counted until ${values.settle} s after the last Running):`);
-    const cpuTotal = Object.values(cpuMs).reduce((a, b) => a + b, 0);
-    for (const [k, v] of Object.entries(cpuMs).sort((a, b) => b[1] - a[1])) console.log(`  ${k.padEnd(18)} ${fmt(v, 2).padStart(7)}`);
-    console.log(`  ${'total'.padEnd(18)} ${fmt(cpuTotal, 2).padStart(7)}`);
+    printCpuMs(`CPU ms per pod by process (counted until ${values.settle} s after the last Running):`, cpuMs);
 
     console.log(`\nRSS by process (MiB): idle before the burst, ${values.settle} s after its last Running:`);
     procs.forEach((p, i) => console.log(`  ${p.name.padEnd(18)} ${fmt(rssIdle[i]!, 1).padStart(7)} ${fmt(rssAfter[i]!, 1).padStart(7)}`));
 
-    const total = [...counts.values()].reduce((a, b) => a + b, 0);
-    console.log(`\nbus messages per pod by subject (${fmt(total / PODS)} in all):`);
-    for (const [k, v] of [...counts].sort((a, b) => b[1] - a[1])) {
-      if (v / PODS < 0.05) continue;
-      console.log(`  ${fmt(v / PODS, 2).padStart(6)}  ${fmt((bytes.get(k) ?? 0) / v, 0).padStart(6)} B  ${k}`);
-    }
-    const criPerPod = new Map([...cri1].map(([k, v]) => [k, (v - (cri0.get(k) ?? 0)) / PODS] as const).filter(([, v]) => v > 0));
+    printMessages('bus messages per pod by subject', spy, PODS);
+    const criPerPod = criCallsPerPod(cri0, cri1, PODS);
     const criTotal = [...criPerPod.values()].reduce((a, b) => a + b, 0);
-    console.log(`\nCRI calls per pod by operation (cri-adapter's kubelet_runtime_operations_total, ${fmt(criTotal, 2)} in all):`);
-    for (const [k, v] of [...criPerPod].sort((a, b) => b[1] - a[1])) console.log(`  ${fmt(v, 2).padStart(6)}  ${k}`);
-    console.log('\nRPCs: count per pod, median / p90 latency (ms):');
-    for (const [k, xs] of [...rpcLatency].sort((a, b) => b[1].length - a[1].length)) {
-      console.log(`  ${fmt(xs.length / PODS, 2).padStart(6)}  ${String(pct(xs, 50)).padStart(6)} / ${String(pct(xs, 90)).padStart(6)}  ${k}`);
-    }
+    printCriCalls(`CRI calls per pod by operation (cri-adapter's kubelet_runtime_operations_total, ${fmt(criTotal, 2)} in all):`, criPerPod);
+    printRpcs('RPCs: count per pod, median / p90 latency (ms):', spy, PODS);
     // Stage timeline: median (over pods) of the first time each subject was seen for the pod, from its creation.
     const created = new Map<string, number>();
     for (const [uid, f] of firstSeen) {
@@ -186,7 +180,7 @@ async function main(): Promise<void> {
       rssMiB: Object.fromEntries(procs.map((p, i) => [p.name, { idle: rssIdle[i]!, afterBurst: rssAfter[i]! }])),
       messagesPerPod: Object.fromEntries([...counts].map(([k, v]) => [k, v / PODS])),
       criCallsPerPod: Object.fromEntries(criPerPod),
-      rpc: Object.fromEntries([...rpcLatency].map(([k, xs]) => [k, { perPod: xs.length / PODS, p50: pct(xs, 50), p90: pct(xs, 90) }])),
+      rpc: rpcSummary(spy, PODS),
     };
   } finally {
     await spy.close();
@@ -195,33 +189,12 @@ async function main(): Promise<void> {
   if (profDir !== undefined && window !== undefined) {
     const top = Number(values.top);
     console.log(`\nCPU profiles over the burst (+3 s), CPU ms per pod (sampled; ${profDir}):`);
-    const summaries = [...readProfiles(profDir)]
-      .filter(([pid]) => window.names.has(pid))
-      .map(([pid, prof]) => ({ name: window.names.get(pid)!, s: summarizeProfile(prof, pid, window.from, window.to) }))
-      .sort((a, b) => b.s.busyMs - a.s.busyMs);
-    for (const { name, s } of summaries) {
-      console.log(`\n  ${name}: ${fmt(s.busyMs / PODS, 2)} ms per pod`);
-      console.log(
-        `    files:     ${s.files
-          .slice(0, 8)
-          .map((f) => `${f.name} ${fmt(f.ms / PODS, 2)}`)
-          .join(', ')}`,
-      );
-      for (const f of s.functions.slice(0, top)) console.log(`    ${fmt(f.ms / PODS, 3).padStart(7)}  ${f.name}`);
-    }
+    const summaries = windowProfiles(profDir, window);
+    printProfiles(summaries, PODS, 'pod', top, { files: true });
     if (holdWindow !== undefined) {
       const hw = holdWindow;
       console.log(`\nCPU profiles while holding the pods, CPU ms per second:`);
-      const held = [...readProfiles(profDir)]
-        .filter(([pid]) => window.names.has(pid))
-        .map(([pid, prof]) => ({ name: window.names.get(pid)!, s: summarizeProfile(prof, pid, hw.from, hw.to) }))
-        .sort((a, b) => b.s.busyMs - a.s.busyMs);
-      for (const { name, s } of held) {
-        console.log(`\n  ${name}: ${fmt(s.busyMs / HOLD, 1)} ms per second`);
-        for (const f of s.functions.slice(0, top)) console.log(`    ${fmt(f.ms / HOLD, 2).padStart(7)}  ${f.name}`);
-        console.log('    inclusive, splitlet code:');
-        for (const f of s.ownInclusive.slice(0, top)) console.log(`    ${fmt(f.ms / HOLD, 2).padStart(7)}  ${f.name}`);
-      }
+      printProfiles(windowProfiles(profDir, { ...window, from: hw.from, to: hw.to }), HOLD, 'second', top, { inclusive: true });
     }
     if (summary !== undefined) {
       const msPerPod = (ms: number): number => Math.round((1000 * ms) / PODS) / 1000;
@@ -233,10 +206,7 @@ async function main(): Promise<void> {
       };
     }
   }
-  if (values.json !== undefined && summary !== undefined) {
-    const commit = gitCommit(values['splitlet-root'] === undefined ? resolve(import.meta.dirname, '..', '..') : resolve(values['splitlet-root']));
-    writeFileSync(values.json, `${JSON.stringify({ date: new Date().toISOString(), commit, ...summary }, null, 2)}\n`);
-  }
+  if (values.json !== undefined && summary !== undefined) writeProbeJson(values.json, values['splitlet-root'], summary);
 }
 
 main().catch((e: unknown) => {

@@ -15,14 +15,25 @@
  *        [--cpu-prof DIR] [--top 12] [--up-arg=--no-apiserver …] [--spans] [--trace I …] (print the deletion trace of pod probe-I; implies --spans)
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Kvm } from '@nats-io/kv';
 import { BusSpy } from './lib/bus-spy.ts';
-import { monotonicMicros, readProfiles, summarizeProfile } from './lib/cpu-profiles.ts';
+import { monotonicMicros } from './lib/cpu-profiles.ts';
 import { NodeUnderTest } from './lib/node-under-test.ts';
-import { cpuSeconds, fmt, gitCommit, loadAverage, pct } from './lib/stats.ts';
+import {
+  cpuProfileEnv,
+  criCallsPerPod,
+  printCpuMs,
+  printCriCalls,
+  printMessages,
+  printProfiles,
+  printRpcs,
+  rpcSummary,
+  windowProfiles,
+  writeProbeJson,
+} from './lib/probe-report.ts';
+import { cpuSeconds, fmt, loadAverage, pct } from './lib/stats.ts';
 
 const { values } = parseArgs({
   options: {
@@ -53,12 +64,8 @@ const STATUS_KEY_STAGE = '$KV.sl_status.bench-node.{uid}';
 async function main(): Promise<void> {
   const load0 = loadAverage();
   const profDir = values['cpu-prof'] === undefined ? undefined : resolve(values['cpu-prof']);
-  if (profDir !== undefined) {
-    rmSync(profDir, { recursive: true, force: true });
-    mkdirSync(profDir, { recursive: true });
-  }
   const node = await NodeUnderTest.start({
-    ...(profDir !== undefined ? { env: { NODE_OPTIONS: `--require ${resolve(import.meta.dirname, 'lib', 'cpu-prof-preload.cjs')}`, SPLITLET_BENCH_CPU_PROF_DIR: profDir } } : {}),
+    ...cpuProfileEnv(profDir),
     podWorkers: WORKERS,
     maxPods: PODS + 100,
     spans: values.spans === true || values.trace.length > 0,
@@ -129,23 +136,11 @@ async function main(): Promise<void> {
     console.log(`\n${PODS} pods deleted → gone in ${fmt((tGone - t0) / 1000, 2)} s: ${fmt(podsPerSec)} pods/s; the node drained ${fmt(drainMs / 1000)} s later`);
     console.log(`mirror pods left in the API server once drained (+ up to 10 s): ${mirrorsLeft}`);
     console.log(`load average before the node ${load0.join(' ')}, at the deletion ${loadDelete.join(' ')}, after ${loadAverage().join(' ')}`);
-    console.log(`\nCPU ms per deleted pod by process (until drained):`);
-    const cpuTotal = Object.values(cpuMs).reduce((a, b) => a + b, 0);
-    for (const [k, v] of Object.entries(cpuMs).sort((a, b) => b[1] - a[1])) console.log(`  ${k.padEnd(18)} ${fmt(v, 2).padStart(7)}`);
-    console.log(`  ${'total'.padEnd(18)} ${fmt(cpuTotal, 2).padStart(7)}`);
-
-    console.log(`\nbus messages per deleted pod by subject (${fmt(spy.total() / PODS)} in all):`);
-    for (const [k, v] of [...spy.counts].sort((a, b) => b[1] - a[1])) {
-      if (v / PODS < 0.05) continue;
-      console.log(`  ${fmt(v / PODS, 2).padStart(6)}  ${fmt((spy.bytes.get(k) ?? 0) / v, 0).padStart(6)} B  ${k}`);
-    }
-    const criPerPod = new Map([...cri1].map(([k, v]) => [k, (v - (cri0.get(k) ?? 0)) / PODS] as const).filter(([, v]) => v > 0));
-    console.log(`\nCRI calls per deleted pod by operation:`);
-    for (const [k, v] of [...criPerPod].sort((a, b) => b[1] - a[1])) console.log(`  ${fmt(v, 2).padStart(6)}  ${k}`);
-    console.log('\nRPCs: count per deleted pod, median / p90 latency (ms):');
-    for (const [k, xs] of [...spy.rpcLatency].sort((a, b) => b[1].length - a[1].length)) {
-      console.log(`  ${fmt(xs.length / PODS, 2).padStart(6)}  ${String(pct(xs, 50)).padStart(6)} / ${String(pct(xs, 90)).padStart(6)}  ${k}`);
-    }
+    printCpuMs('CPU ms per deleted pod by process (until drained):', cpuMs);
+    printMessages('bus messages per deleted pod by subject', spy, PODS);
+    const criPerPod = criCallsPerPod(cri0, cri1, PODS);
+    printCriCalls('CRI calls per deleted pod by operation:', criPerPod);
+    printRpcs('RPCs: count per deleted pod, median / p90 latency (ms):', spy, PODS);
 
     // Stages: when each pod first reached each subject, after the deletion (all manifests went at t0)
     // and after the pod's own REMOVE; the status key's last write is its deletion.
@@ -188,7 +183,7 @@ async function main(): Promise<void> {
       cpuMsPerPod: cpuMs,
       messagesPerPod: Object.fromEntries([...spy.counts].map(([k, v]) => [k, v / PODS])),
       criCallsPerPod: Object.fromEntries(criPerPod),
-      rpc: Object.fromEntries([...spy.rpcLatency].map(([k, xs]) => [k, { perPod: xs.length / PODS, p50: pct(xs, 50), p90: pct(xs, 90) }])),
+      rpc: rpcSummary(spy, PODS),
       stages: Object.fromEntries(stages.map(([k, xs]) => [k, { first: Math.min(...xs), p50: pct(xs, 50), last: Math.max(...xs), afterRemoveP50: pct(afterRemove.get(k)!, 50) }])),
     };
     // The deletion traces of the pods asked for (`splitlet trace --latest`), while the node still runs.
@@ -208,23 +203,10 @@ async function main(): Promise<void> {
     await node.stop();
   }
   if (profDir !== undefined && window !== undefined) {
-    const w = window;
     console.log(`\nCPU profiles over the deletion (until drained), CPU ms per pod (sampled; ${profDir}):`);
-    const summaries = [...readProfiles(profDir)]
-      .filter(([pid]) => w.names.has(pid))
-      .map(([pid, prof]) => ({ name: w.names.get(pid)!, s: summarizeProfile(prof, pid, w.from, w.to) }))
-      .sort((a, b) => b.s.busyMs - a.s.busyMs);
-    for (const { name, s } of summaries) {
-      console.log(`\n  ${name}: ${fmt(s.busyMs / PODS, 2)} ms per pod`);
-      for (const f of s.functions.slice(0, Number(values.top))) console.log(`    ${fmt(f.ms / PODS, 3).padStart(7)}  ${f.name}`);
-      console.log('    inclusive, splitlet code:');
-      for (const f of s.ownInclusive.slice(0, Number(values.top))) console.log(`    ${fmt(f.ms / PODS, 3).padStart(7)}  ${f.name}`);
-    }
+    printProfiles(windowProfiles(profDir, window), PODS, 'pod', Number(values.top), { inclusive: true });
   }
-  if (values.json !== undefined && summary !== undefined) {
-    const commit = gitCommit(values['splitlet-root'] === undefined ? resolve(import.meta.dirname, '..', '..') : resolve(values['splitlet-root']));
-    writeFileSync(values.json, `${JSON.stringify({ date: new Date().toISOString(), commit, ...summary }, null, 2)}\n`);
-  }
+  if (values.json !== undefined && summary !== undefined) writeProbeJson(values.json, values['splitlet-root'], summary);
 }
 
 main().catch((e: unknown) => {

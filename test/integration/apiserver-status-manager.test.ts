@@ -115,6 +115,18 @@ describe('status-manager → API server (integration)', () => {
     return api.request('GET', `/api/v1/namespaces/default/pods/${name}`);
   }
 
+  /** Reports static `pod` Running; resolves to its mirror pod once the API server has it Running. */
+  async function runningStaticPod(pod: BoundPod): Promise<any> {
+    await publish(pod, { phase: 'Running', conditions, containerStatuses: [aRunningStatus('foo1')] }, true);
+    return eventually(
+      async () => {
+        const r = await getPod(pod.metadata.name);
+        return r.body?.status?.phase === 'Running' ? r.body : undefined;
+      },
+      { ...SLOW, message: 'mirror pod Running' },
+    );
+  }
+
   const conditions = [
     { type: 'PodReadyToStartContainers', status: 'True', lastTransitionTime: '2026-01-01T00:00:00Z' },
     { type: 'Initialized', status: 'True', lastTransitionTime: '2026-01-01T00:00:00Z' },
@@ -213,14 +225,7 @@ describe('status-manager → API server (integration)', () => {
       metadata: { name, namespace: 'default', uid, labels: { app: 'static' }, annotations: { 'kubernetes.io/config.source': 'file', 'kubernetes.io/config.hash': uid } },
       spec: { containers: [{ name: 'foo1', image: 'busybox' }], restartPolicy: 'Always' },
     };
-    await publish(pod, { phase: 'Running', conditions, containerStatuses: [aRunningStatus('foo1')] }, true);
-    const mirror = await eventually(
-      async () => {
-        const r = await getPod(name);
-        return r.body?.status?.phase === 'Running' ? r.body : undefined;
-      },
-      { ...SLOW, message: 'mirror pod Running' },
-    );
+    const mirror = await runningStaticPod(pod);
     assert.equal(mirror.metadata.annotations['kubernetes.io/config.mirror'], uid);
     assert.equal(mirror.metadata.labels.app, 'static');
     assert.equal(mirror.spec.nodeName, NODE);
@@ -257,14 +262,7 @@ describe('status-manager → API server (integration)', () => {
       metadata: { name, namespace: 'default', uid, annotations: { 'kubernetes.io/config.source': 'file', 'kubernetes.io/config.hash': uid } },
       spec: { containers: [{ name: 'foo1', image: 'busybox' }], restartPolicy: 'Always' },
     };
-    await publish(pod, { phase: 'Running', conditions, containerStatuses: [aRunningStatus('foo1')] }, true);
-    const mirror = await eventually(
-      async () => {
-        const r = await getPod(name);
-        return r.body?.status?.phase === 'Running' ? r.body : undefined;
-      },
-      { ...SLOW, message: 'mirror pod Running' },
-    );
+    const mirror = await runningStaticPod(pod);
     // The worker terminates the removed pod (podRemoved): the kubelet's status manager, no longer
     // finding the static pod in its pod manager, reports none of these statuses.
     const removed = async (status: PodStatus | undefined, kind: PodStatusUpdate['kind']): Promise<void> => {
