@@ -12,15 +12,25 @@
  *        [--cpu-prof DIR] [--top 12] [--settle 3] [--up-arg=--no-apiserver …] (seconds counted after the last Running, for the tail of the work)
  *        [--hold 20] (then, once the node's consumers have drained, seconds of holding the pods with no churn: CPU, messages, CRI calls and profile per second)
  */
-import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { connect } from '@nats-io/transport-node';
-import { mkdirSync, rmSync } from 'node:fs';
-import { monotonicMicros, readProfiles, summarizeProfile } from './lib/cpu-profiles.ts';
+import { BusSpy } from './lib/bus-spy.ts';
+import { monotonicMicros } from './lib/cpu-profiles.ts';
+import {
+  cpuProfileEnv,
+  criCallsPerPod,
+  printCpuMs,
+  printCriCalls,
+  printMessages,
+  printProfiles,
+  printRpcs,
+  rpcSummary,
+  windowProfiles,
+  writeProbeJson,
+} from './lib/probe-report.ts';
 import { NodeUnderTest } from './lib/node-under-test.ts';
 import type { BurstProbeResult } from './lib/result.ts';
-import { cpuSeconds, fmt, gitCommit, loadAverage, pct, rssMiB } from './lib/stats.ts';
+import { cpuSeconds, fmt, loadAverage, pct, rssMiB } from './lib/stats.ts';
 
 const { values } = parseArgs({
   options: {
@@ -49,42 +59,11 @@ for (const [k, v] of [
   if (!Number.isFinite(v) || v < 0) throw new Error(`--${k} must be a number ≥ 0`);
 }
 
-const UID_TOKEN = /^[0-9a-f]{16,}$|^[0-9a-f]{8}-[0-9a-f]{4}-/;
-const UID_IN_BODY = /"uid":"([^"]+)"/;
-const UIDS_IN_BODY = /"uid":"([^"]+)"/g;
-/** Body fields that tell messages of one subject apart (a poke's kind, an update's op, an event's reason). */
-const KIND_IN_BODY = /"(?:kind|op|event|reason)":"([^"]+)"/;
-const dec = new TextDecoder();
-
-/** The subject with pod UIDs, partitions, inboxes and ack tokens replaced by placeholders. */
-function template(subject: string): string {
-  if (subject.startsWith('_INBOX.')) return '_INBOX (replies)';
-  if (subject.startsWith('$JS.ACK.')) return `$JS.ACK.${subject.split('.')[2]}.{consumer} (acks)`;
-  if (subject.startsWith('$JS.API.DIRECT.GET.') || subject.startsWith('$JS.API.STREAM.MSG.')) {
-    // The stream, and for the API server's bucket the resource read: `$JS.API.DIRECT.GET.KV_sl_api.pods…`.
-    const t = subject.split('.');
-    const direct = t[2] === 'DIRECT';
-    const stream = t[direct ? 4 : 5] ?? '';
-    const resource = stream === 'KV_sl_api' && direct ? `.${t[7] ?? ''}` : '';
-    return `${t.slice(0, direct ? 4 : 5).join('.')}.${stream}${resource}…`;
-  }
-  if (subject.startsWith('$JS.API.')) return subject.split('.').slice(0, 4).join('.') + '…';
-  if (subject.startsWith('$KV.sl_api.')) return `$KV.sl_api.${subject.split('.')[2] ?? ''}.{key}`;
-  return subject
-    .split('.')
-    .map((t) => (UID_TOKEN.test(t) ? '{uid}' : /^\d+$/.test(t) ? '{n}' : t))
-    .join('.');
-}
-
 async function main(): Promise<void> {
   const load0 = loadAverage();
   const profDir = values['cpu-prof'] === undefined ? undefined : resolve(values['cpu-prof']);
-  if (profDir !== undefined) {
-    rmSync(profDir, { recursive: true, force: true });
-    mkdirSync(profDir, { recursive: true });
-  }
   const node = await NodeUnderTest.start({
-    ...(profDir !== undefined ? { env: { NODE_OPTIONS: `--require ${resolve(import.meta.dirname, 'lib', 'cpu-prof-preload.cjs')}`, SPLITLET_BENCH_CPU_PROF_DIR: profDir } } : {}),
+    ...cpuProfileEnv(profDir),
     podWorkers: WORKERS,
     simLatencyMs: LATENCY,
     maxPods: PODS + 100,
@@ -92,67 +71,18 @@ async function main(): Promise<void> {
     upArgs: values['up-arg'],
     ...(values['splitlet-root'] !== undefined ? { splitletRoot: resolve(values['splitlet-root']) } : {}),
   });
-  const spy = await connect({ servers: node.nats.url, name: 'burst-probe' });
+  const spy = await BusSpy.start(node.nats.url, 'burst-probe');
   let window: { from: number; to: number; names: Map<number, string> } | undefined;
   let holdWindow: { from: number; to: number } | undefined;
   let summary: BurstProbeResult | undefined;
   try {
     await new Promise((r) => setTimeout(r, 3000));
-    const counts = new Map<string, number>();
-    const bytes = new Map<string, number>();
-    /** uid → template → first time seen. */
-    const firstSeen = new Map<string, Map<string, number>>();
-    /** reply inbox → request. */
-    const pending = new Map<string, { tpl: string; t: number }>();
-    const rpcLatency = new Map<string, number[]>();
-    let recording = false;
-    const sub = spy.subscribe('>', {
-      callback: (_err, m) => {
-        if (!recording) return;
-        const now = Date.now();
-        let tpl = template(m.subject);
-        if (!tpl.startsWith('$') && !tpl.startsWith('_') && m.data.length > 0) {
-          const kind = KIND_IN_BODY.exec(dec.decode(m.data.subarray(0, 2048)))?.[1];
-          if (kind !== undefined) tpl = `${tpl} [${kind}]`;
-        }
-        // A JetStream delivery (a consumer's or a KV watch's) carries the stored message's subject and an ack reply.
-        const delivery = m.reply?.startsWith('$JS.ACK.') === true;
-        if (delivery) tpl = `${tpl} (delivered)`;
-        counts.set(tpl, (counts.get(tpl) ?? 0) + 1);
-        bytes.set(tpl, (bytes.get(tpl) ?? 0) + m.data.length);
-        if (m.reply !== undefined && m.reply !== '' && m.subject.includes('.rpc.')) pending.set(m.reply, { tpl, t: now });
-        if (m.subject.startsWith('_INBOX.')) {
-          const req = pending.get(m.subject);
-          if (req !== undefined && m.data.length > 0 && !dec.decode(m.data.subarray(0, 20)).includes('"progress"')) {
-            pending.delete(m.subject);
-            let xs = rpcLatency.get(req.tpl);
-            if (xs === undefined) rpcLatency.set(req.tpl, (xs = []));
-            xs.push(now - req.t);
-          }
-          return;
-        }
-        if (delivery) return;
-        const stage = tpl.replace(/ \[.*\]$/, '');
-        let uids: string[] = [];
-        const inSubject = m.subject.split('.').find((t) => UID_TOKEN.test(t));
-        if (inSubject !== undefined) uids = [inSubject];
-        else if (m.subject.includes('.config.') && m.data.length > 0) uids = [...dec.decode(m.data).matchAll(UIDS_IN_BODY)].map((x) => x[1]!);
-        else if (m.data.length > 0) {
-          const u = UID_IN_BODY.exec(dec.decode(m.data.subarray(0, 4096)))?.[1];
-          if (u !== undefined) uids = [u];
-        }
-        for (const uid of uids) {
-          let f = firstSeen.get(uid);
-          if (f === undefined) firstSeen.set(uid, (f = new Map<string, number>()));
-          if (!f.has(stage)) f.set(stage, now);
-        }
-      },
-    });
+    const { counts, firstSeen } = spy;
     const procs = node.processes();
     const rssIdle = procs.map((p) => rssMiB(p.pid));
     const cpu0 = procs.map((p) => cpuSeconds(p.pid));
     const cri0 = await node.criCalls();
-    recording = true;
+    spy.recording = true;
     const mono0 = monotonicMicros();
     const t0 = Date.now();
     const names: string[] = [];
@@ -164,7 +94,7 @@ async function main(): Promise<void> {
     const tRunning = Date.now();
     // Let the follow-up work of the last pods (pleg events, their syncs, status reports) finish before counting.
     await new Promise((r) => setTimeout(r, Number(values.settle) * 1000));
-    recording = false;
+    spy.recording = false;
     const rssAfter = procs.map((p) => rssMiB(p.pid));
     const mono1 = monotonicMicros();
     const cri1 = await node.criCalls();
@@ -176,28 +106,16 @@ async function main(): Promise<void> {
 
     console.log(`\nburst of ${PODS} pods, ${WORKERS} pod-workers, simulator ${LATENCY} ms per CRI call: ${fmt(podsPerSec)} pods/s, p50 ${pct(lat, 50)} ms, p99 ${pct(lat, 99)} ms`);
     console.log(`load average before ${load0.join(' ')}, after ${loadAverage().join(' ')}`);
-    console.log(`\nCPU ms per pod by process (counted until ${values.settle} s after the last Running):`);
-    const cpuTotal = Object.values(cpuMs).reduce((a, b) => a + b, 0);
-    for (const [k, v] of Object.entries(cpuMs).sort((a, b) => b[1] - a[1])) console.log(`  ${k.padEnd(18)} ${fmt(v, 2).padStart(7)}`);
-    console.log(`  ${'total'.padEnd(18)} ${fmt(cpuTotal, 2).padStart(7)}`);
+    printCpuMs(`CPU ms per pod by process (counted until ${values.settle} s after the last Running):`, cpuMs);
 
     console.log(`\nRSS by process (MiB): idle before the burst, ${values.settle} s after its last Running:`);
     procs.forEach((p, i) => console.log(`  ${p.name.padEnd(18)} ${fmt(rssIdle[i]!, 1).padStart(7)} ${fmt(rssAfter[i]!, 1).padStart(7)}`));
 
-    const total = [...counts.values()].reduce((a, b) => a + b, 0);
-    console.log(`\nbus messages per pod by subject (${fmt(total / PODS)} in all):`);
-    for (const [k, v] of [...counts].sort((a, b) => b[1] - a[1])) {
-      if (v / PODS < 0.05) continue;
-      console.log(`  ${fmt(v / PODS, 2).padStart(6)}  ${fmt((bytes.get(k) ?? 0) / v, 0).padStart(6)} B  ${k}`);
-    }
-    const criPerPod = new Map([...cri1].map(([k, v]) => [k, (v - (cri0.get(k) ?? 0)) / PODS] as const).filter(([, v]) => v > 0));
+    printMessages('bus messages per pod by subject', spy, PODS);
+    const criPerPod = criCallsPerPod(cri0, cri1, PODS);
     const criTotal = [...criPerPod.values()].reduce((a, b) => a + b, 0);
-    console.log(`\nCRI calls per pod by operation (cri-adapter's kubelet_runtime_operations_total, ${fmt(criTotal, 2)} in all):`);
-    for (const [k, v] of [...criPerPod].sort((a, b) => b[1] - a[1])) console.log(`  ${fmt(v, 2).padStart(6)}  ${k}`);
-    console.log('\nRPCs: count per pod, median / p90 latency (ms):');
-    for (const [k, xs] of [...rpcLatency].sort((a, b) => b[1].length - a[1].length)) {
-      console.log(`  ${fmt(xs.length / PODS, 2).padStart(6)}  ${String(pct(xs, 50)).padStart(6)} / ${String(pct(xs, 90)).padStart(6)}  ${k}`);
-    }
+    printCriCalls(`CRI calls per pod by operation (cri-adapter's kubelet_runtime_operations_total, ${fmt(criTotal, 2)} in all):`, criPerPod);
+    printRpcs('RPCs: count per pod, median / p90 latency (ms):', spy, PODS);
     // Stage timeline: median (over pods) of the first time each subject was seen for the pod, from its creation.
     const created = new Map<string, number>();
     for (const [uid, f] of firstSeen) {
@@ -228,9 +146,9 @@ async function main(): Promise<void> {
       const cpuH0 = procs.map((p) => cpuSeconds(p.pid));
       const criH0 = await node.criCalls();
       const monoH0 = monotonicMicros();
-      recording = true;
+      spy.recording = true;
       await new Promise((r) => setTimeout(r, HOLD * 1000));
-      recording = false;
+      spy.recording = false;
       holdWindow = { from: monoH0, to: monotonicMicros() };
       const criH1 = await node.criCalls();
       console.log(`\nholding ${PODS} Running pods for ${HOLD} s, no churn: CPU % of one core by process`);
@@ -252,7 +170,6 @@ async function main(): Promise<void> {
       counts.clear();
       for (const [k, v] of held) counts.set(k, v);
     }
-    sub.unsubscribe();
     summary = {
       pods: PODS,
       workers: WORKERS,
@@ -263,42 +180,21 @@ async function main(): Promise<void> {
       rssMiB: Object.fromEntries(procs.map((p, i) => [p.name, { idle: rssIdle[i]!, afterBurst: rssAfter[i]! }])),
       messagesPerPod: Object.fromEntries([...counts].map(([k, v]) => [k, v / PODS])),
       criCallsPerPod: Object.fromEntries(criPerPod),
-      rpc: Object.fromEntries([...rpcLatency].map(([k, xs]) => [k, { perPod: xs.length / PODS, p50: pct(xs, 50), p90: pct(xs, 90) }])),
+      rpc: rpcSummary(spy, PODS),
     };
   } finally {
-    await spy.close().catch(() => undefined);
+    await spy.close();
     await node.stop();
   }
   if (profDir !== undefined && window !== undefined) {
     const top = Number(values.top);
     console.log(`\nCPU profiles over the burst (+3 s), CPU ms per pod (sampled; ${profDir}):`);
-    const summaries = [...readProfiles(profDir)]
-      .filter(([pid]) => window.names.has(pid))
-      .map(([pid, prof]) => ({ name: window.names.get(pid)!, s: summarizeProfile(prof, pid, window.from, window.to) }))
-      .sort((a, b) => b.s.busyMs - a.s.busyMs);
-    for (const { name, s } of summaries) {
-      console.log(`\n  ${name}: ${fmt(s.busyMs / PODS, 2)} ms per pod`);
-      console.log(
-        `    files:     ${s.files
-          .slice(0, 8)
-          .map((f) => `${f.name} ${fmt(f.ms / PODS, 2)}`)
-          .join(', ')}`,
-      );
-      for (const f of s.functions.slice(0, top)) console.log(`    ${fmt(f.ms / PODS, 3).padStart(7)}  ${f.name}`);
-    }
+    const summaries = windowProfiles(profDir, window);
+    printProfiles(summaries, PODS, 'pod', top, { files: true });
     if (holdWindow !== undefined) {
       const hw = holdWindow;
       console.log(`\nCPU profiles while holding the pods, CPU ms per second:`);
-      const held = [...readProfiles(profDir)]
-        .filter(([pid]) => window.names.has(pid))
-        .map(([pid, prof]) => ({ name: window.names.get(pid)!, s: summarizeProfile(prof, pid, hw.from, hw.to) }))
-        .sort((a, b) => b.s.busyMs - a.s.busyMs);
-      for (const { name, s } of held) {
-        console.log(`\n  ${name}: ${fmt(s.busyMs / HOLD, 1)} ms per second`);
-        for (const f of s.functions.slice(0, top)) console.log(`    ${fmt(f.ms / HOLD, 2).padStart(7)}  ${f.name}`);
-        console.log('    inclusive, splitlet code:');
-        for (const f of s.ownInclusive.slice(0, top)) console.log(`    ${fmt(f.ms / HOLD, 2).padStart(7)}  ${f.name}`);
-      }
+      printProfiles(windowProfiles(profDir, { ...window, from: hw.from, to: hw.to }), HOLD, 'second', top, { inclusive: true });
     }
     if (summary !== undefined) {
       const msPerPod = (ms: number): number => Math.round((1000 * ms) / PODS) / 1000;
@@ -310,10 +206,7 @@ async function main(): Promise<void> {
       };
     }
   }
-  if (values.json !== undefined && summary !== undefined) {
-    const commit = gitCommit(values['splitlet-root'] === undefined ? resolve(import.meta.dirname, '..', '..') : resolve(values['splitlet-root']));
-    writeFileSync(values.json, `${JSON.stringify({ date: new Date().toISOString(), commit, ...summary }, null, 2)}\n`);
-  }
+  if (values.json !== undefined && summary !== undefined) writeProbeJson(values.json, values['splitlet-root'], summary);
 }
 
 main().catch((e: unknown) => {

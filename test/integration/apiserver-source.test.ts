@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { KubeConfig, Watch } from '@kubernetes/client-node';
 import { connect } from '@nats-io/transport-node';
 import { createLogger } from '@splitlet/telemetry';
 import { eventually } from '@splitlet/testkit';
@@ -29,6 +30,8 @@ describe('apiserver source against the embedded API server', { timeout: 300_000 
   const listings: SourceListing[] = [];
   const stop = new AbortController();
   let running: Promise<void>;
+  /** Each listing is handed on once this resolves (a PodConfig still publishing the previous one). */
+  let gate: Promise<void> = Promise.resolve();
   const last = (): Map<string, { deletionTimestamp?: string; uid: string }> =>
     new Map(
       (listings.at(-1)?.pods ?? []).map((p) => [
@@ -43,7 +46,10 @@ describe('apiserver source against the embedded API server', { timeout: 300_000 
       kubeconfig: api.kubeconfig,
       nodeName: NODE,
       logger: createLogger({ service: 'test', level: 'warn', stream: process.stderr }),
-      onListing: async (l) => void listings.push(l),
+      onListing: async (l) => {
+        listings.push(l);
+        await gate;
+      },
       initialBackoffMs: 200,
       maxBackoffMs: 1000,
     });
@@ -75,6 +81,52 @@ describe('apiserver source against the embedded API server', { timeout: 300_000 
     assert.equal((await api.request('DELETE', '/api/v1/namespaces/default/pods/mine', { gracePeriodSeconds: 0 })).status, 200);
     await eventually(() => !last().has('mine'), { timeoutMs: 30_000 });
     assert.deepEqual(listings.at(-1)?.changes, { upserted: [], removed: [mineUid] });
+  });
+
+  test('watch events that arrive while a listing is being handed on go on together, as one listing of their changes', async () => {
+    // A second watch of the node's pods, in this process: once it has an event, the source's watch
+    // (same server, same event loop) has it too.
+    const seen = new Set<string>();
+    const kc = new KubeConfig();
+    kc.loadFromFile(api.kubeconfig);
+    const watching = await new Watch(kc).watch(
+      '/api/v1/pods',
+      { fieldSelector: `spec.nodeName=${NODE}` },
+      (phase, obj: { metadata?: { name?: string } }) => void seen.add(`${phase} ${obj.metadata?.name}`),
+      () => undefined,
+    );
+    try {
+      let release!: () => void;
+      gate = new Promise<void>((r) => (release = r));
+      const before = listings.length;
+      const names = ['burst-0', 'burst-1', 'burst-2', 'burst-3', 'burst-4'];
+      for (const n of names) assert.equal((await api.request('POST', '/api/v1/namespaces/default/pods', pod(n, NODE))).status, 201);
+      await eventually(() => names.every((n) => seen.has(`ADDED ${n}`)), { timeoutMs: 30_000 });
+      await eventually(() => listings.length > before, { timeoutMs: 30_000, message: 'the first event handed on (and held)' });
+      for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+      gate = Promise.resolve();
+      release();
+      await eventually(() => names.every((n) => last().has(n)), { timeoutMs: 30_000 });
+      const after = listings.slice(before);
+      assert.ok(after.length < names.length, `${after.length} listings for ${names.length} pods`);
+      const merged = after[1]?.changes?.upserted.map((p) => p.pod.metadata.name);
+      assert.ok(merged !== undefined && merged.length >= 2, `one listing carries the later pods: ${JSON.stringify(merged)}`);
+      // Their removal the same way: the changes of the listings together name each pod once.
+      gate = new Promise<void>((r) => (release = r));
+      const beforeRemoval = listings.length;
+      for (const n of names) assert.equal((await api.request('DELETE', `/api/v1/namespaces/default/pods/${n}`, { gracePeriodSeconds: 0 })).status, 200);
+      await eventually(() => names.every((n) => seen.has(`DELETED ${n}`)), { timeoutMs: 30_000 });
+      await eventually(() => listings.length > beforeRemoval, { timeoutMs: 30_000 });
+      for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+      gate = Promise.resolve();
+      release();
+      await eventually(() => names.every((n) => !last().has(n)), { timeoutMs: 30_000 });
+      const removals = listings.slice(beforeRemoval);
+      assert.ok(removals.length < names.length);
+      assert.equal(removals.flatMap((l) => l.changes?.removed ?? []).length, names.length);
+    } finally {
+      watching.abort();
+    }
   });
 
   test('server killed, changes missed and compacted (410 Gone): the source relists and converges', async () => {

@@ -115,6 +115,18 @@ describe('status-manager → API server (integration)', () => {
     return api.request('GET', `/api/v1/namespaces/default/pods/${name}`);
   }
 
+  /** Reports static `pod` Running; resolves to its mirror pod once the API server has it Running. */
+  async function runningStaticPod(pod: BoundPod): Promise<any> {
+    await publish(pod, { phase: 'Running', conditions, containerStatuses: [aRunningStatus('foo1')] }, true);
+    return eventually(
+      async () => {
+        const r = await getPod(pod.metadata.name);
+        return r.body?.status?.phase === 'Running' ? r.body : undefined;
+      },
+      { ...SLOW, message: 'mirror pod Running' },
+    );
+  }
+
   const conditions = [
     { type: 'PodReadyToStartContainers', status: 'True', lastTransitionTime: '2026-01-01T00:00:00Z' },
     { type: 'Initialized', status: 'True', lastTransitionTime: '2026-01-01T00:00:00Z' },
@@ -213,14 +225,7 @@ describe('status-manager → API server (integration)', () => {
       metadata: { name, namespace: 'default', uid, labels: { app: 'static' }, annotations: { 'kubernetes.io/config.source': 'file', 'kubernetes.io/config.hash': uid } },
       spec: { containers: [{ name: 'foo1', image: 'busybox' }], restartPolicy: 'Always' },
     };
-    await publish(pod, { phase: 'Running', conditions, containerStatuses: [aRunningStatus('foo1')] }, true);
-    const mirror = await eventually(
-      async () => {
-        const r = await getPod(name);
-        return r.body?.status?.phase === 'Running' ? r.body : undefined;
-      },
-      { ...SLOW, message: 'mirror pod Running' },
-    );
+    const mirror = await runningStaticPod(pod);
     assert.equal(mirror.metadata.annotations['kubernetes.io/config.mirror'], uid);
     assert.equal(mirror.metadata.labels.app, 'static');
     assert.equal(mirror.spec.nodeName, NODE);
@@ -246,6 +251,47 @@ describe('status-manager → API server (integration)', () => {
     // The static pod is gone: so is its mirror pod.
     await publish(pod, undefined, false, 'removed');
     await eventually(async () => (await getPod(name)).status === 404, { ...SLOW, message: 'mirror pod deleted' });
+  });
+
+  it('a static pod removed from its source: its terminating statuses are not reported to the mirror pod, which goes with the status', async () => {
+    const uid = 'static-uid-2';
+    const name = `static-gone-${NODE}`;
+    const pod: BoundPod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: 'default', uid, annotations: { 'kubernetes.io/config.source': 'file', 'kubernetes.io/config.hash': uid } },
+      spec: { containers: [{ name: 'foo1', image: 'busybox' }], restartPolicy: 'Always' },
+    };
+    const mirror = await runningStaticPod(pod);
+    // The worker terminates the removed pod (podRemoved): the kubelet's status manager, no longer
+    // finding the static pod in its pod manager, reports none of these statuses.
+    const removed = async (status: PodStatus | undefined, kind: PodStatusUpdate['kind']): Promise<void> => {
+      const u: PodStatusUpdate = {
+        type: 'kubelet.status.PodStatusUpdate.v1',
+        kind,
+        uid,
+        name,
+        namespace: 'default',
+        pod,
+        couldHaveRunningContainers: kind === 'set',
+        podRemoved: true,
+        at: new Date().toISOString(),
+      };
+      if (status !== undefined) u.status = status;
+      await bus.publish(PodStatusUpdate, Subjects.status(NODE, uid), u);
+    };
+    await removed({ phase: 'Running', conditions, containerStatuses: [aTerminatedStatus('foo1', 0)] }, 'set');
+    await removed(undefined, 'terminated');
+    const statusKv = await bus.kv(Buckets.status, PodStatusRecord);
+    await eventually(async () => (await statusKv.get(Keys.pod(NODE, uid)))?.value.finished === true, { ...SLOW, message: 'status of the removed pod finished' });
+    const still = await getPod(name);
+    assert.equal(still.body.metadata.resourceVersion, mirror.metadata.resourceVersion, 'the mirror pod was not patched');
+    assert.equal(still.body.status.containerStatuses[0].state.running !== undefined, true);
+    // The worker forgets the pod: the mirror pod is deleted, and stays deleted.
+    await removed(undefined, 'removed');
+    await eventually(async () => (await getPod(name)).status === 404, { ...SLOW, message: 'mirror pod deleted' });
+    await eventually(() => proc.lines.some((l) => l.includes('Deleting mirror pod') && l.includes(name)), { ...SLOW, message: 'mirror pod deletion logged' });
+    assert.equal((await getPod(name)).status, 404);
   });
 
   it('posts the node events (SL_EVENTS) as core/v1 Events', async () => {

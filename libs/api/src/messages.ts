@@ -377,6 +377,12 @@ export const RuntimeKillPodRequest = z.object({
   type: z.literal('kubelet.runtime.KillPodRequest.v1'),
   pod: BoundPod.optional(),
   runningPod: RunningPodRef,
+  /**
+   * The runtime status the worker based the kill on (the pleg cache's, as the kubelet's KillPod
+   * gets its running pod from it). When it equals the status cri-adapter read at the end of the
+   * pod's last SyncPod or KillPod, the runtime is not read again before the kill. Absent: read.
+   */
+  podStatus: RuntimePodStatus.optional(),
   gracePeriodOverride: z.number().int().min(0).optional(),
   fence: Fence,
 });
@@ -655,6 +661,13 @@ export const PodStatusUpdate = z.object({
   status: PodStatus.optional(),
   /** From the pod worker: could a container still be running? (holds a terminal phase back). */
   couldHaveRunningContainers: z.boolean(),
+  /**
+   * From the pod worker: the pod is no longer desired (its source removed it; sync-loop's pod
+   * manager dropped it) and the worker is terminating it. status-manager keeps its status but
+   * reports it to the API server no more — the kubelet's status manager, finding no pod-manager pod
+   * for it, skips it: a static pod's mirror pod is not patched. Absent: desired.
+   */
+  podRemoved: z.boolean().optional(),
   at: z.string(),
   trace: TraceCarrier.optional(),
 });

@@ -102,7 +102,7 @@ export class RuntimeOperations {
     return this.#track(
       this.#guarded(req.runningPod.uid, async () => {
         await this.#o.fences.admit(req.fence);
-        const r = await this.#o.manager.killPod({ pod: req.pod, runningPod: req.runningPod, gracePeriodOverride: req.gracePeriodOverride });
+        const r = await this.#o.manager.killPod({ pod: req.pod, runningPod: req.runningPod, gracePeriodOverride: req.gracePeriodOverride, cachedStatus: req.podStatus });
         return { type: 'kubelet.runtime.KillPodReply.v1', results: r.results, podStatus: r.podStatus, timestamp: this.#o.clock.now() };
       }),
     );

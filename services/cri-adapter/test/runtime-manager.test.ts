@@ -158,6 +158,31 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
     assert.ok(criCalls() > 0);
   });
 
+  it('a kill whose cached status agrees with the last one read stops at once; a disagreeing one lists the pod first', async () => {
+    const pod = aPod({ uid: 'u-kill-reuse', spec: { containers: [{ name: 'main', image: 'busybox:1.36', command: TRAPPED }] } });
+    const ref = { uid: 'u-kill-reuse', name: pod.metadata.name, namespace: pod.metadata.namespace };
+    const criCalls = (): string[] =>
+      tracing
+        .spans()
+        .filter((x) => x.name.startsWith('runtime.v1.'))
+        .map((x) => x.name.replace('runtime.v1.RuntimeService/', ''));
+    const started = await sync(pod);
+    tracing.reset();
+    const killed = await manager.killPod({ pod, runningPod: ref, cachedStatus: structuredClone(started.podStatus) });
+    assert.deepEqual(criCalls().slice(0, 2), ['StopContainer', 'StopPodSandbox'], 'the running container came from the cached status');
+    assert.equal(tracing.spansNamed('kuberuntime.KillPod')[0]?.attributes['splitlet.runtime.status_reused'], true);
+    assert.equal(killed.podStatus.containers[0]?.state, 'CONTAINER_EXITED');
+    // A status the manager never read (the container was started again meanwhile): the runtime is read first.
+    const restarted = await sync(pod);
+    const id = restarted.podStatus.containers.find((c) => c.state === 'CONTAINER_RUNNING')?.id;
+    assert.ok(id !== undefined);
+    tracing.reset();
+    await manager.killPod({ pod, runningPod: ref, cachedStatus: started.podStatus });
+    assert.deepEqual(criCalls().slice(0, 2).sort(), ['ListContainers', 'ListPodSandbox']);
+    assert.equal(tracing.spansNamed('kuberuntime.KillPod')[0]?.attributes['splitlet.runtime.status_reused'], false);
+    assert.equal((await status(pod)).containers.find((c) => c.id === id)?.state, 'CONTAINER_EXITED', 'the container the cache did not know was stopped too');
+  });
+
   it('runs init containers one at a time, in order, before the regular containers', async () => {
     const pod = aPod({
       uid: 'u-init',

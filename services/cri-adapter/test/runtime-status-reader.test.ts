@@ -154,6 +154,29 @@ describe('RuntimeStatusReader', () => {
     assert.equal(count('PodSandboxStatus'), 3, 'and every time after');
   });
 
+  it("getPodStatus drops the cached entries of the pod's objects the runtime no longer lists, and only that pod's", async () => {
+    const { runtime, count } = counting(sim);
+    const reader = new RuntimeStatusReader(runtime, createNodeFiles(''));
+    const a = await runPod('a', ['sleep', '3600']);
+    await runPod('b', ['sleep', '3600']);
+    await reader.getPodStatus('a', 'p-a', 'ns');
+    await reader.getPodStatus('b', 'p-b', 'ns');
+    assert.equal(reader.cachedContainers, 2);
+    await sim.StopPodSandbox({ podSandboxId: a.sandboxId });
+    await sim.RemoveContainer({ containerId: a.containerId });
+    await sim.RemovePodSandbox({ podSandboxId: a.sandboxId });
+    const gone = await reader.getPodStatus('a', 'p-a', 'ns');
+    assert.deepEqual(gone.containers, []);
+    assert.equal(reader.cachedContainers, 1, "pod a's container is forgotten");
+    const statuses = count('ContainerStatus') + count('PodSandboxStatus');
+    assert.equal((await reader.getPodStatus('b', 'p-b', 'ns')).containers[0]?.state, 'CONTAINER_RUNNING');
+    assert.equal(count('ContainerStatus') + count('PodSandboxStatus'), statuses, "pod b's cached statuses are kept");
+    // A new container of pod a is cached again under it.
+    await runPod('a', ['sleep', '3600']);
+    await reader.getPodStatus('a', 'p-a', 'ns');
+    assert.equal(reader.cachedContainers, 2);
+  });
+
   it('getPodStatus reads one pod afresh: sandbox state, IP and hostNetwork', async () => {
     const reader = new RuntimeStatusReader(sim, createNodeFiles(''));
     const a = await runPod('a', ['sleep', '3600']);

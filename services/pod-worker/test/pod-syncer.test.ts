@@ -237,12 +237,33 @@ describe('PodSyncer: termination', () => {
     assert.equal(h.runtime.killCalls.length, 1);
     assert.equal(h.runtime.killCalls[0]!.gracePeriodOverride, 20);
     assert.deepEqual(h.runtime.killCalls[0]!.fence, { partition: PP, epoch: EPOCH });
+    assert.deepEqual(
+      h.runtime.killCalls[0]!.podStatus,
+      { uid: UID, name: pod.metadata.name, namespace: pod.metadata.namespace, ips: [], sandboxes: [], containers: [] },
+      'the kill carries the status it was based on',
+    );
     assert.equal(h.rec(UID)!.state, 'terminated');
     assert.equal(h.rec(UID)!.deleted, true);
+    const whileDesired = h.status.of(UID).findIndex((u) => u.podRemoved === true);
+    assert.ok(
+      whileDesired > 0 &&
+        h.status
+          .of(UID)
+          .slice(0, whileDesired)
+          .every((u) => u.podRemoved === undefined),
+      "the creation's statuses are the desired pod's",
+    );
     await h.sync(UID);
     assert.equal(h.volumes.unmounts[0]!.removeContent, true);
     const kinds = h.status.of(UID).map((u) => u.kind);
     assert.deepEqual(kinds.slice(-2), ['terminated', 'removed']);
+    assert.ok(
+      h.status
+        .of(UID)
+        .slice(whileDesired, -1)
+        .every((u) => u.podRemoved === true),
+      'every status of the termination says the pod was removed from its source',
+    );
     assert.equal(h.rec(UID), undefined, 'worker record deleted');
     assert.equal(h.store.kill.get(`${PP}.${UID}`), null, 'kill request deleted');
     assert.equal(tracing.spansNamed('syncTerminatingPod').length, 1);

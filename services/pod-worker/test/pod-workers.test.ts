@@ -117,7 +117,7 @@ describe('PodWorkers', () => {
     assert.equal(s.running()[0]!.uid, 'slow');
   });
 
-  it('bounds concurrency with a FIFO queue: a pod that syncs again goes to the back', async () => {
+  it('bounds concurrency with a FIFO queue: a pod poked during its sync goes to the back', async () => {
     const s = controllableSync();
     const { w } = workers(s.sync, { max: 1 });
     w.poke('a', 'create');
@@ -128,7 +128,8 @@ describe('PodWorkers', () => {
       s.running().map((c) => c.uid),
       ['a'],
     );
-    s.calls[0]!.resolve({ again: true });
+    w.poke('a', 'update');
+    s.calls[0]!.resolve();
     await settle();
     assert.deepEqual(
       s.running().map((c) => c.uid),
@@ -146,6 +147,39 @@ describe('PodWorkers', () => {
       s.running().map((c) => c.uid),
       ['a'],
       'a again, after b and c',
+    );
+    s.running()[0]!.resolve();
+    await settle();
+    assert.equal(s.calls.length, 4);
+  });
+
+  it("a worker state transition (again) runs the next state's sync in the same slot, before the queued pods", async () => {
+    const s = controllableSync();
+    const { w } = workers(s.sync, { max: 1 });
+    const held = new FakeDelivery();
+    w.poke('a', 'kill', held);
+    w.poke('b', 'create');
+    await settle();
+    s.calls[0]!.resolve({ again: true });
+    await settle();
+    assert.deepEqual(
+      s.running().map((c) => c.uid),
+      ['a'],
+      'terminating → terminated at once',
+    );
+    assert.equal(held.acked, 1, 'the kill poke was covered by the first sync');
+    s.running()[0]!.resolve({ again: true });
+    await settle();
+    assert.deepEqual(
+      s.running().map((c) => c.uid),
+      ['a'],
+    );
+    s.running()[0]!.resolve();
+    await settle();
+    assert.deepEqual(
+      s.running().map((c) => c.uid),
+      ['b'],
+      'then the next pod',
     );
     s.running()[0]!.resolve();
     await settle();

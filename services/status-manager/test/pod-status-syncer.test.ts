@@ -186,3 +186,55 @@ describe('PodStatusSyncer.resync with an API copy', () => {
     );
   });
 });
+
+describe('PodStatusSyncer and mirror pods', () => {
+  /** An API server holding mirror pods by name; a GET answers with what is there once `hold` is released. */
+  class MirrorApi implements KubeRest {
+    readonly pods = new Map<string, { metadata: { uid: string; annotations: Record<string, string> }; status: Record<string, unknown> }>();
+    readonly calls: string[] = [];
+    hold: Promise<void> | undefined;
+    #n = 0;
+    async request(method: string, path: string, body?: unknown): Promise<KubeResponse> {
+      this.calls.push(method);
+      const name = path.split('/').at(path.endsWith('/status') ? -2 : -1) ?? '';
+      if (method === 'GET') {
+        if (this.hold !== undefined) await this.hold;
+        const p = this.pods.get(name);
+        return p === undefined ? { status: 404, body: {} } : { status: 200, body: structuredClone(p) };
+      }
+      if (method === 'POST') {
+        const b = body as { metadata: { name: string; annotations: Record<string, string> } };
+        const created = { metadata: { uid: `mirror-${++this.#n}`, annotations: b.metadata.annotations }, status: {} };
+        this.pods.set(b.metadata.name, created);
+        return { status: 201, body: structuredClone(created) };
+      }
+      if (method === 'PATCH') {
+        const p = this.pods.get(name);
+        if (p === undefined) return { status: 404, body: {} };
+        p.status = { ...p.status, ...(body as { status: Record<string, unknown> }).status };
+        return { status: 200, body: structuredClone(p) };
+      }
+      if (method === 'DELETE') this.pods.delete(name);
+      return { status: 200, body: {} };
+    }
+  }
+
+  it("deletes a static pod's mirror pod after the pod's sync in flight, so that sync cannot create it again", async () => {
+    const api = new MirrorApi();
+    const syncer = new PodStatusSyncer(api, new MirrorPods(api, 'node-a', () => 'node-uid'), createLogger({ service: 't', stream: { write: () => true } }));
+    const pod = aPod({ metadata: { name: 'web-node-a', namespace: 'default', uid: UID, annotations: { 'kubernetes.io/config.source': 'file' } } });
+    const staticRecord = (version: number): PodStatusRecord => ({ ...record(version), name: 'web-node-a', pod });
+    assert.equal(await syncer.sync(staticRecord(1)), 'patched');
+    assert.ok(api.pods.has('web-node-a'));
+    let release!: () => void;
+    api.hold = new Promise<void>((r) => (release = r));
+    const inFlight = syncer.sync(staticRecord(2));
+    while (api.calls.filter((c) => c === 'GET').length < 2) await new Promise((r) => setImmediate(r));
+    const forgotten = syncer.forget(UID);
+    release();
+    api.hold = undefined;
+    await Promise.all([inFlight, forgotten]);
+    assert.equal(api.pods.has('web-node-a'), false, 'the mirror pod is gone, not created again');
+    assert.deepEqual(api.calls.slice(-3), ['GET', 'PATCH', 'DELETE']);
+  });
+});

@@ -111,6 +111,35 @@ describe('StatusManager', () => {
     assert.equal(t.manager.get('a'), undefined);
   });
 
+  it('knows a pod removed from its source from its latest update (podRemoved), before the change is announced', async () => {
+    const seen: Array<[string, boolean]> = [];
+    const t = setup();
+    const manager = new StatusManager({
+      store: t.store,
+      clock: t.clock,
+      logger: createLogger({ service: 't', stream: { write: () => true } }),
+      metrics: createStatusMetrics(new Registry()),
+      onChange: (uid) => seen.push([uid, manager.podRemoved(uid)]),
+    });
+    await manager.handle(update('a', '1'));
+    assert.equal(manager.podRemoved('a'), false);
+    await manager.handle({ ...update('a', '2'), podRemoved: true });
+    assert.equal(manager.podRemoved('a'), true);
+    // An unchanged status still tells it; a later update without it (desired again) clears it.
+    await manager.handle({ ...update('a', '1'), podRemoved: false });
+    assert.equal(manager.podRemoved('a'), false);
+    await manager.handle({ ...update('a', '2'), podRemoved: true });
+    await manager.handle({ ...update('a', '2'), kind: 'removed' });
+    assert.equal(manager.podRemoved('a'), false);
+    assert.deepEqual(seen, [
+      ['a', false],
+      ['a', true],
+      ['a', false],
+      ['a', true],
+      ['a', false],
+    ]);
+  });
+
   it('a set arriving after removed is stale: it does not bring the record back (found by the chaos suite)', async () => {
     const t = setup();
     await t.manager.handle(update('a', '1'));

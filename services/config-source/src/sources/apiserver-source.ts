@@ -120,33 +120,45 @@ export class ApiserverSource {
     const stop = new AbortController();
     const follow = (): void => stop.abort();
     signal.addEventListener('abort', follow, { once: true });
-    const onEvent = ({ type, object: obj }: { type: string; object: unknown }): void => {
-      chain = chain.then(async () => {
-        if (gone) return;
-        let changes: ListingChanges | undefined;
+    // Events that arrive while the previous listing is still being handed on are applied together
+    // and handed on as one listing (a burst of mirror pod changes is one PodUpdate, not one each).
+    const queued: Array<{ type: string; obj: unknown }> = [];
+    const applyQueued = async (): Promise<void> => {
+      const batch = queued.splice(0);
+      let changes: ListingChanges | undefined = NO_CHANGES;
+      let changed = false;
+      for (const { type, obj } of batch) {
+        if (gone) break;
+        let c: ListingChanges | undefined;
         const o = obj as { code?: number; metadata?: { resourceVersion?: string } };
         switch (type) {
           case 'ADDED':
           case 'MODIFIED':
-            changes = this.#put(obj);
+            c = this.#put(obj);
             break;
           case 'DELETED':
-            changes = this.#delete(obj);
+            c = this.#delete(obj);
             break;
           case 'BOOKMARK':
             if (o.metadata?.resourceVersion) this.#resourceVersion = o.metadata.resourceVersion;
-            return;
+            continue;
           case 'ERROR':
             if (o.code === 410) gone = true;
             else failure ??= new Error(`watch error: ${JSON.stringify(obj)}`);
             stop.abort();
-            return;
+            continue;
           default:
-            return;
+            continue;
         }
         if (o.metadata?.resourceVersion) this.#resourceVersion = o.metadata.resourceVersion;
-        await this.#send(changes);
-      });
+        changed = true;
+        changes = changes === undefined || c === undefined ? undefined : combineChanges(changes, c);
+      }
+      if (changed) await this.#send(changes);
+    };
+    const onEvent = ({ type, object: obj }: { type: string; object: unknown }): void => {
+      queued.push({ type, obj });
+      if (queued.length === 1) chain = chain.then(applyQueued);
     };
     try {
       await watchJson(endpoint, '/api/v1/pods', { fieldSelector: this.#selector(), resourceVersion: this.#resourceVersion, allowWatchBookmarks: 'true' }, onEvent, stop.signal);
@@ -197,4 +209,26 @@ export class ApiserverSource {
     this.#o.onProgress?.();
     await this.#o.onListing({ source: 'api', pods: [...this.#pods.values()], errors: [], ...(changes !== undefined ? { changes } : {}) });
   }
+}
+
+/**
+ * The changes of two listings in a row as the changes of one: the pods upserted by either (the later
+ * version of a pod in the earlier one's place), the UIDs removed by either. Undefined (send the full
+ * listing) when a pod is both upserted and removed — whether the listing before both had it is not
+ * known here, so neither side of the contract of {@link ListingChanges} can be kept for it.
+ */
+export function combineChanges(first: ListingChanges, then: ListingChanges): ListingChanges | undefined {
+  if (then.upserted.length === 0 && then.removed.length === 0) return first;
+  if (first.upserted.length === 0 && first.removed.length === 0) return then;
+  const upserted = new Map(first.upserted.map((p) => [p.pod.metadata.uid, p]));
+  const removed = new Set(first.removed);
+  for (const p of then.upserted) {
+    if (removed.has(p.pod.metadata.uid)) return undefined;
+    upserted.set(p.pod.metadata.uid, p);
+  }
+  for (const uid of then.removed) {
+    if (upserted.has(uid)) return undefined;
+    removed.add(uid);
+  }
+  return { upserted: [...upserted.values()], removed: [...removed] };
 }

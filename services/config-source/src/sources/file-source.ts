@@ -158,23 +158,48 @@ export async function listManifests(path: string, nodeName: string, cache?: Mani
     return { missing: false, pods, errors, skipped };
   }
   if (!info.isDirectory()) throw new Error(`manifest path ${JSON.stringify(path)} is not a directory or file`);
-  const names = (await readdir(path)).filter((n) => !n.startsWith('.')).sort();
-  for (const name of names) {
-    const file = join(path, name);
-    let st;
-    try {
-      st = await stat(file, { bigint: true });
-    } catch (e) {
+  const files = (await readdir(path))
+    .filter((n) => !n.startsWith('.'))
+    .sort()
+    .map((name) => join(path, name));
+  // The files are stat'ed STAT_CONCURRENCY at a time (a directory of a thousand manifests is looked
+  // at in a few ms, not one stat round trip after another), then handled in their sorted order.
+  const stats = await mapConcurrently(files, STAT_CONCURRENCY, (file) =>
+    stat(file, { bigint: true }).then(
+      (st) => ({ st }),
+      (e: unknown) => ({ error: e instanceof Error ? e.message : String(e) }),
+    ),
+  );
+  for (const [i, file] of files.entries()) {
+    const r = stats[i]!;
+    if (!('st' in r)) {
       // Vanished between readdir and stat, or a dangling symlink.
-      skipped.push({ path: file, reason: `can't get metadata: ${e instanceof Error ? e.message : String(e)}` });
+      skipped.push({ path: file, reason: `can't get metadata: ${r.error}` });
       continue;
     }
-    if (st.isDirectory()) skipped.push({ path: file, reason: 'not recursing into manifest path' });
-    else if (st.isFile()) await readOne(file, st);
+    if (r.st.isDirectory()) skipped.push({ path: file, reason: 'not recursing into manifest path' });
+    else if (r.st.isFile()) await readOne(file, r.st);
     else skipped.push({ path: file, reason: 'manifest path is not a directory or file' });
   }
   prune();
   return { missing: false, pods, errors, skipped };
+}
+
+/** How many manifest files a look stats at once. */
+const STAT_CONCURRENCY = 32;
+
+/** `fn` over `items` with at most `limit` calls in flight; the results in the items' order. */
+async function mapConcurrently<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
 }
 
 /** Options of {@link FileSource}. */

@@ -18,7 +18,7 @@
  * One file on purpose (near the limit): SyncPod and KillPod share computePodActions' result and the backoff; starting, stopping and sandbox creation are already split out.
  */
 import { isIPv6 } from 'node:net';
-import type { Tracer } from '@opentelemetry/api';
+import type { Span, Tracer } from '@opentelemetry/api';
 import type { BoundPod, Container, MountedVolumes, RunningPodRef, RuntimeContainerStatus, RuntimePodStatus, SyncResult } from '@splitlet/api';
 import { errorMessage } from '@splitlet/api';
 import type { CriInput, PodSandboxConfig } from '@splitlet/cri';
@@ -104,6 +104,8 @@ export interface KillPodInput {
   readonly runningPod: RunningPodRef;
   /** Replaces every container's grace period (KillPodOptions.PodTerminationGracePeriodSecondsOverride). */
   readonly gracePeriodOverride?: number | undefined;
+  /** The runtime status the caller based the kill on; see {@link SyncPodInput.cachedStatus}. */
+  readonly cachedStatus?: RuntimePodStatus | undefined;
 }
 
 /** The result of SyncPod / KillPod: what was done and the runtime status right after. */
@@ -191,12 +193,7 @@ export class KubeGenericRuntimeManager {
     const { pod } = input;
     return withSpan(this.#o.tracer, 'kuberuntime.SyncPod', { attributes: podSpanAttributes(pod.metadata) }, async (span) => {
       const result = new PodSyncResult();
-      const uid = pod.metadata.uid;
-      const known = this.#known.get(uid);
-      this.#known.delete(uid);
-      const reuse = known !== undefined && input.cachedStatus !== undefined && jsonEqual(known, input.cachedStatus);
-      span.setAttribute('splitlet.runtime.status_reused', reuse);
-      const before = reuse ? known : await this.getPodStatus(refOf(pod));
+      const before = await this.#statusBefore(refOf(pod), input.cachedStatus, span);
       await this.#syncPod(input, result, before);
       const podStatus = result.results.length === 0 && !result.removedContainers ? before : await this.getPodStatus(refOf(pod));
       this.#remember(podStatus);
@@ -216,6 +213,19 @@ export class KubeGenericRuntimeManager {
         ...(finishedAt !== undefined ? { imagePullFinishedAt: finishedAt } : {}),
       };
     });
+  }
+
+  /**
+   * The pod's status an operation starts from: the one read at the end of its last operation when
+   * the caller's `cached` status equals it (both views agree, nothing changed since), else read
+   * afresh. The known status is taken out either way (a failed operation leaves none).
+   */
+  async #statusBefore(ref: RunningPodRef, cached: RuntimePodStatus | undefined, span: Span): Promise<RuntimePodStatus> {
+    const known = this.#known.get(ref.uid);
+    this.#known.delete(ref.uid);
+    const reuse = known !== undefined && cached !== undefined && jsonEqual(known, cached);
+    span.setAttribute('splitlet.runtime.status_reused', reuse);
+    return reuse ? known : this.getPodStatus(ref);
   }
 
   /** Forgets the pod's last known status (something else changes its runtime objects: container GC). */
@@ -411,6 +421,9 @@ export class KubeGenericRuntimeManager {
   /**
    * Stops every running container of the pod (ContainerKiller.killContainersWithSyncResult), then every
    * sandbox (StopPodSandbox, NotFound ignored), and returns the results and the status afterwards.
+   * What runs is read from the runtime first, unless the caller's status agrees with the one this
+   * manager read after the pod's last operation (the kubelet kills the running pod of its pleg
+   * cache), as for {@link syncPod}.
    *
    * Models kubeGenericRuntimeManager.KillPod.
    */
@@ -419,9 +432,8 @@ export class KubeGenericRuntimeManager {
       ...podSpanAttributes(input.runningPod),
       ...(input.gracePeriodOverride !== undefined ? { 'splitlet.kill.grace_override_seconds': input.gracePeriodOverride } : {}),
     };
-    return withSpan(this.#o.tracer, 'kuberuntime.KillPod', { attributes: attrs }, async () => {
-      this.#known.delete(input.runningPod.uid);
-      const status = await this.getPodStatus(input.runningPod);
+    return withSpan(this.#o.tracer, 'kuberuntime.KillPod', { attributes: attrs }, async (span) => {
+      const status = await this.#statusBefore(input.runningPod, input.cachedStatus, span);
       const result = await this.#killer.killPodWithSyncResult(input.pod, status, input.gracePeriodOverride);
       const after = await this.getPodStatus(input.runningPod);
       this.#remember(after);

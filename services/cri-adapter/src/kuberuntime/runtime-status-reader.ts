@@ -115,9 +115,9 @@ export class RuntimeStatusReader {
   readonly #runtime: CriRuntime;
   readonly #files: TerminationMessageFiles;
   /** Container id → its pod UID and last status. */
-  readonly #containers = new Map<string, { uid: string; status: RuntimeContainerStatus }>();
+  readonly #containers = new PodObjectCache<RuntimeContainerStatus>();
   /** Sandbox id → its pod UID and network facts. */
-  readonly #sandboxNets = new Map<string, { uid: string; net: SandboxNetwork }>();
+  readonly #sandboxNets = new PodObjectCache<SandboxNetwork>();
 
   constructor(runtime: CriRuntime, files: TerminationMessageFiles) {
     this.#runtime = runtime;
@@ -147,7 +147,7 @@ export class RuntimeStatusReader {
     const sandboxes: RuntimeSandboxStatus[] = [];
     await Promise.all(
       sandboxList.items.map(async (sb) => {
-        const known = this.#sandboxNets.get(sb.id)?.net;
+        const known = this.#sandboxNets.get(sb.id);
         if (sb.state === 'SANDBOX_READY' && known?.whileReady === true) {
           sandboxes.push(toSandboxStatus(sb.id, sb.state, sb.createdAt, sb.metadata?.attempt ?? 0, known));
           return;
@@ -208,7 +208,7 @@ export class RuntimeStatusReader {
       liveSandboxes.add(sb.id);
       const pod = podFor(sb.labels, sb.metadata ?? undefined);
       if (pod === undefined) continue;
-      const known = this.#sandboxNets.get(sb.id)?.net;
+      const known = this.#sandboxNets.get(sb.id);
       if (known !== undefined) {
         pod.sandboxes.push(toSandboxStatus(sb.id, sb.state, sb.createdAt, sb.metadata?.attempt ?? 0, known));
         continue;
@@ -251,7 +251,7 @@ export class RuntimeStatusReader {
   /** PodSandboxStatus of pod `uid`'s sandbox `id`, whose network facts it keeps (the manager reads a new sandbox's IPs with it). */
   async podSandboxStatus(uid: string, id: string): Promise<PodSandboxStatusResponse> {
     const resp = await this.#runtime.PodSandboxStatus({ podSandboxId: id });
-    if (resp.status !== null) this.#sandboxNets.set(id, { uid, net: sandboxNetworkOf(resp.status) });
+    if (resp.status !== null) this.#sandboxNets.set(id, uid, sandboxNetworkOf(resp.status));
     return resp;
   }
 
@@ -283,7 +283,7 @@ export class RuntimeStatusReader {
     // Cached statuses are taken at once; only the others wait for ContainerStatus.
     const reading: Array<Promise<void>> = [];
     for (const c of list) {
-      const cached = this.#containers.get(c.id)?.status;
+      const cached = this.#containers.get(c.id);
       if (cached !== undefined && cached.state === c.state && c.state !== 'CONTAINER_UNKNOWN') out.push(cached);
       else reading.push(this.#readContainerStatus(c, out));
     }
@@ -298,7 +298,7 @@ export class RuntimeStatusReader {
       if (resp.status === null) return;
       const st = toRuntimeContainerStatus(resp.status, c.podSandboxId);
       if (st.state === 'CONTAINER_EXITED') await this.#addTerminationMessage(st, resp.status);
-      if (st.state !== 'CONTAINER_UNKNOWN') this.#containers.set(c.id, { uid: c.labels[RuntimeLabels.podUid] ?? '', status: st });
+      if (st.state !== 'CONTAINER_UNKNOWN') this.#containers.set(c.id, c.labels[RuntimeLabels.podUid] ?? '', st);
       out.push(st);
     } catch (e) {
       if (!isCriError(e, 'NotFound')) throw e;
@@ -316,9 +316,59 @@ export class RuntimeStatusReader {
     if (message !== '') st.message = message;
   }
 
-  /** Drops cached entries of pod `uid` whose objects the runtime no longer lists. */
+  /** Drops cached entries of pod `uid` whose objects the runtime no longer lists (the pod's entries only: O(its objects)). */
   #forget(uid: string, sandboxIds: ReadonlySet<string>, containerIds: ReadonlySet<string>): void {
-    for (const [id, e] of this.#sandboxNets) if (e.uid === uid && !sandboxIds.has(id)) this.#sandboxNets.delete(id);
-    for (const [id, e] of this.#containers) if (e.uid === uid && !containerIds.has(id)) this.#containers.delete(id);
+    for (const id of this.#sandboxNets.idsOf(uid)) if (!sandboxIds.has(id)) this.#sandboxNets.delete(id);
+    for (const id of this.#containers.idsOf(uid)) if (!containerIds.has(id)) this.#containers.delete(id);
+  }
+}
+
+/**
+ * Values of runtime objects (containers or sandboxes) by object id, each with its pod UID, and the
+ * ids of each pod: a pod's entries are found without going over every object of the node.
+ */
+class PodObjectCache<V> {
+  readonly #byId = new Map<string, { readonly uid: string; readonly value: V }>();
+  readonly #idsByPod = new Map<string, Set<string>>();
+
+  get size(): number {
+    return this.#byId.size;
+  }
+
+  get(id: string): V | undefined {
+    return this.#byId.get(id)?.value;
+  }
+
+  set(id: string, uid: string, value: V): void {
+    const old = this.#byId.get(id);
+    if (old !== undefined && old.uid !== uid) this.#unindex(id, old.uid);
+    this.#byId.set(id, { uid, value });
+    let ids = this.#idsByPod.get(uid);
+    if (ids === undefined) this.#idsByPod.set(uid, (ids = new Set()));
+    ids.add(id);
+  }
+
+  delete(id: string): void {
+    const old = this.#byId.get(id);
+    if (old === undefined) return;
+    this.#byId.delete(id);
+    this.#unindex(id, old.uid);
+  }
+
+  /** Every cached id. */
+  keys(): IterableIterator<string> {
+    return this.#byId.keys();
+  }
+
+  /** The cached ids of pod `uid` (a copy: safe to delete while iterating). */
+  idsOf(uid: string): string[] {
+    return [...(this.#idsByPod.get(uid) ?? [])];
+  }
+
+  #unindex(id: string, uid: string): void {
+    const ids = this.#idsByPod.get(uid);
+    if (ids === undefined) return;
+    ids.delete(id);
+    if (ids.size === 0) this.#idsByPod.delete(uid);
   }
 }

@@ -204,12 +204,18 @@ export class PodWorkers {
           return;
         }
         try {
-          if (this.#stopping) return;
-          st.pending = false;
-          st.ackable.push(...st.pendingDeliveries);
-          st.pendingDeliveries = [];
-          const result = await this.#syncOnce(uid, st);
-          if (result === 'stopped') return;
+          // A worker state transition (sync → terminating → terminated) runs the next state's sync
+          // in the same slot, as the kubelet's pod worker goes on to it at once, instead of queueing
+          // behind every other pod's sync; any other reason to sync again queues anew (fairness).
+          let result: 'stopped' | 'done' | 'again';
+          do {
+            if (this.#stopping) return;
+            st.pending = false;
+            st.ackable.push(...st.pendingDeliveries);
+            st.pendingDeliveries = [];
+            result = await this.#syncOnce(uid, st);
+            if (result === 'stopped') return;
+          } while (result === 'again');
         } finally {
           release();
         }
@@ -226,7 +232,7 @@ export class PodWorkers {
     }
   }
 
-  async #syncOnce(uid: string, st: UidState): Promise<'stopped' | 'done'> {
+  async #syncOnce(uid: string, st: UidState): Promise<'stopped' | 'done' | 'again'> {
     const o = this.#o;
     const ac = new AbortController();
     const onStop = (): void => ac.abort(new SyncAborted('stop'));
@@ -279,8 +285,7 @@ export class PodWorkers {
     }
     this.#ackAll(st.ackable);
     st.ackable = [];
-    if (outcome?.again === true) st.pending = true;
-    return 'done';
+    return outcome?.again === true ? 'again' : 'done';
   }
 
   #ackAll(ds: PokeDelivery[]): void {

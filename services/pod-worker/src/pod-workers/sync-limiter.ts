@@ -3,7 +3,8 @@
  *
  * Waiters are served first-in first-out. The pod workers release their slot after every sync and
  * queue again for the next one, so a pod that keeps syncing cannot starve the others (each UID has
- * at most one waiter at a time).
+ * at most one waiter at a time) — except across a worker state transition: the next state's sync
+ * (terminating, then terminated: at most two) runs in the same slot.
  */
 export interface SyncLimiter {
   /**

@@ -120,6 +120,7 @@ export class SyncEffects {
       pod: ctx.pod,
       status,
       couldHaveRunningContainers,
+      ...(ctx.desired === null ? { podRemoved: true } : {}),
       at: new Date(this.o.clock.now()).toISOString(),
       trace: injectContext(),
     });
@@ -155,6 +156,7 @@ export class SyncEffects {
             type: 'kubelet.runtime.KillPodRequest.v1',
             pod,
             runningPod: { uid: ctx.uid, name: pod.metadata.name, namespace: pod.metadata.namespace },
+            podStatus: ctx.runtimeStatus,
             ...(gracePeriod !== undefined ? { gracePeriodOverride: gracePeriod } : {}),
             fence: guard.fence(),
           },

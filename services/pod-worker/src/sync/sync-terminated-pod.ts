@@ -64,6 +64,7 @@ async function syncTerminatedPod(fx: SyncEffects, ctx: SyncCtx, rec: WorkerRecor
     pod,
     status,
     couldHaveRunningContainers: false,
+    ...(ctx.desired === null ? { podRemoved: true } : {}),
     at: new Date(o.clock.now()).toISOString(),
     trace: injectContext(),
   });

@@ -30,7 +30,7 @@ export interface ClusterReporting {
 export interface ClusterReportingOptions {
   readonly kubeconfig: string;
   readonly bus: Pick<Bus, 'kv' | 'consume'>;
-  readonly manager: Pick<StatusManager, 'records'>;
+  readonly manager: Pick<StatusManager, 'records' | 'podRemoved'>;
   readonly node: string;
   readonly runtimeVersion?: string | undefined;
   /** nodeStatusUpdateFrequency, nodeStatusReportFrequency (ms) and nodeLeaseDurationSeconds. */
@@ -69,7 +69,12 @@ export async function startClusterReporting(o: ClusterReportingOptions): Promise
   const syncer = new PodStatusSyncer(api, new MirrorPods(api, o.node, () => reporter.nodeUid), o.logger, nodePods);
   const nodeDone = reporter.run(o.signal);
   const events = await postEventsToApi(o.bus, api, { node: o.node, logger: o.logger, signal: o.signal });
-  const resync = setInterval(() => void syncer.resync(o.manager.records()), STATUS_SYNC_PERIOD_MS);
+  // A pod removed from its source is no longer reported (the kubelet's status manager finds no
+  // pod-manager pod for it); its mirror pod goes once its status is removed.
+  const reportable = function* (): Generator<PodStatusRecord> {
+    for (const r of o.manager.records()) if (!o.manager.podRemoved(r.uid)) yield r;
+  };
+  const resync = setInterval(() => void syncer.resync(reportable()), STATUS_SYNC_PERIOD_MS);
   const done = new Promise<void>((resolve) => o.signal.addEventListener('abort', () => resolve(), { once: true })).then(() => {
     clearInterval(resync);
     return Promise.all([nodeDone, podsDone, events.done]).then(() => undefined);
@@ -83,6 +88,7 @@ export async function startClusterReporting(o: ClusterReportingOptions): Promise
         syncer.forget(uid).catch((e: unknown) => o.logger.warn('Failed deleting a mirror pod', { podUID: uid, err: errorMessage(e) }));
         return;
       }
+      if (o.manager.podRemoved(uid)) return;
       syncer.sync(record).catch((e: unknown) => o.logger.warn('Failed to update status for pod', { podUID: uid, pod: `${record.namespace}/${record.name}`, err: errorMessage(e) }));
     },
     health() {

@@ -84,8 +84,12 @@ export class PodStatusSyncer {
     this.#copy = copy;
   }
 
-  /** Drops what is known about a pod (its status was removed); a static pod's mirror pod is deleted. */
+  /**
+   * Drops what is known about a pod (its status was removed); a static pod's mirror pod is deleted —
+   * after the pod's sync in flight (or waiting) ended, so that sync cannot create it again.
+   */
   async forget(uid: string): Promise<void> {
+    await this.#running.get(uid)?.catch(() => undefined);
     this.#sent.delete(uid);
     const mirror = this.#mirrored.get(uid);
     if (mirror === undefined) return;

@@ -43,6 +43,12 @@ export class StatusManager {
    * longer has. UIDs are never reused, so remembering them is safe.
    */
   readonly #removed = new Map<string, number>();
+  /**
+   * Pods whose latest update said they were removed from their source (`podRemoved`) and whose
+   * status is still kept while their worker terminates them: not reported to the API server. In
+   * memory: after a restart the next update of the pod says it again.
+   */
+  readonly #podRemoved = new Set<string>();
 
   constructor(options: StatusManagerOptions) {
     this.#o = options;
@@ -64,6 +70,14 @@ export class StatusManager {
   /** Every cached record. */
   records(): IterableIterator<PodStatusRecord> {
     return this.#cache.values();
+  }
+
+  /**
+   * True when the pod's latest update said its source removed it (PodStatusUpdate.podRemoved): its
+   * status stays cached until the worker forgets it, but is reported to the API server no more.
+   */
+  podRemoved(uid: string): boolean {
+    return this.#podRemoved.has(uid);
   }
 
   /** How many pods have a cached status. */
@@ -102,6 +116,9 @@ export class StatusManager {
       metrics.updates.inc({ kind: update.kind, outcome: 'unknown-pod' });
       return 'unknown-pod';
     }
+    // Before the change is announced (onChange): a removed pod's status is not reported.
+    if (update.kind !== 'removed' && update.podRemoved === true) this.#podRemoved.add(update.uid);
+    else this.#podRemoved.delete(update.uid);
     const cached = this.#cache.get(update.uid);
     let decision: StatusDecision;
     try {
