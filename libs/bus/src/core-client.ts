@@ -79,6 +79,33 @@ export class CoreClient {
     this.#d.transport.publish(subject, JSON.stringify(payload), { headers: headersWithContext() });
   }
 
+  /** @see Bus.publishCoreMessage */
+  publishCoreMessage<S extends z.ZodType>(schema: S, subject: string, msg: z.input<S>): void {
+    this.#d.transport.publish(subject, encodeMessage(schema, subject, msg), { headers: headersWithContext() });
+  }
+
+  /** @see Bus.subscribeCoreMessages */
+  subscribeCoreMessages<S extends z.ZodType>(schema: S, subject: string, handler: (value: z.output<S>, msg: CoreMessageMeta) => void, signal: AbortSignal): void {
+    const { logger } = this.#d;
+    const sub = this.#d.transport.subscribe(subject, {
+      callback: (err, m) => {
+        if (err) {
+          logger.error('core subscription error', { subject, error: errorMessage(err) });
+          return;
+        }
+        const parsed = decodeMessage(schema as unknown as z.ZodType<z.output<S>>, m.subject, m.data);
+        if (!parsed.ok) {
+          this.#d
+            .deadLetter({ subject: m.subject, reason: parsed.reason, data: m.data })
+            .catch((e: unknown) => logger.error('could not dead-letter an invalid core message', { subject: m.subject, error: errorMessage(e) }));
+          return;
+        }
+        handler(parsed.value, m);
+      },
+    });
+    this.#track(sub, signal, () => sub.unsubscribe());
+  }
+
   /** @see Bus.subscribeCore */
   subscribeCore(subject: string, handler: (data: unknown, msg: CoreMessageMeta) => void, signal: AbortSignal): void {
     const { logger } = this.#d;

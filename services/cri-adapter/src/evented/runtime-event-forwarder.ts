@@ -1,0 +1,229 @@
+/**
+ * Hands the runtime's container events to pleg (the evented PLEG), in order and numbered:
+ *
+ *   - each event's part of its pod's status (one sandbox and its containers) is coalesced per pod
+ *     and sandbox over a short window, then sent as `RuntimeContainerEvents` — in the trace of the
+ *     pod's operation that caused it, when one is running;
+ *   - at the end of a SyncPod or KillPod that changed the runtime (instead of a relist poke), the
+ *     pod's whole status as the operation read it afterwards (`RuntimePodOperated`), stamped later
+ *     than the operation's reply so the pod-worker's next sync does not wait for a relist; then the
+ *     parts of events newer than that read again, so pleg ends on the newest of both;
+ *   - the stream's state (`RuntimeEventStreamState`): live when subscribed and every second while
+ *     live (after sending whatever was pending: the global cache time), down when it broke.
+ *
+ * Every message of one subscription carries its id and the next sequence number, so pleg tells a
+ * lost message (a gap) or a new subscription (missed events) and relists.
+ *
+ *     events ──coalesce (window)──▶ ContainerEvents ┐
+ *     SyncPod/KillPod end ─────────▶ PodOperated ───┼──▶ sl.<node>.runtimeevents.<uid>   (seq 1, 2, 3 …)
+ *     every second ─flush─────────▶ state live ─────┘    sl.<node>.runtimeevents._stream
+ */
+import { ROOT_CONTEXT, context, type Context } from '@opentelemetry/api';
+import type { RuntimeEventMessage, RuntimePodStatus } from '@splitlet/api';
+import type { Clock, TimerHandle } from '@splitlet/service';
+import type { ContainerEventPart } from '../kuberuntime/runtime-status-reader.js';
+import type { RuntimeEventNotice, RuntimeEventSink } from './runtime-event-watcher.js';
+
+/** Where the forwarder's messages go (the bus adapter validates and publishes them on their subjects). */
+export interface RuntimeEventPublisher {
+  /** Sends `message` with `ctx`'s trace context (none: no trace). Never throws. */
+  send(message: RuntimeEventMessage, ctx: Context | undefined): void;
+}
+
+/** What an operation read after its changes (RuntimeOpResult.podStatus / statusReadAt, the reply's timestamp). */
+export interface OperationObservation {
+  readonly status: RuntimePodStatus;
+  /** When the read started (ms since the epoch). */
+  readonly readAt: number;
+  /** The reply's `timestamp`. */
+  readonly timestamp: number;
+}
+
+/** Dependencies and settings of {@link RuntimeEventForwarder}. */
+export interface RuntimeEventForwarderOptions {
+  readonly publisher: RuntimeEventPublisher;
+  readonly clock: Clock;
+  /** Events of one pod's sandbox closer together than this go out as one message. @default 10 */
+  readonly coalesceMs?: number;
+  /** How often the live state is sent. @default 1000 */
+  readonly heartbeatMs?: number;
+}
+
+type EventEntry = RuntimeEventMessage & { type: 'kubelet.runtime.ContainerEvents.v1' };
+type EventList = EventEntry['events'];
+
+/** At most this many events are coalesced into one message; more send it at once. */
+export const MAX_EVENTS_PER_MESSAGE = 1024;
+
+interface Pending {
+  part: ContainerEventPart;
+  events: EventList;
+}
+
+interface Operation {
+  /** The operation's trace context. */
+  readonly ctx: Context;
+  /** The latest part of each of the pod's sandboxes received while the operation ran. */
+  readonly parts: Map<string, Pending>;
+}
+
+/** The forwarder. Single-threaded use (the watcher's events and the operations' hooks). */
+export class RuntimeEventForwarder implements RuntimeEventSink {
+  readonly #o: RuntimeEventForwarderOptions;
+  #session: { id: string; seq: number } | undefined;
+  /** Parts waiting for the window to close, by `<uid>/<sandboxId>`, oldest first. */
+  readonly #pending = new Map<string, Pending>();
+  readonly #ops = new Map<string, Operation>();
+  #flushTimer: TimerHandle | undefined;
+  #heartbeatTimer: TimerHandle | undefined;
+
+  constructor(options: RuntimeEventForwarderOptions) {
+    this.#o = options;
+  }
+
+  /** True while the runtime's events reach pleg (a subscription is live): relist pokes are not needed. */
+  get live(): boolean {
+    return this.#session !== undefined;
+  }
+
+  streamUp(stream: string): void {
+    this.#clearTimers();
+    this.#pending.clear();
+    this.#session = { id: stream, seq: 0 };
+    this.#sendState();
+  }
+
+  event(notice: RuntimeEventNotice): void {
+    if (this.#session === undefined) return;
+    const { part } = notice;
+    const key = `${part.uid}/${part.sandboxId}`;
+    let p = this.#pending.get(key);
+    if (p === undefined) this.#pending.set(key, (p = { part, events: [] }));
+    p.part = part;
+    p.events.push({ containerId: notice.containerId, event: notice.type, at: part.observedAt });
+    // The operation's own view of the sandbox, for sending it again after the operation's status.
+    this.#ops.get(part.uid)?.parts.set(part.sandboxId, { part, events: p.events.slice(-1) });
+    if (p.events.length >= MAX_EVENTS_PER_MESSAGE) {
+      this.#pending.delete(key);
+      this.#sendPart(p);
+    }
+    this.#flushTimer ??= this.#o.clock.setTimeout(() => {
+      this.#flushTimer = undefined;
+      this.flush();
+    }, this.#o.coalesceMs ?? 10);
+  }
+
+  streamDown(reason: string): void {
+    if (this.#session === undefined) return;
+    this.flush();
+    this.#clearTimers();
+    this.#sendState(reason);
+    this.#session = undefined;
+  }
+
+  /** A SyncPod, KillPod or GC part of pod `uid` starts (in its trace context). */
+  opStarted(uid: string): void {
+    this.#ops.set(uid, { ctx: context.active(), parts: new Map() });
+  }
+
+  /**
+   * The operation on `uid` ended. Returns whether its runtime changes reach pleg without a relist
+   * poke: true while the stream is live. With `observed` (what it read afterwards), sends the
+   * pod's status, then the parts of events no older than that read (pending ones older than it
+   * are dropped: the read saw their changes).
+   */
+  opEnded(uid: string, observed?: OperationObservation): boolean {
+    const op = this.#ops.get(uid);
+    this.#ops.delete(uid);
+    if (this.#session === undefined) return false;
+    if (observed === undefined) return true;
+    for (const key of [...this.#pending.keys()]) if (key.startsWith(`${uid}/`)) this.#pending.delete(key);
+    const ctx = op?.ctx;
+    this.#send(
+      {
+        type: 'kubelet.runtime.PodOperated.v1',
+        ...this.#next(),
+        uid,
+        status: observed.status,
+        observedAt: observed.readAt,
+        // Later than the reply (GetNewerThan is strict): the status was read after the operation's
+        // changes, and any change after the read reaches pleg as an event after this message.
+        timestamp: Math.max(this.#o.clock.now(), observed.timestamp + 1),
+      },
+      ctx,
+    );
+    for (const p of op?.parts.values() ?? []) if (p.part.observedAt >= observed.readAt) this.#sendPart(p, ctx);
+    return true;
+  }
+
+  /** Sends every pending part now. */
+  flush(): void {
+    if (this.#flushTimer !== undefined) this.#o.clock.clearTimeout(this.#flushTimer);
+    this.#flushTimer = undefined;
+    const pending = [...this.#pending.values()];
+    this.#pending.clear();
+    for (const p of pending) this.#sendPart(p, this.#ops.get(p.part.uid)?.ctx);
+  }
+
+  /** Stops the timers (shutdown); nothing is sent afterwards. */
+  close(): void {
+    this.#clearTimers();
+    this.#pending.clear();
+    this.#session = undefined;
+  }
+
+  #sendPart(p: Pending, ctx?: Context): void {
+    const { part } = p;
+    this.#send(
+      {
+        type: 'kubelet.runtime.ContainerEvents.v1',
+        ...this.#next(),
+        uid: part.uid,
+        sandboxId: part.sandboxId,
+        status: part.status,
+        observedAt: part.observedAt,
+        events: p.events,
+      },
+      ctx,
+    );
+  }
+
+  /** The state message; `down` with a reason. While live, the next heartbeat is scheduled. */
+  #sendState(down?: string): void {
+    this.#send(
+      {
+        type: 'kubelet.runtime.EventStreamState.v1',
+        ...this.#next(),
+        state: down === undefined ? 'live' : 'down',
+        at: this.#o.clock.now(),
+        ...(down !== undefined ? { reason: down } : {}),
+      },
+      undefined,
+    );
+    if (down !== undefined) return;
+    this.#heartbeatTimer = this.#o.clock.setTimeout(() => {
+      this.#heartbeatTimer = undefined;
+      if (this.#session === undefined) return;
+      this.flush();
+      this.#sendState();
+    }, this.#o.heartbeatMs ?? 1000);
+  }
+
+  #next(): { stream: string; seq: number } {
+    const s = this.#session;
+    if (s === undefined) throw new Error('no live container event stream');
+    s.seq++;
+    return { stream: s.id, seq: s.seq };
+  }
+
+  #send(message: RuntimeEventMessage, ctx: Context | undefined): void {
+    this.#o.publisher.send(message, ctx ?? ROOT_CONTEXT);
+  }
+
+  #clearTimers(): void {
+    if (this.#flushTimer !== undefined) this.#o.clock.clearTimeout(this.#flushTimer);
+    if (this.#heartbeatTimer !== undefined) this.#o.clock.clearTimeout(this.#heartbeatTimer);
+    this.#flushTimer = undefined;
+    this.#heartbeatTimer = undefined;
+  }
+}
