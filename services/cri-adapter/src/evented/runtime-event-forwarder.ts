@@ -2,14 +2,18 @@
  * Hands the runtime's container events to pleg (the evented PLEG), in order and numbered:
  *
  *   - each event's part of its pod's status (one sandbox and its containers) is coalesced per pod
- *     and sandbox over a short window, then sent as `RuntimeContainerEvents` — in the trace of the
- *     pod's operation that caused it, when one is running;
- *   - at the end of a SyncPod or KillPod that changed the runtime (instead of a relist poke), the
- *     pod's whole status as the operation read it afterwards (`RuntimePodOperated`), stamped later
- *     than the operation's reply so the pod-worker's next sync does not wait for a relist; then the
- *     parts of events newer than that read again, so pleg ends on the newest of both;
+ *     and sandbox over a short window, then sent as `RuntimeContainerEvents`;
+ *   - while an operation (SyncPod, KillPod, a GC part) runs on the pod, its events' parts are held
+ *     (at most `holdMs`): at the end of a SyncPod or KillPod that changed the runtime (instead of a
+ *     relist poke), the pod's whole status as the operation read it afterwards goes first
+ *     (`RuntimePodOperated`, in the operation's trace), stamped later than the operation's reply so
+ *     the pod-worker's next sync does not wait for a relist; then the held parts newer than that
+ *     read, so pleg ends on the newest of both. A pod's start is then one message, not one per
+ *     runtime change (each is a cache write that every runtime-cache watcher receives);
  *   - the stream's state (`RuntimeEventStreamState`): live when subscribed and every second while
- *     live (after sending whatever was pending: the global cache time), down when it broke.
+ *     live (after sending whatever was pending: the global cache time — for every pod but those
+ *     whose operation holds its events, whose worker waits for that operation anyway), down when
+ *     it broke.
  *
  * Every message of one subscription carries its id and the next sequence number, so pleg tells a
  * lost message (a gap) or a new subscription (missed events) and relists.
@@ -47,6 +51,11 @@ export interface RuntimeEventForwarderOptions {
   readonly coalesceMs?: number;
   /** How often the live state is sent. @default 1000 */
   readonly heartbeatMs?: number;
+  /**
+   * The longest an operation holds its pod's events back; after that they go out at the next
+   * heartbeat (a long image pull must not hide the sandbox it started). @default 1000
+   */
+  readonly holdMs?: number;
 }
 
 type EventEntry = RuntimeEventMessage & { type: 'kubelet.runtime.ContainerEvents.v1' };
@@ -63,8 +72,11 @@ interface Pending {
 interface Operation {
   /** The operation's trace context. */
   readonly ctx: Context;
-  /** The latest part of each of the pod's sandboxes received while the operation ran. */
+  readonly startedAt: number;
+  /** The latest part of each of the pod's sandboxes received while the operation ran (held, or sent). */
   readonly parts: Map<string, Pending>;
+  /** Whether its parts are still held back (until it ends or `holdMs` passed). */
+  holding: boolean;
 }
 
 /** The forwarder. Single-threaded use (the watcher's events and the operations' hooks). */
@@ -96,13 +108,19 @@ export class RuntimeEventForwarder implements RuntimeEventSink {
   event(notice: RuntimeEventNotice): void {
     if (this.#session === undefined) return;
     const { part } = notice;
+    const event = { containerId: notice.containerId, event: notice.type, at: part.observedAt };
+    const op = this.#ops.get(part.uid);
+    if (op !== undefined) {
+      // The operation's view of the sandbox: held until the operation ends, or sent again after its status.
+      const held = op.parts.get(part.sandboxId);
+      op.parts.set(part.sandboxId, { part, events: [...(op.holding ? (held?.events ?? []) : []), event].slice(-MAX_EVENTS_PER_MESSAGE) });
+      if (op.holding) return;
+    }
     const key = `${part.uid}/${part.sandboxId}`;
     let p = this.#pending.get(key);
     if (p === undefined) this.#pending.set(key, (p = { part, events: [] }));
     p.part = part;
-    p.events.push({ containerId: notice.containerId, event: notice.type, at: part.observedAt });
-    // The operation's own view of the sandbox, for sending it again after the operation's status.
-    this.#ops.get(part.uid)?.parts.set(part.sandboxId, { part, events: p.events.slice(-1) });
+    p.events.push(event);
     if (p.events.length >= MAX_EVENTS_PER_MESSAGE) {
       this.#pending.delete(key);
       this.#sendPart(p);
@@ -123,7 +141,7 @@ export class RuntimeEventForwarder implements RuntimeEventSink {
 
   /** A SyncPod, KillPod or GC part of pod `uid` starts (in its trace context). */
   opStarted(uid: string): void {
-    this.#ops.set(uid, { ctx: context.active(), parts: new Map() });
+    this.#ops.set(uid, { ctx: context.active(), startedAt: this.#o.clock.now(), parts: new Map(), holding: true });
   }
 
   /**
@@ -136,7 +154,11 @@ export class RuntimeEventForwarder implements RuntimeEventSink {
     const op = this.#ops.get(uid);
     this.#ops.delete(uid);
     if (this.#session === undefined) return false;
-    if (observed === undefined) return true;
+    if (observed === undefined) {
+      // Nothing read afterwards: what it held goes out as it is.
+      if (op !== undefined && op.holding) this.#release(op);
+      return true;
+    }
     for (const key of [...this.#pending.keys()]) if (key.startsWith(`${uid}/`)) this.#pending.delete(key);
     const ctx = op?.ctx;
     this.#send(
@@ -154,6 +176,20 @@ export class RuntimeEventForwarder implements RuntimeEventSink {
     );
     for (const p of op?.parts.values() ?? []) if (p.part.observedAt >= observed.readAt) this.#sendPart(p, ctx);
     return true;
+  }
+
+  /** Moves an operation's held parts to the pending ones (sent when the window closes). */
+  #release(op: Operation): void {
+    op.holding = false;
+    for (const p of op.parts.values()) {
+      const key = `${p.part.uid}/${p.part.sandboxId}`;
+      const pending = this.#pending.get(key);
+      this.#pending.set(key, { part: p.part, events: [...(pending?.events ?? []), ...p.events].slice(-MAX_EVENTS_PER_MESSAGE) });
+    }
+    this.#flushTimer ??= this.#o.clock.setTimeout(() => {
+      this.#flushTimer = undefined;
+      this.flush();
+    }, this.#o.coalesceMs ?? 10);
   }
 
   /** Sends every pending part now. */
@@ -204,6 +240,8 @@ export class RuntimeEventForwarder implements RuntimeEventSink {
     this.#heartbeatTimer = this.#o.clock.setTimeout(() => {
       this.#heartbeatTimer = undefined;
       if (this.#session === undefined) return;
+      const holdUntil = this.#o.clock.now() - (this.#o.holdMs ?? 1000);
+      for (const op of this.#ops.values()) if (op.holding && op.startedAt <= holdUntil) this.#release(op);
       this.flush();
       this.#sendState();
     }, this.#o.heartbeatMs ?? 1000);
