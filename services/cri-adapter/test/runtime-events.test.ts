@@ -301,6 +301,10 @@ describe('RuntimeEventForwarder', () => {
     assert.equal(pub.sent[1]!.ctx?.getValue(key), undefined);
     assert.equal(pub.sent[2]!.ctx?.getValue(key), 'the operation');
     assert.equal(pub.sent[3]!.ctx?.getValue(key), 'the operation');
+    // An event older than the operation's read that arrives after it ended (the stream lags) is not sent.
+    f.event(notice('a', 's1', 5014, 'late'));
+    clock.advance(10);
+    assert.equal(pub.sent.length, 4);
     // An operation without a status is covered while live; nothing is covered once down.
     f.opStarted('b');
     f.event(notice('b', 'sb', 5200, 'during a failed sync'));

@@ -130,6 +130,20 @@ describe('GenericPleg.applyReports', () => {
     assert.equal(t.cache.entries.get('a')?.timestamp, 1_000_031);
   });
 
+  it("an operation's read is a relist of its pod: an event older than it, arriving after it (the stream lags), is dropped", async () => {
+    const t = setup();
+    const running = pod('a', [{ ...container('c1', 'CONTAINER_RUNNING'), sandboxId: 's' }], [sandbox('s', true)]);
+    await t.pleg.applyReports([{ kind: 'operation', uid: 'a', status: running, observedAt: 1_000_020, timestamp: 1_000_031 }]);
+    t.sink.take();
+    const late = await t.pleg.applyReports([part('a', 's', true, [['c1', 'CONTAINER_CREATED']], 1_000_010)]);
+    assert.equal(late.stale, 1);
+    assert.equal(t.pleg.pods.get('a')?.containers[0]?.state, 'CONTAINER_RUNNING');
+    assert.deepEqual(t.sink.take(), []);
+    // A newer one applies.
+    await t.pleg.applyReports([part('a', 's', true, [['c1', 'CONTAINER_EXITED']], 1_000_040)]);
+    assert.deepEqual(t.sink.take(), ['a/ContainerDied/c1']);
+  });
+
   it('a relist that started before an applied report leaves that pod alone', async () => {
     const t = setup();
     t.lister.pods = [pod('a', [container('c1', 'CONTAINER_RUNNING')], [sandbox('s', true)])];

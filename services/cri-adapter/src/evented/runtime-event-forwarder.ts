@@ -61,6 +61,9 @@ export interface RuntimeEventForwarderOptions {
 type EventEntry = RuntimeEventMessage & { type: 'kubelet.runtime.ContainerEvents.v1' };
 type EventList = EventEntry['events'];
 
+/** How long an operation's read keeps older events of its pod from being sent. */
+export const READ_FLOOR_MS = 60_000;
+
 /** At most this many events are coalesced into one message; more send it at once. */
 export const MAX_EVENTS_PER_MESSAGE = 1024;
 
@@ -86,6 +89,12 @@ export class RuntimeEventForwarder implements RuntimeEventSink {
   /** Parts waiting for the window to close, by `<uid>/<sandboxId>`, oldest first. */
   readonly #pending = new Map<string, Pending>();
   readonly #ops = new Map<string, Operation>();
+  /**
+   * Per pod, when the last operation's read started: an event older than that reaching here after
+   * the operation ended (the event stream lags behind replies under load) is not sent (the read saw
+   * its change). Kept for {@link READ_FLOOR_MS}.
+   */
+  readonly #readAt = new Map<string, number>();
   #flushTimer: TimerHandle | undefined;
   #heartbeatTimer: TimerHandle | undefined;
 
@@ -101,6 +110,7 @@ export class RuntimeEventForwarder implements RuntimeEventSink {
   streamUp(stream: string): void {
     this.#clearTimers();
     this.#pending.clear();
+    this.#readAt.clear();
     this.#session = { id: stream, seq: 0 };
     this.#sendState();
   }
@@ -108,6 +118,7 @@ export class RuntimeEventForwarder implements RuntimeEventSink {
   event(notice: RuntimeEventNotice): void {
     if (this.#session === undefined) return;
     const { part } = notice;
+    if (part.observedAt < (this.#readAt.get(part.uid) ?? -Infinity)) return;
     const event = { containerId: notice.containerId, event: notice.type, at: part.observedAt };
     const op = this.#ops.get(part.uid);
     if (op !== undefined) {
@@ -160,6 +171,8 @@ export class RuntimeEventForwarder implements RuntimeEventSink {
       return true;
     }
     for (const key of [...this.#pending.keys()]) if (key.startsWith(`${uid}/`)) this.#pending.delete(key);
+    this.#readAt.delete(uid); // re-inserted: the map stays ordered by time
+    this.#readAt.set(uid, observed.readAt);
     const ctx = op?.ctx;
     this.#send(
       {
@@ -205,6 +218,7 @@ export class RuntimeEventForwarder implements RuntimeEventSink {
   close(): void {
     this.#clearTimers();
     this.#pending.clear();
+    this.#readAt.clear();
     this.#session = undefined;
   }
 
@@ -240,8 +254,13 @@ export class RuntimeEventForwarder implements RuntimeEventSink {
     this.#heartbeatTimer = this.#o.clock.setTimeout(() => {
       this.#heartbeatTimer = undefined;
       if (this.#session === undefined) return;
-      const holdUntil = this.#o.clock.now() - (this.#o.holdMs ?? 1000);
+      const now = this.#o.clock.now();
+      const holdUntil = now - (this.#o.holdMs ?? 1000);
       for (const op of this.#ops.values()) if (op.holding && op.startedAt <= holdUntil) this.#release(op);
+      for (const [uid, at] of this.#readAt) {
+        if (at > now - READ_FLOOR_MS) break;
+        this.#readAt.delete(uid);
+      }
       this.flush();
       this.#sendState();
     }, this.#o.heartbeatMs ?? 1000);

@@ -449,9 +449,11 @@ export class GenericPleg {
     for (const [uid, list] of byPod) {
       const before = this.#records.get(uid);
       const prior = this.#times.get(uid);
-      // What a report must not be older than: the relist that last saw the pod, or (a pod pleg does
-      // not know) the one that saw it gone or did not see it.
-      const floor = prior?.baseAt ?? Math.max(this.#removedAt.get(uid) ?? -Infinity, this.#lastFullAt ?? -Infinity);
+      // What a report must not be older than: the relist (or an operation's read, which is a
+      // relist of the pod) that last saw the pod, or (a pod pleg does not know) the one that saw it
+      // gone or did not see it. An event that reaches pleg after the read of the operation that
+      // caused it (the event stream lags behind the operation's replies) is older than that read.
+      let floor = prior?.baseAt ?? Math.max(this.#removedAt.get(uid) ?? -Infinity, this.#lastFullAt ?? -Infinity);
       let next = before;
       let stamp = prior?.stamp ?? 0;
       let msgAt = prior?.msgAt ?? 0;
@@ -463,16 +465,20 @@ export class GenericPleg {
           continue;
         }
         next = r.kind === 'part' ? withSandboxPart(next, r.uid, r.sandboxId, r.status) : r.status;
+        if (r.kind === 'operation') floor = r.observedAt;
         msgAt = Math.max(msgAt, r.observedAt);
         stamp = Math.max(stamp, r.observedAt);
         if (next === undefined) removedAt = r.observedAt;
       }
       if (next !== undefined) next = { ...next, ips: podIPsAfterTeardown(before, next) };
-      const times = { stamp: 0, baseAt: prior?.baseAt ?? floor, msgAt };
+      const times = { stamp: 0, baseAt: floor, msgAt };
       const unchanged = recordEqual(before, next);
       // Unchanged and no newer time to give its entry: nothing to write (only the times move on).
       if (unchanged && (next === undefined || stamp <= (prior?.stamp ?? 0))) {
-        if (prior !== undefined) prior.msgAt = msgAt;
+        if (prior !== undefined) {
+          prior.msgAt = msgAt;
+          prior.baseAt = floor;
+        }
         continue;
       }
       const work: PodWork = { uid, next, events: unchanged ? [] : computePodEvents(before, next), stamp, times, removedAt };
