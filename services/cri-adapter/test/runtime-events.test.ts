@@ -212,7 +212,7 @@ const brief = (m: RuntimeEventMessage): string => {
 };
 
 describe('RuntimeEventForwarder', () => {
-  it('holds an operation’s events for at most holdMs: a long operation (an image pull) does not hide its sandbox', () => {
+  it('holds an operation’s events: creations until it ends, a running container at most holdMs (a long image pull does not hide it)', () => {
     const clock = new FakeClock(0);
     const pub = recorder();
     const f = new RuntimeEventForwarder({ publisher: pub, clock, coalesceMs: 10, heartbeatMs: 1000, holdMs: 1000 });
@@ -220,15 +220,20 @@ describe('RuntimeEventForwarder', () => {
     f.opStarted('a');
     f.event(notice('a', 's1', 10, 'sandbox created'));
     f.event(notice('a', 's1', 20, 'sandbox started'));
+    f.event({ ...notice('a', 's1', 30, 'app started'), containerId: 'app', type: 'CONTAINER_STARTED_EVENT' });
+    f.opStarted('b');
+    f.event({ ...notice('b', 's2', 40, 'created only'), containerId: 'x', type: 'CONTAINER_CREATED_EVENT' });
     clock.advance(999);
     assert.deepEqual(
       pub.sent.map((s) => brief(s.msg)),
       ['1 live'],
     );
-    clock.advance(1); // the heartbeat at 1000: the operation is holdMs old, its parts go out before the state
+    // The heartbeat at 1000: a's operation is holdMs old and a container of it runs: its parts go out
+    // before the state. b's has only created things: still held.
+    clock.advance(1);
     assert.deepEqual(
       pub.sent.map((s) => brief(s.msg)),
-      ['1 live', '2 events a/s1 sandbox started (2)', '3 live'],
+      ['1 live', '2 events a/s1 app started (3)', '3 live'],
     );
     f.event(notice('a', 's1', 1500, 'container started'));
     clock.advance(10);
@@ -238,6 +243,8 @@ describe('RuntimeEventForwarder', () => {
       pub.sent.slice(4).map((s) => brief(s.msg)),
       ['5 operated a read at 1601', '6 events a/s1 container started (1)'],
     );
+    clock.advance(5000);
+    assert.ok(!pub.sent.some((s) => s.msg.type === 'kubelet.runtime.ContainerEvents.v1' && s.msg.uid === 'b'));
     f.close();
   });
 

@@ -4,7 +4,7 @@
  *   - each event's part of its pod's status (one sandbox and its containers) is coalesced per pod
  *     and sandbox over a short window, then sent as `RuntimeContainerEvents`;
  *   - while an operation (SyncPod, KillPod, a GC part) runs on the pod, its events' parts are held
- *     (at most `holdMs`): at the end of a SyncPod or KillPod that changed the runtime (instead of a
+ *     (at most `holdMs` once a container started or something stopped): at the end of a SyncPod or KillPod that changed the runtime (instead of a
  *     relist poke), the pod's whole status as the operation read it afterwards goes first
  *     (`RuntimePodOperated`, in the operation's trace), stamped later than the operation's reply so
  *     the pod-worker's next sync does not wait for a relist; then the held parts newer than that
@@ -52,14 +52,27 @@ export interface RuntimeEventForwarderOptions {
   /** How often the live state is sent. @default 1000 */
   readonly heartbeatMs?: number;
   /**
-   * The longest an operation holds its pod's events back; after that they go out at the next
-   * heartbeat (a long image pull must not hide the sandbox it started). @default 1000
+   * The longest an operation holds its pod's events back once one of them reports progress (a
+   * container started, something stopped or deleted); after that they go out at the next heartbeat
+   * (a long image pull of a second container must not hide the first one running). Creations alone
+   * stay held until the operation ends. @default 1000
    */
   readonly holdMs?: number;
 }
 
 type EventEntry = RuntimeEventMessage & { type: 'kubelet.runtime.ContainerEvents.v1' };
 type EventList = EventEntry['events'];
+
+/**
+ * Whether a part reports what someone may be waiting for — a container started, anything stopped or
+ * deleted — rather than the creations an operation goes through before its containers run (which
+ * stay held however long the operation takes).
+ */
+function isProgress(p: Pending): boolean {
+  return p.events.some(
+    (e) => e.event === 'CONTAINER_STOPPED_EVENT' || e.event === 'CONTAINER_DELETED_EVENT' || (e.event === 'CONTAINER_STARTED_EVENT' && e.containerId !== p.part.sandboxId),
+  );
+}
 
 /** How long an operation's read keeps older events of its pod from being sent. */
 export const READ_FLOOR_MS = 60_000;
@@ -256,7 +269,7 @@ export class RuntimeEventForwarder implements RuntimeEventSink {
       if (this.#session === undefined) return;
       const now = this.#o.clock.now();
       const holdUntil = now - (this.#o.holdMs ?? 1000);
-      for (const op of this.#ops.values()) if (op.holding && op.startedAt <= holdUntil) this.#release(op);
+      for (const op of this.#ops.values()) if (op.holding && op.startedAt <= holdUntil && [...op.parts.values()].some(isProgress)) this.#release(op);
       for (const [uid, at] of this.#readAt) {
         if (at > now - READ_FLOOR_MS) break;
         this.#readAt.delete(uid);
