@@ -65,6 +65,7 @@ export {
   RuntimePodOperated,
   RuntimeEventStreamState,
   RuntimeEventMessage,
+  RUNTIME_CLOCK_SKEW_MS,
   RuntimeExecRequest,
   RuntimeExecReply,
   ProbeResultValue,

@@ -499,6 +499,13 @@ export const RuntimeEventStreamState = z.object({
 });
 export type RuntimeEventStreamState = z.infer<typeof RuntimeEventStreamState>;
 
+/**
+ * The observation times of the runtime's events (its clock), of an operation's read (cri-adapter's)
+ * and of a relist (pleg's) come from different clocks of one node: two closer than this are not
+ * ordered by their times (a receiver that must order them asks the runtime again instead).
+ */
+export const RUNTIME_CLOCK_SKEW_MS = 10;
+
 /** Any message on `sl.<node>.runtimeevents.*`, told apart by `type`. */
 export const RuntimeEventMessage = z.discriminatedUnion('type', [RuntimeContainerEvents, RuntimePodOperated, RuntimeEventStreamState]);
 export type RuntimeEventMessage = z.infer<typeof RuntimeEventMessage>;

@@ -46,7 +46,7 @@ await runNodeProcess({
     // The runtime's events, when cri-adapter streams them: the long relist period while they flow.
     const evented = new EventedPleg({
       pleg,
-      loop: { setPeriod: (ms) => loop.setPeriod(ms), poke: () => loop.poke() },
+      loop: { setPeriod: (ms) => loop.setPeriod(ms), poke: (uid) => loop.poke(undefined, uid) },
       clock: realClock,
       logger,
       metrics,

@@ -39,7 +39,7 @@ describe('GenericPleg.applyReports', () => {
   it('a new pod from its sandbox part: entry at the event time, events as a relist would publish them', async () => {
     const t = setup();
     const r = await t.pleg.applyReports([part('a', 's1', true, [['c1', 'CONTAINER_RUNNING']], 1_000_050)]);
-    assert.deepEqual(r, { events: 2, changedPods: 1, stale: 0 });
+    assert.deepEqual(r, { events: 2, changedPods: 1, stale: 0, uncertain: [] });
     assert.deepEqual(t.sink.take(), ['a/ContainerStarted/c1', 'a/ContainerStarted/s1']);
     assert.equal(t.cache.entries.get('a')?.timestamp, 1_000_050);
     assert.equal(t.cache.entries.get('a')?.status.containers[0]?.sandboxId, 's1');
@@ -142,6 +142,24 @@ describe('GenericPleg.applyReports', () => {
     // A newer one applies.
     await t.pleg.applyReports([part('a', 's', true, [['c1', 'CONTAINER_EXITED']], 1_000_040)]);
     assert.deepEqual(t.sink.take(), ['a/ContainerDied/c1']);
+  });
+
+  it("a report within the clocks' skew of the read before it is not ordered by time: the pod is to be relisted", async () => {
+    const t = setup();
+    t.lister.pods = [pod('a', [container('c1', 'CONTAINER_RUNNING')], [sandbox('s', true)])];
+    await t.pleg.relist(); // t0 = 1_000_000
+    const before = await t.pleg.applyReports([part('a', 's', true, [['c1', 'CONTAINER_EXITED']], 999_996)]);
+    assert.deepEqual([before.stale, before.uncertain], [1, ['a']]);
+    const after = await t.pleg.applyReports([part('a', 's', true, [['c1', 'CONTAINER_EXITED']], 1_000_004)]);
+    assert.deepEqual([after.stale, after.uncertain, after.changedPods], [0, ['a'], 1]);
+    const clear = await t.pleg.applyReports([part('a', 's', true, [['c1', 'CONTAINER_EXITED']], 1_000_050)]);
+    assert.deepEqual(clear.uncertain, []);
+    // Close to the read but saying what the record says: nothing to settle.
+    const same = await t.pleg.applyReports([
+      { kind: 'operation', uid: 'a', status: t.pleg.pods.get('a')!, observedAt: 1_000_100, timestamp: 1_000_101 },
+      part('a', 's', true, [['c1', 'CONTAINER_EXITED']], 1_000_095),
+    ]);
+    assert.deepEqual(same.uncertain, []);
   });
 
   it('a relist that started before an applied report leaves that pod alone', async () => {
@@ -247,7 +265,13 @@ function stream(id: string) {
 function eventedSetup() {
   const t = setup();
   const ac = new AbortController();
-  const loop = { periods: [] as number[], pokes: 0, setPeriod: (ms: number) => loop.periods.push(ms), poke: () => loop.pokes++ };
+  const loop = {
+    periods: [] as number[],
+    pokes: 0,
+    podPokes: [] as string[],
+    setPeriod: (ms: number) => loop.periods.push(ms),
+    poke: (uid?: string) => (uid === undefined ? loop.pokes++ : loop.podPokes.push(uid)),
+  };
   const evented = new EventedPleg({
     pleg: t.pleg,
     loop,
@@ -290,6 +314,12 @@ describe('EventedPleg', () => {
     await t.evented.idle();
     assert.equal(t.pleg.pods.get('a')?.containers[0]?.state, 'CONTAINER_RUNNING');
     assert.equal(t.cache.mark?.timestamp, 1_001_100);
+    // A report too close to the pod's last read to be ordered by time: that pod is relisted.
+    t.lister.pods = [pod('a', [{ ...container('c1', 'CONTAINER_RUNNING'), sandboxId: 's' }], [sandbox('s', true)])];
+    await t.evented.relist([], ['a']);
+    t.evented.receive(s.events(part('a', 's', true, [['c1', 'CONTAINER_EXITED']], t.clock.now() - 3) as RuntimeReport & { kind: 'part' }));
+    await t.evented.idle();
+    assert.deepEqual(t.loop.podPokes, ['a']);
     t.ac.abort();
   });
 

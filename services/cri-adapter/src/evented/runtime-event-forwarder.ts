@@ -23,7 +23,7 @@
  *     every second ─flush─────────▶ state live ─────┘    sl.<node>.runtimeevents._stream
  */
 import { ROOT_CONTEXT, context, type Context } from '@opentelemetry/api';
-import type { RuntimeEventMessage, RuntimePodStatus } from '@splitlet/api';
+import { RUNTIME_CLOCK_SKEW_MS, type RuntimeEventMessage, type RuntimePodStatus } from '@splitlet/api';
 import type { Clock, TimerHandle } from '@splitlet/service';
 import type { ContainerEventPart } from '../kuberuntime/runtime-status-reader.js';
 import type { RuntimeEventNotice, RuntimeEventSink } from './runtime-event-watcher.js';
@@ -131,7 +131,7 @@ export class RuntimeEventForwarder implements RuntimeEventSink {
   event(notice: RuntimeEventNotice): void {
     if (this.#session === undefined) return;
     const { part } = notice;
-    if (part.observedAt < (this.#readAt.get(part.uid) ?? -Infinity)) return;
+    if (part.observedAt < (this.#readAt.get(part.uid) ?? -Infinity) - RUNTIME_CLOCK_SKEW_MS) return;
     const event = { containerId: notice.containerId, event: notice.type, at: part.observedAt };
     const op = this.#ops.get(part.uid);
     if (op !== undefined) {
@@ -171,8 +171,8 @@ export class RuntimeEventForwarder implements RuntimeEventSink {
   /**
    * The operation on `uid` ended. Returns whether its runtime changes reach pleg without a relist
    * poke: true while the stream is live. With `observed` (what it read afterwards), sends the
-   * pod's status, then the parts of events no older than that read (pending ones older than it
-   * are dropped: the read saw their changes).
+   * pod's status, then the parts of events no older than that read (pending ones clearly older than
+   * it — by more than the clocks' skew — are dropped: the read saw their changes).
    */
   opEnded(uid: string, observed?: OperationObservation): boolean {
     const op = this.#ops.get(uid);
@@ -200,7 +200,8 @@ export class RuntimeEventForwarder implements RuntimeEventSink {
       },
       ctx,
     );
-    for (const p of op?.parts.values() ?? []) if (p.part.observedAt >= observed.readAt) this.#sendPart(p, ctx);
+    // Within the clocks' skew of the read, an event may be newer than it: sent (pleg settles it).
+    for (const p of op?.parts.values() ?? []) if (p.part.observedAt >= observed.readAt - RUNTIME_CLOCK_SKEW_MS) this.#sendPart(p, ctx);
     return true;
   }
 

@@ -38,8 +38,8 @@ export type PlegMode = 'generic' | 'evented';
 /** Dependencies and settings of {@link EventedPleg}. */
 export interface EventedPlegOptions {
   readonly pleg: Pick<GenericPleg, 'relist' | 'applyReports' | 'updateGlobalCache' | 'lastRelistTime'>;
-  /** The relist loop: its period is set per mode; a poke without a pod asks for a full relist soon. */
-  readonly loop: { setPeriod(ms: number): void; poke(): void };
+  /** The relist loop: its period is set per mode; a poke asks for a relist of the pod soon (without one: a full relist). */
+  readonly loop: { setPeriod(ms: number): void; poke(uid?: string): void };
   readonly clock: Clock;
   readonly logger: Logger;
   readonly metrics: PlegMetrics;
@@ -217,6 +217,7 @@ export class EventedPleg {
         if (reports.length > 0) {
           const r = await pleg.applyReports(reports);
           if (r.stale > 0) metrics.staleReports.inc(r.stale);
+          for (const uid of r.uncertain) this.#o.loop.poke(uid);
           const now = clock.now();
           for (const q of reports) if (q.kind === 'part') metrics.eventedLatency.observe(Math.max(0, now - q.observedAt) / 1000);
         }

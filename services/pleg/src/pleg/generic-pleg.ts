@@ -25,7 +25,7 @@
  * two paths never take a pod's record back in time. Entry timestamps never go back either.
  */
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, context, trace, type Attributes, type Context, type Link, type Span, type Tracer } from '@opentelemetry/api';
-import type { PodLifecycleEvent, RuntimeCacheEntry, RuntimePodStatus } from '@splitlet/api';
+import { RUNTIME_CLOCK_SKEW_MS, type PodLifecycleEvent, type RuntimeCacheEntry, type RuntimePodStatus } from '@splitlet/api';
 import { errorMessage } from '@splitlet/api';
 import { formatGoDuration, podIPsAfterTeardown } from '@splitlet/kube';
 import type { Clock, HealthStatus } from '@splitlet/service';
@@ -118,6 +118,11 @@ export interface ApplyResult {
   readonly changedPods: number;
   /** Reports dropped as older than a relist applied before them. */
   readonly stale: number;
+  /**
+   * Pods with a report observed within RUNTIME_CLOCK_SKEW_MS of the relist (or operation's read)
+   * before it: its order against that read is unknown, so the pod should be relisted.
+   */
+  readonly uncertain: readonly string[];
 }
 
 /** The outcome of one relist. */
@@ -444,6 +449,7 @@ export class GenericPleg {
       else list.push(r);
     }
     let stale = 0;
+    const uncertain = new Set<string>();
     const traced: Array<{ work: PodWork; triggers: Context[] }> = [];
     const untraced: PodWork[] = [];
     for (const [uid, list] of byPod) {
@@ -460,11 +466,15 @@ export class GenericPleg {
       let removedAt = this.#removedAt.get(uid) ?? 0;
       for (const r of list) {
         if (r.kind === 'operation') stamp = Math.max(stamp, r.timestamp);
+        const applied = r.kind === 'part' ? withSandboxPart(next, r.uid, r.sandboxId, r.status) : r.status;
+        // Too close to the read before it to tell which came first (different clocks), and it says
+        // something else: the runtime is asked again.
+        if (Math.abs(r.observedAt - floor) < RUNTIME_CLOCK_SKEW_MS && !sameObjects(applied, next)) uncertain.add(uid);
         if (r.observedAt < floor) {
           stale++;
           continue;
         }
-        next = r.kind === 'part' ? withSandboxPart(next, r.uid, r.sandboxId, r.status) : r.status;
+        next = applied;
         if (r.kind === 'operation') floor = r.observedAt;
         msgAt = Math.max(msgAt, r.observedAt);
         stamp = Math.max(stamp, r.observedAt);
@@ -496,7 +506,7 @@ export class GenericPleg {
             return published.reduce((a, b) => a + b, 0);
           }),
     ]);
-    return { events: results.reduce((a, b) => a + b, 0), changedPods: traced.length + untraced.length, stale };
+    return { events: results.reduce((a, b) => a + b, 0), changedPods: traced.length + untraced.length, stale, uncertain: [...uncertain] };
   }
 
   /** One pod's work in a `runtime events` span of the trace its reports came in. */
@@ -549,6 +559,11 @@ export class GenericPleg {
       span.end();
     }
   }
+}
+
+/** Whether two records have the same sandboxes and containers (their IPs follow from those). */
+function sameObjects(a: RuntimePodStatus | undefined, b: RuntimePodStatus | undefined): boolean {
+  return recordEqual(a?.sandboxes, b?.sandboxes) && recordEqual(a?.containers, b?.containers);
 }
 
 /**
