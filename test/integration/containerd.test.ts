@@ -154,6 +154,19 @@ describe('local containerd (real runtime)', { skip: skip ?? false, timeout: 90_0
     assert.ok(readFileSync('/proc/net/dev', 'utf8').includes(`${rt.network.bridge}:`), 'the bridge device exists');
   });
 
+  test('GetContainerEvents: containerd 1.6 answers Unimplemented (cri-adapter keeps poking, pleg keeps its 1 s relist); 1.7+ streams', async () => {
+    const { runtimeVersion } = await cri.Version({});
+    const abort = new AbortController();
+    const outcome = await cri.GetContainerEvents({}, { signal: abort.signal }).established.then(
+      () => 'streams',
+      (e: unknown) => errorFact(e),
+    );
+    abort.abort();
+    fact('getContainerEvents', { runtimeVersion, outcome });
+    if (/^v?1\.6\./.test(runtimeVersion)) assert.equal(typeof outcome === 'string' ? outcome : outcome.code, 'Unimplemented');
+    else assert.equal(outcome, 'streams');
+  });
+
   test('exit code 3: the CRI log has "hello", status exited/3/Error; resolv.conf carries the DNS config', async () => {
     const id = await run('exit3', ['sh', '-c', 'echo hello; cat /etc/resolv.conf; sleep 1; exit 3']);
     const s = await waitExited(id);

@@ -432,6 +432,90 @@ export type RuntimeRelistReply = z.infer<typeof RuntimeRelistReply>;
 export const PlegRelistPoke = z.object({ uid: z.string().min(1).optional() });
 export type PlegRelistPoke = z.infer<typeof PlegRelistPoke>;
 
+// ---------------------------------------------------------------------------------------------
+// The evented PLEG: the runtime's container events, as cri-adapter hands them to pleg
+// ---------------------------------------------------------------------------------------------
+
+/** `runtime.v1.ContainerEventType`, as the CRI spells it. */
+export const RuntimeContainerEventType = z.enum(['CONTAINER_CREATED_EVENT', 'CONTAINER_STARTED_EVENT', 'CONTAINER_STOPPED_EVENT', 'CONTAINER_DELETED_EVENT']);
+export type RuntimeContainerEventType = z.infer<typeof RuntimeContainerEventType>;
+
+/**
+ * What every message of one event stream carries: `stream` names cri-adapter's subscription to the
+ * runtime's events (a new one after every reconnect or restart), `seq` numbers its messages from 1
+ * (pods and stream state alike), so pleg sees a lost message as a gap and relists.
+ */
+const EventStreamPosition = {
+  stream: z.string().min(1).max(64),
+  seq: z.number().int().positive(),
+};
+
+/**
+ * `sl.<node>.runtimeevents.<uid>`: the runtime's container events about one sandbox of the pod,
+ * coalesced over a short window. `status` is the pod's status as far as that sandbox goes (the
+ * sandbox and its containers, translated with the code the relist uses; no sandbox: it was deleted)
+ * — the CRI event's `pod_sandbox_status` and `containers_statuses` of the newest event.
+ * `observedAt` is that event's `created_at` (ms since the epoch).
+ */
+export const RuntimeContainerEvents = z.object({
+  type: z.literal('kubelet.runtime.ContainerEvents.v1'),
+  ...EventStreamPosition,
+  uid: z.string().min(1),
+  sandboxId: z.string().min(1),
+  status: RuntimePodStatus,
+  observedAt: z.number(),
+  /** The coalesced events, oldest first (`containerId` is the sandbox id for a sandbox's own events, as in the CRI). */
+  events: z
+    .array(z.object({ containerId: z.string(), event: RuntimeContainerEventType, at: z.number() }))
+    .min(1)
+    .max(1024),
+});
+export type RuntimeContainerEvents = z.infer<typeof RuntimeContainerEvents>;
+
+/**
+ * `sl.<node>.runtimeevents.<uid>`: the pod's whole status as a SyncPod or KillPod read it after its
+ * changes (sent while the event stream is live, instead of a relist poke). `observedAt`: when that
+ * read started; `timestamp`: the cache time the pod's entry gets, later than the operation's reply
+ * `timestamp`, so the pod-worker's next sync (GetNewerThan) does not wait for the next relist mark.
+ * Events cri-adapter received during the operation follow it again, so pleg ends on the newest.
+ */
+export const RuntimePodOperated = z.object({
+  type: z.literal('kubelet.runtime.PodOperated.v1'),
+  ...EventStreamPosition,
+  uid: z.string().min(1),
+  status: RuntimePodStatus,
+  observedAt: z.number(),
+  timestamp: z.number(),
+});
+export type RuntimePodOperated = z.infer<typeof RuntimePodOperated>;
+
+/**
+ * `sl.<node>.runtimeevents._stream`: the state of cri-adapter's event stream, sent on every change
+ * and every second while live (the heartbeat). `seq` is this message's own number (the previous
+ * message of the stream had `seq - 1`). `live`: every event the runtime sent before `at` (ms,
+ * cri-adapter's clock) was handed over before this message — pleg's global cache time
+ * (updateGlobalCache). `down`: the stream broke or cannot be had (`reason`); pleg relists every period.
+ */
+export const RuntimeEventStreamState = z.object({
+  type: z.literal('kubelet.runtime.EventStreamState.v1'),
+  ...EventStreamPosition,
+  state: z.enum(['live', 'down']),
+  at: z.number(),
+  reason: z.string().max(1024).optional(),
+});
+export type RuntimeEventStreamState = z.infer<typeof RuntimeEventStreamState>;
+
+/**
+ * The observation times of the runtime's events (its clock), of an operation's read (cri-adapter's)
+ * and of a relist (pleg's) come from different clocks of one node: two closer than this are not
+ * ordered by their times (a receiver that must order them asks the runtime again instead).
+ */
+export const RUNTIME_CLOCK_SKEW_MS = 10;
+
+/** Any message on `sl.<node>.runtimeevents.*`, told apart by `type`. */
+export const RuntimeEventMessage = z.discriminatedUnion('type', [RuntimeContainerEvents, RuntimePodOperated, RuntimeEventStreamState]);
+export type RuntimeEventMessage = z.infer<typeof RuntimeEventMessage>;
+
 /**
  * `sl.<node>.rpc.runtime.exec`: runs a command in a running container (CRI ExecSync) for
  * `splitlet exec`. stdin and a tty are not supported (ExecSync has neither).

@@ -111,6 +111,15 @@ export const Subjects = {
   plegAll: (node: string) => `sl.${nodeToken(node)}.pleg.*`,
   /** Core NATS (no stream): ask pleg to relist now, e.g. right after a runtime change. */
   plegRelist: (node: string) => `sl.${nodeToken(node)}.plegrelist`,
+  /**
+   * Core NATS (no stream), cri-adapter → pleg: what the runtime's event stream (CRI
+   * GetContainerEvents) and cri-adapter's operations reported about pod `uid` (RuntimeEventMessage).
+   */
+  runtimeEvents: (node: string, uid: string) => `sl.${nodeToken(node)}.runtimeevents.${uid}`,
+  /** The state of cri-adapter's runtime event stream (live / down, with its last sequence number): the heartbeat of the evented PLEG. */
+  runtimeEventStream: (node: string) => `sl.${nodeToken(node)}.runtimeevents._stream`,
+  /** Every RuntimeEventMessage of the node (pods and stream state), in the order cri-adapter sent them. */
+  runtimeEventsAll: (node: string) => `sl.${nodeToken(node)}.runtimeevents.*`,
   status: (node: string, uid: string) => `sl.${nodeToken(node)}.status.${uid}`,
   statusAll: (node: string) => `sl.${nodeToken(node)}.status.*`,
   events: (node: string, uid: string) => `sl.${nodeToken(node)}.events.${uid}`,

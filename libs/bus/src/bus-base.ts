@@ -102,6 +102,14 @@ export abstract class BusBase implements Omit<Bus, 'isClosed' | 'consume' | 'kv'
     this.#core.subscribeCore(subject, handler, signal);
   }
 
+  publishCoreMessage<S extends z.ZodType>(schema: S, subject: string, msg: z.input<S>): void {
+    this.#core.publishCoreMessage(schema, subject, msg);
+  }
+
+  subscribeCoreMessages<S extends z.ZodType>(schema: S, subject: string, handler: (value: z.output<S>, msg: CoreMessageMeta) => void, signal: AbortSignal): void {
+    this.#core.subscribeCoreMessages(schema, subject, handler, signal);
+  }
+
   publishSpans(records: readonly SpanRecord[]): Promise<void> {
     return publishSpanRecords(this, records);
   }

@@ -210,6 +210,18 @@ export interface Bus {
    */
   subscribeCore(subject: string, handler: (data: unknown, msg: CoreMessageMeta) => void, signal: AbortSignal): void;
   /**
+   * Validates `msg` and publishes it on core NATS (no stream: at most once, in order per
+   * connection) with the trace context in its headers. Throws BusError SchemaInvalid (nothing sent)
+   * when `msg` does not match `schema`.
+   */
+  publishCoreMessage<S extends z.ZodType>(schema: S, subject: string, msg: z.input<S>): void;
+  /**
+   * Subscribes on core NATS until `signal` aborts; each message is validated and handed to
+   * `handler`, in arrival order. A message that is not JSON or does not match `schema` is
+   * dead-lettered with the reason (and never reaches `handler`).
+   */
+  subscribeCoreMessages<S extends z.ZodType>(schema: S, subject: string, handler: (value: z.output<S>, msg: CoreMessageMeta) => void, signal: AbortSignal): void;
+  /**
    * Reads a stream's stored messages on `filterSubject`, oldest first: everything stored now, then
    * (with `follow`) new ones until `signal` aborts. Invalid messages are skipped and reported.
    */

@@ -79,24 +79,54 @@ export class CoreClient {
     this.#d.transport.publish(subject, JSON.stringify(payload), { headers: headersWithContext() });
   }
 
-  /** @see Bus.subscribeCore */
-  subscribeCore(subject: string, handler: (data: unknown, msg: CoreMessageMeta) => void, signal: AbortSignal): void {
-    const { logger } = this.#d;
-    const sub = this.#d.transport.subscribe(subject, {
-      callback: (err, m) => {
-        if (err) {
-          logger.error('core subscription error', { subject, error: errorMessage(err) });
+  /** @see Bus.publishCoreMessage */
+  publishCoreMessage<S extends z.ZodType>(schema: S, subject: string, msg: z.input<S>): void {
+    this.#d.transport.publish(subject, encodeMessage(schema, subject, msg), { headers: headersWithContext() });
+  }
+
+  /** @see Bus.subscribeCoreMessages */
+  subscribeCoreMessages<S extends z.ZodType>(schema: S, subject: string, handler: (value: z.output<S>, msg: CoreMessageMeta) => void, signal: AbortSignal): void {
+    this.#subscribe(
+      subject,
+      (m) => {
+        const parsed = decodeMessage(schema as unknown as z.ZodType<z.output<S>>, m.subject, m.data);
+        if (parsed.ok) {
+          handler(parsed.value, m);
           return;
         }
+        this.#d
+          .deadLetter({ subject: m.subject, reason: parsed.reason, data: m.data })
+          .catch((e: unknown) => this.#d.logger.error('could not dead-letter an invalid core message', { subject: m.subject, error: errorMessage(e) }));
+      },
+      signal,
+    );
+  }
+
+  /** @see Bus.subscribeCore */
+  subscribeCore(subject: string, handler: (data: unknown, msg: CoreMessageMeta) => void, signal: AbortSignal): void {
+    this.#subscribe(
+      subject,
+      (m) => {
         let data: unknown;
         if (m.data.length > 0) {
           try {
             data = JSON.parse(bodyText(m.data));
           } catch (e) {
-            logger.warn('core message is not JSON; handing it over as undefined', { subject: m.subject, error: errorMessage(e) });
+            this.#d.logger.warn('core message is not JSON; handing it over as undefined', { subject: m.subject, error: errorMessage(e) });
           }
         }
         handler(data, m);
+      },
+      signal,
+    );
+  }
+
+  /** A core subscription until `signal` aborts; a subscription error is logged. */
+  #subscribe(subject: string, onMessage: (m: CoreMsg) => void, signal: AbortSignal): void {
+    const sub = this.#d.transport.subscribe(subject, {
+      callback: (err, m) => {
+        if (err) this.#d.logger.error('core subscription error', { subject, error: errorMessage(err) });
+        else onMessage(m);
       },
     });
     this.#track(sub, signal, () => sub.unsubscribe());

@@ -176,7 +176,8 @@ export function identityPermissions(id: Identity, scope: PermissionScope = {}): 
     case 'pleg':
       return {
         publish: [...proc(id), sl('pleg.*'), rpc('runtime.relist'), ...[Buckets.runtime, Buckets.desired].flatMap(kvRead), ...kvWrite(Buckets.runtime, keys)],
-        subscribe: [...inbox, sl('plegrelist')],
+        // cri-adapter's relist pokes, and its runtime events (the evented PLEG) with their stream state.
+        subscribe: [...inbox, sl('plegrelist'), sl('runtimeevents.*')],
         allowResponses: false,
       };
     case 'volume-manager':
@@ -209,6 +210,7 @@ export function identityPermissions(id: Identity, scope: PermissionScope = {}): 
           ...proc(id),
           events,
           sl('plegrelist'),
+          sl('runtimeevents.*'),
           ...[Buckets.criBackoff, Buckets.criFences, Buckets.nodeRuntime].flatMap(kvRead),
           ...kvWrite(Buckets.criBackoff, `${n}`),
           ...kvWrite(Buckets.criBackoff, keys),

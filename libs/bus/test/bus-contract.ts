@@ -282,6 +282,29 @@ export function busContract(name: string, factory: HarnessFactory): void {
       ac.abort();
     });
 
+    withBuses('typed core messages: validated on send, in order on receipt, an invalid one dead-lettered and never handed over', async ({ a, b }, node) => {
+      const got: Ping[] = [];
+      const ac = new AbortController();
+      const subject = Subjects.runtimeEvents(node, 'uid-1');
+      b.subscribeCoreMessages(Ping, Subjects.runtimeEventsAll(node), (v) => void got.push(v), ac.signal);
+      await b.flush();
+      assert.throws(
+        () => a.publishCoreMessage(Ping, subject, { type: 'test.Ping.v1', n: 'one' } as never),
+        (e: unknown) => isBusError(e, 'SchemaInvalid'),
+      );
+      for (let n = 1; n <= 3; n++) a.publishCoreMessage(Ping, subject, ping(n));
+      a.publishCore(subject, { type: 'test.Ping.v1', n: 1.5 });
+      a.publishCoreMessage(Ping, subject, ping(4));
+      await eventually(() => assert.deepEqual(got, [ping(1), ping(2), ping(3), ping(4)]));
+      await eventually(async () => {
+        const letters = await deadLetters(a, node, b.process);
+        assert.equal(letters.length, 1);
+        assert.equal(letters[0]?.subject, subject);
+        assert.match(letters[0]?.reason ?? '', /does not match its schema/);
+      });
+      ac.abort();
+    });
+
     withBuses('core pub/sub: JSON in, JSON out, with the headers', async ({ a, b }, node) => {
       const got: unknown[] = [];
       const ac = new AbortController();

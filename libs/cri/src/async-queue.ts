@@ -50,6 +50,18 @@ export class AsyncQueue<T> implements AsyncIterableIterator<T> {
     }
   }
 
+  /** Drops the queued items and ends the stream with `error` at once (a consumer too slow to keep). */
+  abort(error: unknown): void {
+    if (this.#done) return;
+    this.#items.length = 0;
+    this.fail(error);
+  }
+
+  /** Items queued and not taken yet (a producer bounds a slow consumer with it). */
+  get size(): number {
+    return this.#items.length;
+  }
+
   /** True once `end`/`fail`/`return` happened. */
   get closed(): boolean {
     return this.#done;

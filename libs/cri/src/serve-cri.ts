@@ -2,6 +2,7 @@
  * serveCri(): puts any RuntimeService & ImageService implementation behind a real gRPC server on a
  * unix socket, so a CRI client (splitlet's, crictl, a kubelet) can talk to it.
  */
+import { once } from 'node:events';
 import { lstatSync, mkdtempSync, rmSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -75,7 +76,9 @@ function streamHandler(impl: AnyImpl, method: CriMethod): grpc.handleServerStrea
       call.sendMetadata(new grpc.Metadata()); // tells the client the subscription is live
       for await (const item of stream) {
         if (abort.signal.aborted) break;
-        call.write(item);
+        // Flow control: a client slower than the stream makes its items wait in the implementation's
+        // queue (which bounds it) rather than in gRPC's unbounded write buffer.
+        if (!call.write(item)) await drained(call, abort.signal);
       }
       if (!abort.signal.aborted) call.end();
     };
@@ -83,6 +86,14 @@ function streamHandler(impl: AnyImpl, method: CriMethod): grpc.handleServerStrea
       if (!abort.signal.aborted) call.emit('error', toStatus(e));
     });
   };
+}
+
+/** Resolves once a server stream can take more writes, or when the call is cancelled. */
+function drained(call: grpc.ServerWritableStream<unknown, unknown>, signal: AbortSignal): Promise<void> {
+  return once(call, 'drain', { signal }).then(
+    () => undefined,
+    () => undefined,
+  );
 }
 
 /**

@@ -43,7 +43,7 @@ export type { SyncOutcome } from './jitter.js';
 export { Backoff, crashLoopBackOffKey } from './backoff.js';
 export type { BackoffOptions, BackoffEntry, BackoffState } from './backoff.js';
 export { FenceKeeper, FencedOffError, FENCED_OFF } from './fence-keeper.js';
-export { containerStatusFor, findRuntimeContainer, containersNewestFirst, podIPsAfterTeardown, sandboxesNewestFirst } from './runtime-status.js';
+export { containerStatusFor, findRuntimeContainer, containersNewestFirst, podIPsAfterTeardown, podSandboxIPs, sandboxesNewestFirst } from './runtime-status.js';
 export { podSandboxChanged } from './pod-sandbox-changed.js';
 export type { SandboxChange } from './pod-sandbox-changed.js';
 export type { ProbeResult, ProbeResults } from './probe-results.js';

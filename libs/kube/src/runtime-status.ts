@@ -54,6 +54,18 @@ export function sandboxesNewestFirst(runtimeStatus: Pick<RuntimePodStatus, 'sand
 }
 
 /**
+ * The pod IPs from its newest sandbox (`sandboxes` newest first), if that sandbox is ready: its IP
+ * then its additional IPs.
+ *
+ * Models kubeGenericRuntimeManager.determinePodSandboxIPs (as GetPodStatus applies it).
+ */
+export function podSandboxIPs(sandboxes: readonly RuntimeSandboxStatus[]): string[] {
+  const latest = sandboxes[0];
+  if (latest === undefined || latest.state !== 'SANDBOX_READY') return [];
+  return [latest.ip ?? '', ...(latest.additionalIps ?? [])].filter((ip) => ip !== '');
+}
+
+/**
  * The pod IPs a new runtime status should carry: its own, unless it has none and no sandbox is
  * ready (the pod was torn down) — then the IPs `before` had, because the API expects a completed
  * pod's IP to stay in its status after the pod is dead.

@@ -52,6 +52,15 @@ export const CriAdapterEnv = z.object({
   /** Base of the pod cgroups, e.g. `/kubepods` (cgroupfs) or `kubepods.slice` (systemd); unset: none. */
   CGROUP_PARENT: z.string().min(1).optional(),
   /**
+   * The evented PLEG (the kubelet's EventedPLEG gate): subscribe to the runtime's container events
+   * (CRI GetContainerEvents) and hand them to pleg, which then relists only every few minutes.
+   * Without it, or with a runtime that does not stream events (containerd 1.6), pleg relists every
+   * second and is poked after each change. @default true
+   */
+  EVENTED_PLEG: z.stringbool().default(true),
+  /** The window over which one pod sandbox's events are coalesced into one message to pleg. @default 10 */
+  RUNTIME_EVENT_COALESCE_MS: z.coerce.number().int().min(0).max(1000).default(10),
+  /**
    * Cluster mode: the kubeconfig of the API server env configMap / secret references and image pull
    * secrets are read from (waited for when the file is not there yet). Unset: standalone mode.
    */

@@ -14,17 +14,20 @@ import type { Clock, HealthStatus } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
 import { createEventPublisher, type EventPublisher } from './adapters/event-publisher.js';
 import { createNodeFiles } from './adapters/node-files.js';
+import { createBusRuntimeEventPublisher } from './adapters/runtime-event-publisher.js';
 import { serveRuntimeRpc } from './adapters/runtime-rpc.js';
 import { serveExecRpc } from './adapters/exec-rpc.js';
 import { createStandalonePullSecretSource } from './adapters/standalone-pull-secrets.js';
 import type { CriAdapterConfig } from './config.js';
 import { createNodeKeyringProvider, type NodeKeyringProvider } from './credentials/node-keyring.js';
 import { createPullSecretResolver } from './credentials/pull-secrets.js';
+import { RuntimeEventForwarder } from './evented/runtime-event-forwarder.js';
+import { RuntimeEventWatcher, type EventedPlegConnectionMetrics } from './evented/runtime-event-watcher.js';
 import { DurableFences, memoryFenceStore } from './guard/durable-fences.js';
 import { ImageManager } from './images/image-manager.js';
 import { ContainerGC } from './kuberuntime/container-gc.js';
 import { createLifecycleHandlerRunner } from './kuberuntime/lifecycle-handlers.js';
-import type { KubeRuntimeMetrics } from './kuberuntime/metrics.js';
+import { noopEventedPlegConnectionMetrics, type KubeRuntimeMetrics } from './kuberuntime/metrics.js';
 import { RuntimeUpChecker } from './kuberuntime/runtime-health.js';
 import type { EnvObjectSource } from './kuberuntime/env.js';
 import { KubeGenericRuntimeManager } from './kuberuntime/runtime-manager.js';
@@ -49,6 +52,8 @@ export type CriAdapterSettings = Pick<
   | 'RESOLV_CONF'
   | 'CGROUP_PARENT'
   | 'ROOT_DIR'
+  | 'EVENTED_PLEG'
+  | 'RUNTIME_EVENT_COALESCE_MS'
 >;
 
 /** Dependencies of {@link createCriAdapter}. */
@@ -81,6 +86,8 @@ export interface CriAdapterDeps {
   readonly nodeKeyring?: NodeKeyringProvider;
   /** What container GC removes log files with. @default the local filesystem */
   readonly logFiles?: LogFileRemover;
+  /** kubelet_evented_pleg_connection_* counters. @default none recorded */
+  readonly eventedPlegMetrics?: EventedPlegConnectionMetrics;
   readonly signal: AbortSignal;
 }
 
@@ -93,11 +100,13 @@ export interface CriAdapter {
   runtimeHealthy(): HealthStatus;
   /** Liveness: the runtime-up loop completed a check within the last 30 s. */
   loopAlive(): HealthStatus;
-  /** Resolves when the runtime-up loop stopped (after abort). */
+  /** Resolves when the runtime-up loop and the runtime event subscription stopped (after abort). */
   readonly done: Promise<void>;
   /** Waits for queued events and backoff saves. */
   flush(): Promise<void>;
   readonly events: EventPublisher;
+  /** The runtime's container events on their way to pleg (the evented PLEG); `live` while subscribed. */
+  readonly runtimeEvents: Pick<RuntimeEventForwarder, 'live'>;
 }
 
 const MUTATING = new Set(['RunPodSandbox', 'StopPodSandbox', 'RemovePodSandbox', 'CreateContainer', 'StartContainer', 'StopContainer', 'RemoveContainer']);
@@ -228,6 +237,20 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
     logger,
     tracer,
   });
+  // The evented PLEG: the runtime's container events, translated with the relist's code, to pleg.
+  const runtimeEvents = new RuntimeEventForwarder({
+    publisher: createBusRuntimeEventPublisher(bus, node, logger),
+    clock,
+    coalesceMs: settings.RUNTIME_EVENT_COALESCE_MS,
+  });
+  const watcher = new RuntimeEventWatcher({
+    runtime: cri,
+    translate: (event) => statusReader.fromContainerEvent(event),
+    sink: runtimeEvents,
+    metrics: deps.eventedPlegMetrics ?? noopEventedPlegConnectionMetrics,
+    clock,
+    logger,
+  });
   const operations = new RuntimeOperations({
     manager,
     pullSecrets: createPullSecretResolver({ source: deps.pullSecretSource ?? createStandalonePullSecretSource(), recorder: events, logger }),
@@ -235,6 +258,7 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
     fences: await DurableFences.open(deps.fenceStore ?? memoryFenceStore()),
     podLocks: new KeyedMutex(),
     pokePleg: (uid) => bus.publishCore(Subjects.plegRelist(node), { uid }),
+    runtimeEvents,
     backoffs: { crashLoop, imagePull },
     backoffStore: deps.backoffStore,
     clock,
@@ -257,7 +281,8 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
   });
   serveRuntimeRpc(bus, node, operations, deps.signal);
   serveExecRpc(bus, node, cri, deps.signal);
-  const done = health.run(deps.signal);
+  const watching = settings.EVENTED_PLEG ? watcher.run(deps.signal).finally(() => runtimeEvents.close()) : Promise.resolve();
+  const done = Promise.all([health.run(deps.signal), watching]).then(() => undefined);
   void ensureSandboxImage(cri, settings.SANDBOX_IMAGE, logger);
 
   return {
@@ -272,6 +297,7 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
       await events.flush();
     },
     events,
+    runtimeEvents,
   };
 }
 

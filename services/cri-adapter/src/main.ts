@@ -12,7 +12,7 @@ import { createKvBackoffStore } from './adapters/kv-state-store.js';
 import { serveContainerLogs } from './adapters/container-logs-rpc.js';
 import { CriAdapterEnv, processEnv } from './config.js';
 import { createCriAdapter, isMutatingCriMethod } from './create-cri-adapter.js';
-import { createKubeRuntimeMetrics } from './kuberuntime/metrics.js';
+import { createEventedPlegConnectionMetrics, createKubeRuntimeMetrics } from './kuberuntime/metrics.js';
 import { podScope } from './pod-scope.js';
 
 await runNodeProcess({
@@ -30,11 +30,13 @@ await runNodeProcess({
     if (client === undefined) return;
     const grpc = client;
     onClose({ name: 'cri-client', close: () => grpc.close() });
+    // Set once the adapter exists: while the runtime's events reach pleg, no change needs a poke.
+    let runtimeEvents: { readonly live: boolean } = { live: false };
     const cri = instrument(grpc, {
       tracer: telemetry.tracer,
       onCall: (record) => {
         metrics.runtimeCall(record);
-        if (isMutatingCriMethod(record.method)) {
+        if (isMutatingCriMethod(record.method) && !runtimeEvents.live) {
           // Ask pleg to relist now, in the caller's trace: otherwise a periodic relist may see the
           // change first and publish the pod's lifecycle events outside the pod's trace. The poke
           // names the pod whose operation made the call, so pleg relists that pod only.
@@ -56,9 +58,11 @@ await runNodeProcess({
       metrics,
       backoffStore: await createKvBackoffStore(bus, config.NODE_NAME),
       fenceStore: await createKvFenceStore(bus, config.NODE_NAME),
+      eventedPlegMetrics: createEventedPlegConnectionMetrics(registry),
       ...(objects !== undefined ? { envObjects: apiEnvObjectSource(objects), pullSecretSource: apiPullSecretSource(objects) } : {}),
       signal,
     });
+    runtimeEvents = adapter.runtimeEvents;
     onClose({
       name: 'cri-adapter',
       close: async () => {

@@ -5,13 +5,15 @@
  * other pods running meanwhile).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { PlegRelistPoke } from '@splitlet/api';
+import type { PlegRelistPoke, RuntimePodStatus } from '@splitlet/api';
 
 /** One pod's operation in progress. */
 export interface PodOperation {
   readonly uid: string;
   /** Mutating CRI calls it made so far. */
   mutations: number;
+  /** What it read after its changes, for pleg (a SyncPod or KillPod that changed something). */
+  observed?: { readonly status: RuntimePodStatus; readonly readAt: number; readonly timestamp: number };
 }
 
 const scope = new AsyncLocalStorage<PodOperation>();

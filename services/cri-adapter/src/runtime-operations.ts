@@ -22,7 +22,8 @@ import type { PullSecretResolver } from './credentials/pull-secrets.js';
 import type { Fences } from './guard/durable-fences.js';
 import type { ContainerGC } from './kuberuntime/container-gc.js';
 import type { KubeGenericRuntimeManager } from './kuberuntime/runtime-manager.js';
-import { podScope } from './pod-scope.js';
+import type { RuntimeEventForwarder } from './evented/runtime-event-forwarder.js';
+import { podScope, type PodOperation } from './pod-scope.js';
 import type { StateStore } from './ports.js';
 
 /** The persisted backoff tables of a node. */
@@ -43,6 +44,12 @@ export interface RuntimeOperationsOptions {
   readonly podLocks: KeyedMutex;
   /** Asks pleg to relist pod `uid` now (its operation changed the runtime: podScope counted a mutating CRI call). */
   readonly pokePleg: (uid: string) => void;
+  /**
+   * The evented PLEG's hooks around each pod operation (RuntimeEventForwarder): `opEnded` returns
+   * whether the operation's changes reach pleg without a poke (the runtime's events are live); it
+   * gets what a SyncPod or KillPod read after its changes. Absent: every change pokes.
+   */
+  readonly runtimeEvents?: Pick<RuntimeEventForwarder, 'opStarted' | 'opEnded'>;
   readonly backoffs: { readonly crashLoop: Backoff; readonly imagePull: Backoff };
   /** Where the backoff tables are persisted; absent: memory only. */
   readonly backoffStore?: StateStore<BackoffTables> | undefined;
@@ -79,18 +86,20 @@ export class RuntimeOperations {
   syncPod(req: RuntimeSyncPodRequest): Promise<RuntimeSyncPodReply> {
     this.#o.fences.check(req.fence);
     return this.#track(
-      this.#guarded(req.pod.metadata.uid, async () => {
+      this.#guarded(req.pod.metadata.uid, async (op) => {
         await this.#o.fences.admit(req.fence);
         const pullSecrets = await this.#o.pullSecrets.getPullSecretsForPod(req.pod, req.pullSecrets);
         const r = await this.#o.manager.syncPod({ pod: req.pod, volumes: req.volumes, pullSecrets, podDir: req.podDir, probes: req.probes, cachedStatus: req.podStatus });
+        // After the last runtime change and before the pleg poke (sent once this returns).
+        const timestamp = this.#o.clock.now();
+        if (r.statusReadAt !== undefined) op.observed = { status: r.podStatus, readAt: r.statusReadAt, timestamp };
         return {
           type: 'kubelet.runtime.SyncPodReply.v1',
           results: r.results,
           podStatus: r.podStatus,
           ...(r.imagePullStartedAt !== undefined ? { imagePullStartedAt: r.imagePullStartedAt } : {}),
           ...(r.imagePullFinishedAt !== undefined ? { imagePullFinishedAt: r.imagePullFinishedAt } : {}),
-          // After the last runtime change and before the pleg poke (sent once this returns).
-          timestamp: this.#o.clock.now(),
+          timestamp,
         };
       }),
     );
@@ -100,10 +109,12 @@ export class RuntimeOperations {
   killPod(req: RuntimeKillPodRequest): Promise<RuntimeKillPodReply> {
     this.#o.fences.check(req.fence);
     return this.#track(
-      this.#guarded(req.runningPod.uid, async () => {
+      this.#guarded(req.runningPod.uid, async (op) => {
         await this.#o.fences.admit(req.fence);
         const r = await this.#o.manager.killPod({ pod: req.pod, runningPod: req.runningPod, gracePeriodOverride: req.gracePeriodOverride, cachedStatus: req.podStatus });
-        return { type: 'kubelet.runtime.KillPodReply.v1', results: r.results, podStatus: r.podStatus, timestamp: this.#o.clock.now() };
+        const timestamp = this.#o.clock.now();
+        if (r.statusReadAt !== undefined) op.observed = { status: r.podStatus, readAt: r.statusReadAt, timestamp };
+        return { type: 'kubelet.runtime.KillPodReply.v1', results: r.results, podStatus: r.podStatus, timestamp };
       }),
     );
   }
@@ -182,14 +193,21 @@ export class RuntimeOperations {
     return p;
   }
 
-  async #guarded<T>(uid: string, fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` as pod `uid`'s operation, under its lock. Afterwards, if it changed the runtime, pleg
+   * learns of it: through the runtime's events and what the operation read afterwards while the
+   * event stream is live, else by a relist poke naming the pod.
+   */
+  async #guarded<T>(uid: string, fn: (op: PodOperation) => Promise<T>): Promise<T> {
     return this.#o.podLocks.run(uid, () =>
       podScope.run(uid, async (op) => {
+        this.#o.runtimeEvents?.opStarted(uid);
         try {
-          return await fn();
+          return await fn(op);
         } finally {
           // Only this operation's own changes: concurrent operations on other pods do not count.
-          if (op.mutations > 0) this.#o.pokePleg(uid);
+          const covered = this.#o.runtimeEvents?.opEnded(uid, op.mutations > 0 ? op.observed : undefined) ?? false;
+          if (op.mutations > 0 && !covered) this.#o.pokePleg(uid);
           this.#persistBackoffs();
         }
       }),

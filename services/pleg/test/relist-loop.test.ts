@@ -40,6 +40,32 @@ function setup() {
 }
 
 describe('RelistLoop', () => {
+  it('setPeriod: a longer period postpones the next full relist; a shorter one that is overdue relists at once', async () => {
+    const t = setup();
+    t.loop.start();
+    await t.clock.advanceAsync(0);
+    t.loop.setPeriod(300_000);
+    assert.equal(t.loop.periodMs, 300_000);
+    await t.clock.advanceAsync(200_000);
+    assert.deepEqual(t.started, [0]);
+    t.loop.setPeriod(1000); // 200 s since the last one ended: due now
+    await t.clock.advanceAsync(0);
+    assert.deepEqual(t.started, [0, 200_000]);
+    await t.clock.advanceAsync(1000);
+    assert.deepEqual(t.started, [0, 200_000, 201_000]);
+    // During a relist the new period applies from its end.
+    t.block(true);
+    await t.clock.advanceAsync(1000);
+    t.loop.setPeriod(5000);
+    t.release();
+    t.block(false);
+    await t.clock.advanceAsync(4999);
+    assert.deepEqual(t.started, [0, 200_000, 201_000, 202_000]);
+    await t.clock.advanceAsync(1);
+    assert.deepEqual(t.started, [0, 200_000, 201_000, 202_000, 207_000]);
+    t.ac.abort();
+  });
+
   it('relists at start and then every period after the previous relist ended', async () => {
     const t = setup();
     t.loop.start();

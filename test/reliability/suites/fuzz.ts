@@ -10,7 +10,8 @@
  * `sl_node_capacity`, `sl_cri_backoff` and real partition keys of `sl_leases`/`sl_cri_fences`): a
  * value there is the node's one copy, so overwriting it is a forgery, which NATS permissions refuse
  * (issue 12, identities), not bad input (`sl_cri_fences` is fuzzed under partition numbers no node
- * has); `sl.<node>.plegrelist`, a poke whose payload is ignored; and `SL_SPANS`, which no node
+ * has); `sl.<node>.plegrelist`, a poke whose payload is ignored (the core subject that is read,
+ * `sl.<node>.runtimeevents.*`, is fuzzed); and `SL_SPANS`, which no node
  * process reads (only `splitlet trace`).
  */
 import { writeFileSync, mkdirSync } from 'node:fs';
@@ -26,7 +27,7 @@ const NODE = 'fuzz-node';
 
 /** One subject or key a process reads, with the message type its readers expect. */
 interface Target {
-  readonly kind: 'stream' | 'rpc' | 'kv';
+  readonly kind: 'stream' | 'rpc' | 'kv' | 'core';
   /** For kv: the bucket. */
   readonly bucket?: string;
   /** Builds the subject (stream, rpc) or key (kv) for variant `v`. */
@@ -60,6 +61,8 @@ function targets(): Target[] {
     { kind: 'stream', label: 'status.<uid>', type: 'kubelet.status.PodStatusUpdate.v1', at: (v) => Subjects.status(NODE, uidFor('status', v)) },
     // Read by status-manager's event poster (with the API server, which `splitlet up` starts).
     { kind: 'stream', label: 'events.<uid>', type: 'kubelet.events.Event.v1', at: (v) => Subjects.events(NODE, uidFor('events', v)) },
+    // Core NATS, read by pleg (the evented PLEG's runtime events from cri-adapter).
+    { kind: 'core', label: 'runtimeevents.<uid>', type: 'kubelet.runtime.ContainerEvents.v1', at: (v) => Subjects.runtimeEvents(NODE, uidFor('runtimeevents', v)) },
   ];
   const runtimeTypes: Record<string, string> = {
     syncPod: 'SyncPodRequest',
@@ -191,6 +194,9 @@ export async function run(opts: SuiteOptions): Promise<SuiteResult> {
           const data = new TextEncoder().encode(body);
           if (target.kind === 'stream') {
             await js.publish(at, data);
+            expected.push({ label: target.label, subject: at, variant: v, kind: target.kind });
+          } else if (target.kind === 'core') {
+            nc.publish(at, data);
             expected.push({ label: target.label, subject: at, variant: v, kind: target.kind });
           } else if (target.kind === 'kv') {
             const kv = await kvm.open(target.bucket ?? '');

@@ -295,10 +295,17 @@ class FakeRuntime implements FakeRuntimeService {
     await this.#enter('RemovePodSandbox');
     const sb = this.#sandboxes.get(s(req.podSandboxId));
     if (sb === undefined) return {};
-    for (const c of [...this.#containers.values()].filter((x) => x.sandboxId === sb.status.id)) {
-      await this.#kill(c);
+    // As containerd (and the simulator): stop what runs, then remove each container, then the sandbox.
+    const containers = [...this.#containers.values()].filter((x) => x.sandboxId === sb.status.id);
+    await Promise.all(containers.map((c) => this.#kill(c)));
+    if (sb.status.state === PodSandboxState.READY) {
+      sb.status = { ...sb.status, state: PodSandboxState.NOTREADY, network: { ip: '', additionalIps: [] } };
+      this.#emit(sb.status.id, ContainerEventType.STOPPED, sb.status.id);
+    }
+    for (const c of containers) {
       this.#containers.delete(c.status.id);
       this.#names.delete(c.name);
+      this.#emit(c.status.id, ContainerEventType.DELETED, sb.status.id);
     }
     this.#emit(sb.status.id, ContainerEventType.DELETED, sb.status.id);
     this.#sandboxes.delete(sb.status.id);

@@ -7,6 +7,7 @@
  */
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { CriCallRecord } from '@splitlet/cri';
+import type { EventedPlegConnectionMetrics } from '../evented/runtime-event-watcher.js';
 import { containersPerPodBuckets, runtimeOperationsBuckets } from '@splitlet/telemetry';
 
 /** The `container_type` label values. */
@@ -140,4 +141,27 @@ export function createKubeRuntimeMetrics(registry: Registry): KubeRuntimeMetrics
     containersPerPod: (n) => perPod.observe(n),
     imagePull: (size, seconds) => pulls.observe({ image_size_in_bytes: imageSizeBucket(size) }, seconds),
   };
+}
+
+/** Connection metrics that record nothing (tests). */
+export const noopEventedPlegConnectionMetrics: EventedPlegConnectionMetrics = Object.freeze({ connected: () => undefined, failed: () => undefined });
+
+/**
+ * Registers the evented PLEG's connection counters on `registry`: the runtime's event stream is
+ * cri-adapter's, so they are counted here (pleg has the latency histogram).
+ *
+ * Models metrics.go EventedPLEGConn, EventedPLEGConnErr.
+ */
+export function createEventedPlegConnectionMetrics(registry: Registry): EventedPlegConnectionMetrics {
+  const success = new Counter({
+    name: 'kubelet_evented_pleg_connection_success_count',
+    help: 'The number of times a streaming client was obtained to receive CRI Events.',
+    registers: [registry],
+  });
+  const errors = new Counter({
+    name: 'kubelet_evented_pleg_connection_error_count',
+    help: 'The number of errors encountered during the establishment of streaming connection with the CRI runtime.',
+    registers: [registry],
+  });
+  return { connected: () => success.inc(), failed: () => errors.inc() };
 }

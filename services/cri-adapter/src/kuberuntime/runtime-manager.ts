@@ -112,6 +112,8 @@ export interface KillPodInput {
 export interface RuntimeOpResult {
   readonly results: SyncResult[];
   readonly podStatus: RuntimePodStatus;
+  /** When the read of `podStatus` started, if it was read after the operation's changes (ms since the epoch). */
+  readonly statusReadAt?: number;
   /** SyncPod: when its first image pull started and its last successful one finished (ms since the epoch). */
   readonly imagePullStartedAt?: number;
   readonly imagePullFinishedAt?: number;
@@ -195,7 +197,9 @@ export class KubeGenericRuntimeManager {
       const result = new PodSyncResult();
       const before = await this.#statusBefore(refOf(pod), input.cachedStatus, span);
       await this.#syncPod(input, result, before);
-      const podStatus = result.results.length === 0 && !result.removedContainers ? before : await this.getPodStatus(refOf(pod));
+      const changed = result.results.length > 0 || result.removedContainers;
+      const statusReadAt = changed ? this.#o.clock.now() : undefined;
+      const podStatus = changed ? await this.getPodStatus(refOf(pod)) : before;
       this.#remember(podStatus);
       if (result.failed)
         span.setAttribute(
@@ -209,6 +213,7 @@ export class KubeGenericRuntimeManager {
       return {
         results: result.results,
         podStatus,
+        ...(statusReadAt !== undefined ? { statusReadAt } : {}),
         ...(startedAt !== undefined ? { imagePullStartedAt: startedAt } : {}),
         ...(finishedAt !== undefined ? { imagePullFinishedAt: finishedAt } : {}),
       };
@@ -435,9 +440,10 @@ export class KubeGenericRuntimeManager {
     return withSpan(this.#o.tracer, 'kuberuntime.KillPod', { attributes: attrs }, async (span) => {
       const status = await this.#statusBefore(input.runningPod, input.cachedStatus, span);
       const result = await this.#killer.killPodWithSyncResult(input.pod, status, input.gracePeriodOverride);
+      const statusReadAt = this.#o.clock.now();
       const after = await this.getPodStatus(input.runningPod);
       this.#remember(after);
-      return { results: result.results, podStatus: after };
+      return { results: result.results, podStatus: after, statusReadAt };
     });
   }
 

@@ -7,7 +7,15 @@
  */
 import type { RuntimeContainerStatus, RuntimePodStatus, RuntimeSandboxStatus } from '@splitlet/api';
 import { isCriError } from '@splitlet/cri';
-import type { Container as CriContainer, ContainerStatus as CriContainerStatus, PodSandbox, PodSandboxStatus, PodSandboxStatusResponse } from '@splitlet/cri';
+import { podSandboxIPs } from '@splitlet/kube';
+import type {
+  Container as CriContainer,
+  ContainerEventResponse,
+  ContainerStatus as CriContainerStatus,
+  PodSandbox,
+  PodSandboxStatus,
+  PodSandboxStatusResponse,
+} from '@splitlet/cri';
 import type { CriRuntime, NodeFiles } from '../ports.js';
 import { containerInfoFrom, RuntimeLabels } from './labels.js';
 import { exitedContainerMessage } from './termination-message.js';
@@ -84,18 +92,24 @@ function newestFirst<T extends { createdAt: number }>(xs: T[]): T[] {
   return xs.sort((a, b) => b.createdAt - a.createdAt);
 }
 
-/** The pod IPs from its newest sandbox, if that sandbox is ready. Models determinePodSandboxIPs. */
-export function podIpsOf(sandboxes: readonly RuntimeSandboxStatus[]): string[] {
-  const latest = sandboxes[0];
-  if (latest === undefined || latest.state !== 'SANDBOX_READY') return [];
-  return [latest.ip ?? '', ...(latest.additionalIps ?? [])].filter((ip) => ip !== '');
-}
-
 /**
  * A relist targeted at more pods than this lists the runtime's objects once, unfiltered, instead of
  * by the pod-uid label per pod (two calls instead of two per pod).
  */
 export const MAX_LABEL_LISTED_PODS = 4;
+
+/**
+ * What one runtime container event says about its pod: the status of the event's sandbox and of
+ * the sandbox's containers (its part of the pod's status), in the shape the relist returns.
+ */
+export interface ContainerEventPart {
+  readonly uid: string;
+  readonly sandboxId: string;
+  /** The pod as far as this sandbox goes; no sandbox and no containers once the sandbox was deleted. */
+  readonly status: RuntimePodStatus;
+  /** The event's `created_at`, in ms since the epoch. */
+  readonly observedAt: number;
+}
 
 /** The files the reader reads for exited containers' termination messages. */
 export type TerminationMessageFiles = Pick<NodeFiles, 'readAtMost' | 'readLogTail'>;
@@ -164,7 +178,7 @@ export class RuntimeStatusReader {
     newestFirst(sandboxes);
     const containers = await this.#containerStatuses(containerList.containers);
     this.#forget(uid, new Set(sandboxList.items.map((s) => s.id)), new Set(containerList.containers.map((c) => c.id)));
-    return { uid, name, namespace, ips: podIpsOf(sandboxes), sandboxes, containers: newestFirst(containers) };
+    return { uid, name, namespace, ips: podSandboxIPs(sandboxes), sandboxes, containers: newestFirst(containers) };
   }
 
   /**
@@ -243,9 +257,59 @@ export class RuntimeStatusReader {
     for (const p of pods.values()) {
       newestFirst(p.sandboxes);
       newestFirst(p.containers);
-      p.ips = podIpsOf(p.sandboxes);
+      p.ips = podSandboxIPs(p.sandboxes);
     }
     return [...pods.values()];
+  }
+
+  /**
+   * The part of a pod's status a runtime container event carries (the event's `pod_sandbox_status`
+   * and `containers_statuses`), translated as the relist translates ListPodSandbox/ContainerStatus:
+   * the sandbox's network facts as first read while it was ready (or from this event, and kept for
+   * later relists), container statuses through the same per-state cache (an exited container's
+   * termination message read once). A sandbox's DELETED event gives the part with nothing left and
+   * drops the sandbox's cached facts; a container's DELETED event drops its cached status.
+   * `undefined` for an event without a sandbox status (containerd: the sandbox was already gone) or
+   * for a sandbox without the pod-uid label (not the kubelet's: the relist skips it too).
+   *
+   * Models kubeGenericRuntimeManager.GeneratePodStatus (evented PLEG), with the relist's caches.
+   */
+  async fromContainerEvent(event: ContainerEventResponse): Promise<ContainerEventPart | undefined> {
+    const s = event.podSandboxStatus;
+    if (s === null || s.metadata === null) return undefined;
+    const uid = s.labels[RuntimeLabels.podUid];
+    if (uid === undefined || uid === '') return undefined;
+    const pod: RuntimePodStatus = {
+      uid,
+      name: s.labels[RuntimeLabels.podName] ?? s.metadata.name,
+      namespace: s.labels[RuntimeLabels.podNamespace] ?? s.metadata.namespace,
+      ips: [],
+      sandboxes: [],
+      containers: [],
+    };
+    const observedAt = nanosToMillis(event.createdAt) ?? 0;
+    const deleted = event.containerEventType === 'CONTAINER_DELETED_EVENT';
+    if (deleted && event.containerId === s.id) {
+      this.#sandboxNets.delete(s.id);
+      return { uid, sandboxId: s.id, status: pod, observedAt };
+    }
+    if (deleted) this.#containers.delete(event.containerId);
+    let net = this.#sandboxNets.get(s.id);
+    if (net === undefined || (s.state === 'SANDBOX_READY' && !net.whileReady)) {
+      net = sandboxNetworkOf(s);
+      this.#sandboxNets.set(s.id, uid, net);
+    }
+    pod.sandboxes.push(toSandboxStatus(s.id, s.state, s.createdAt, s.metadata.attempt, net));
+    const reading: Array<Promise<void>> = [];
+    for (const cs of event.containersStatuses) {
+      const cached = this.#containers.get(cs.id);
+      if (cached !== undefined && cached.state === cs.state && cs.state !== 'CONTAINER_UNKNOWN') pod.containers.push(cached);
+      else reading.push(this.#fromStatus(cs, s.id, uid, pod.containers));
+    }
+    await Promise.all(reading);
+    newestFirst(pod.containers);
+    pod.ips = podSandboxIPs(pod.sandboxes);
+    return { uid, sandboxId: s.id, status: pod, observedAt };
   }
 
   /** PodSandboxStatus of pod `uid`'s sandbox `id`, whose network facts it keeps (the manager reads a new sandbox's IPs with it). */
@@ -296,13 +360,18 @@ export class RuntimeStatusReader {
     try {
       const resp = await this.#runtime.ContainerStatus({ containerId: c.id });
       if (resp.status === null) return;
-      const st = toRuntimeContainerStatus(resp.status, c.podSandboxId);
-      if (st.state === 'CONTAINER_EXITED') await this.#addTerminationMessage(st, resp.status);
-      if (st.state !== 'CONTAINER_UNKNOWN') this.#containers.set(c.id, c.labels[RuntimeLabels.podUid] ?? '', st);
-      out.push(st);
+      await this.#fromStatus(resp.status, c.podSandboxId, c.labels[RuntimeLabels.podUid] ?? '', out);
     } catch (e) {
       if (!isCriError(e, 'NotFound')) throw e;
     }
+  }
+
+  /** A CRI container status into `out` (and the cache), with an exited container's termination message. */
+  async #fromStatus(status: CriContainerStatus, sandboxId: string, uid: string, out: RuntimeContainerStatus[]): Promise<void> {
+    const st = toRuntimeContainerStatus(status, sandboxId);
+    if (st.state === 'CONTAINER_EXITED') await this.#addTerminationMessage(st, status);
+    if (st.state !== 'CONTAINER_UNKNOWN') this.#containers.set(status.id, uid, st);
+    out.push(st);
   }
 
   /**

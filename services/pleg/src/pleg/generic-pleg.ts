@@ -15,9 +15,17 @@
  *
  * A relist targeted at some pods (the UIDs of cri-adapter's pokes) reads and compares only those
  * and writes no RelistMark; the periodic full relist stays the safety net.
+ *
+ * The evented PLEG's reports (the runtime's container events and what cri-adapter's operations read,
+ * see {@link RuntimeReport}) are applied the same way as a targeted relist's pods — diff, cache
+ * entry, events — by {@link GenericPleg.applyReports}; relists, reports and the global cache time
+ * are applied one at a time. Each pod remembers when its record was last observed by a relist
+ * (`baseAt`) and by a report (`msgAt`): a relist that started before a report it is applied after
+ * leaves that pod alone, and a report older than the relist applied before it is dropped, so the
+ * two paths never take a pod's record back in time. Entry timestamps never go back either.
  */
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, context, trace, type Attributes, type Context, type Link, type Span, type Tracer } from '@opentelemetry/api';
-import type { PodLifecycleEvent, RuntimeCacheEntry, RuntimePodStatus } from '@splitlet/api';
+import { RUNTIME_CLOCK_SKEW_MS, type PodLifecycleEvent, type RuntimeCacheEntry, type RuntimePodStatus } from '@splitlet/api';
 import { errorMessage } from '@splitlet/api';
 import { formatGoDuration, podIPsAfterTeardown } from '@splitlet/kube';
 import type { Clock, HealthStatus } from '@splitlet/service';
@@ -27,9 +35,24 @@ import { computePodEvents, type PlegEvent } from './generate-events.js';
 import type { PlegMetrics } from './metrics.js';
 import { recordEqual } from './record-equal.js';
 import { diedRegularContainers, restartEpisode } from './restart-episodes.js';
+import { withSandboxPart } from './sandbox-part.js';
 
 /** A pod's runtime episode as kept in its cache entries (RuntimeCacheEntry.episode). */
 type Episode = NonNullable<RuntimeCacheEntry['episode']>;
+
+/** One pod's change, ready to be written and published. */
+interface PodWork {
+  readonly uid: string;
+  /** The new record; `undefined`: the pod is gone (its entry is deleted). */
+  readonly next: RuntimePodStatus | undefined;
+  readonly events: readonly PlegEvent[];
+  /** The entry's timestamp. */
+  readonly stamp: number;
+  /** The pod's observation times once written (`stamp` is set from the field above). */
+  readonly times: PodTimes;
+  /** When the pod was seen gone, if `next` is undefined. */
+  readonly removedAt: number;
+}
 
 /** Dependencies and settings of {@link GenericPleg}. */
 export interface GenericPlegOptions {
@@ -51,6 +74,57 @@ export interface GenericPlegOptions {
   readonly desired?: DesiredPodReader;
 }
 
+/**
+ * One report from cri-adapter's evented PLEG path, as pleg applies it to a pod's record:
+ * - `part`: one sandbox of the pod and its containers as the runtime's newest event showed them at
+ *   `observedAt` (none left: the sandbox was deleted); the rest of the pod's record stays;
+ * - `operation`: the whole pod as a SyncPod/KillPod read it from `observedAt` on, and the entry
+ *   `timestamp` it must get (later than the operation's reply).
+ * `trigger`: the trace context it came in (the operation's), when any.
+ */
+export type RuntimeReport =
+  | {
+      readonly kind: 'part';
+      readonly uid: string;
+      readonly sandboxId: string;
+      readonly status: RuntimePodStatus;
+      readonly observedAt: number;
+      readonly trigger?: Context | undefined;
+    }
+  | {
+      readonly kind: 'operation';
+      readonly uid: string;
+      readonly status: RuntimePodStatus;
+      readonly observedAt: number;
+      readonly timestamp: number;
+      readonly trigger?: Context | undefined;
+    };
+
+/** What pleg knows about when a pod's record was observed. */
+interface PodTimes {
+  /** The pod's cache entry timestamp (never goes back). */
+  stamp: number;
+  /** The start of the last relist whose view of the pod was applied. */
+  baseAt: number;
+  /** The newest `observedAt` of the reports applied. */
+  msgAt: number;
+}
+
+/** The outcome of applying reports. */
+export interface ApplyResult {
+  /** Events published. */
+  readonly events: number;
+  /** Pods whose cache entry was written or deleted. */
+  readonly changedPods: number;
+  /** Reports dropped as older than a relist applied before them. */
+  readonly stale: number;
+  /**
+   * Pods with a report observed within RUNTIME_CLOCK_SKEW_MS of the relist (or operation's read)
+   * before it: its order against that read is unknown, so the pod should be relisted.
+   */
+  readonly uncertain: readonly string[];
+}
+
 /** The outcome of one relist. */
 export interface RelistResult {
   readonly ok: boolean;
@@ -69,7 +143,17 @@ export class GenericPleg {
   readonly #records = new Map<string, RuntimePodStatus>();
   /** Each pod's latest runtime episode, carried into its later cache entries. */
   readonly #episodes = new Map<string, Episode>();
+  /** When each pod's record was observed (see the file comment). */
+  readonly #times = new Map<string, PodTimes>();
+  /** Pods whose record a relist or report removed, with that observation's time (until a full relist covers it). */
+  readonly #removedAt = new Map<string, number>();
   #relistTime: number | undefined;
+  /** The last relist mark written (the global cache time only moves forward). */
+  #markAt = 0;
+  /** The start of the last successful full relist: a pod it did not see is older than that. */
+  #lastFullAt: number | undefined;
+  /** Relists, reports and mark updates run one at a time, in call order. */
+  #serial: Promise<unknown> = Promise.resolve();
 
   constructor(options: GenericPlegOptions) {
     this.#o = options;
@@ -83,10 +167,14 @@ export class GenericPleg {
     const snapshot = await this.#o.cache.load();
     this.#records.clear();
     this.#episodes.clear();
+    this.#times.clear();
+    this.#removedAt.clear();
     for (const [uid, entry] of snapshot.entries) {
       this.#records.set(uid, entry.status);
+      this.#times.set(uid, { stamp: entry.timestamp, baseAt: entry.timestamp, msgAt: 0 });
       if (entry.episode !== undefined) this.#episodes.set(uid, entry.episode);
     }
+    this.#markAt = snapshot.mark?.timestamp ?? 0;
     this.#o.logger.info('loaded the runtime cache', { pods: this.#records.size, relistMark: snapshot.mark?.timestamp });
   }
 
@@ -118,7 +206,18 @@ export class GenericPleg {
    * read from the runtime and compared, and the relist mark is not written (the other pods were
    * not looked at); health and the interval metric count full relists only.
    */
-  async relist(triggers: readonly Context[] = [], uids?: readonly string[]): Promise<RelistResult> {
+  relist(triggers: readonly Context[] = [], uids?: readonly string[]): Promise<RelistResult> {
+    return this.#exclusive(() => this.#relistTraced(triggers, uids));
+  }
+
+  /** Runs `fn` after every relist, report batch and mark update called before it. */
+  #exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#serial.then(fn, fn);
+    this.#serial = run.catch(() => undefined);
+    return run;
+  }
+
+  async #relistTraced(triggers: readonly Context[], uids: readonly string[] | undefined): Promise<RelistResult> {
     const { clock, metrics } = this.#o;
     if (uids === undefined && this.#relistTime !== undefined) metrics.relistInterval.observe((clock.now() - this.#relistTime) / 1000);
     const timestamp = clock.now();
@@ -174,26 +273,35 @@ export class GenericPleg {
 
     const current = new Map<string, RuntimePodStatus>();
     for (const p of pods) current.set(p.uid, p);
-    const work: Array<{ uid: string; next: RuntimePodStatus | undefined; events: PlegEvent[] }> = [];
+    const work: PodWork[] = [];
     for (const uid of uids ?? new Set([...this.#records.keys(), ...current.keys()])) {
+      // A report observed after this relist started was applied meanwhile: this view may be older.
+      if ((this.#times.get(uid)?.msgAt ?? -Infinity) > timestamp || (this.#removedAt.get(uid) ?? -Infinity) > timestamp) continue;
       const before = this.#records.get(uid);
       const seen = current.get(uid);
       const next = seen === undefined ? undefined : { ...seen, ips: podIPsAfterTeardown(before, seen) };
+      const times = this.#times.get(uid);
+      if (times !== undefined) times.baseAt = timestamp;
       // An unchanged record has no events (they follow from its containers' and sandboxes' states).
       if (recordEqual(before, next)) continue;
       const events = computePodEvents(before, next);
-      work.push({ uid, next, events });
+      work.push({ uid, next, events, stamp: Math.max(times?.stamp ?? 0, timestamp), times: { stamp: 0, baseAt: timestamp, msgAt: times?.msgAt ?? 0 }, removedAt: timestamp });
+    }
+    if (uids === undefined) {
+      // The full relist saw every pod: older removals need no remembering.
+      for (const [uid, at] of this.#removedAt) if (at < timestamp) this.#removedAt.delete(uid);
+      this.#lastFullAt = timestamp;
     }
     if (work.length === 0) {
       if (uids === undefined) await this.#putMark(timestamp);
       return { ok: true, events: 0, changedPods: 0 };
     }
     const apply = async (): Promise<RelistResult> => {
-      const published = await Promise.all(work.map((w) => this.#applyPod(w.uid, w.next, w.events, timestamp, triggerTraceIds)));
+      const published = await Promise.all(work.map((w) => this.#applyPod(w, triggerTraceIds)));
       if (uids === undefined) await this.#putMark(timestamp);
       return { ok: true, events: published.reduce((a, b) => a + b, 0), changedPods: work.length };
     };
-    return inSpan ? apply() : this.#inSpan(timestamp, work.length, apply);
+    return inSpan ? apply() : this.#inSpan('relist', timestamp, { 'splitlet.pleg.trigger': 'period', 'splitlet.pleg.changed_pods': work.length }, apply);
   }
 
   /**
@@ -217,30 +325,25 @@ export class GenericPleg {
    * Writes one pod's cache entry, then publishes its events — in a new `ContainerDied` trace when
    * the change begins an episode. Returns how many events were published.
    */
-  async #applyPod(uid: string, next: RuntimePodStatus | undefined, events: readonly PlegEvent[], timestamp: number, triggerTraceIds: ReadonlySet<string>): Promise<number> {
-    const begun = await this.#beginEpisode(uid, next, events, timestamp, triggerTraceIds);
-    if (begun === undefined) return this.#writeAndPublish(uid, next, events, timestamp, this.#episodes.get(uid));
+  async #applyPod(w: PodWork, triggerTraceIds: ReadonlySet<string>): Promise<number> {
+    const begun = await this.#beginEpisode(w, triggerTraceIds);
+    if (begun === undefined) return this.#writeAndPublish(w, this.#episodes.get(w.uid));
     try {
-      return await context.with(trace.setSpan(ROOT_CONTEXT, begun.span), () => this.#writeAndPublish(uid, next, events, timestamp, begun.episode));
+      return await context.with(trace.setSpan(ROOT_CONTEXT, begun.span), () => this.#writeAndPublish(w, begun.episode));
     } finally {
       begun.span.end();
     }
   }
 
   /**
-   * The root span of a new episode when `events` report a regular container of a desired pod dead
-   * after its start (see {@link restartEpisode}); `undefined` otherwise, or when the desired pod
-   * cannot be read (the death is then traced in the relist's trace, with a warning).
+   * The root span of a new episode when the work's events report a regular container of a desired
+   * pod dead after its start (see {@link restartEpisode}); `undefined` otherwise, or when the desired
+   * pod cannot be read (the death is then traced in the relist's trace, with a warning).
    */
-  async #beginEpisode(
-    uid: string,
-    next: RuntimePodStatus | undefined,
-    events: readonly PlegEvent[],
-    timestamp: number,
-    triggerTraceIds: ReadonlySet<string>,
-  ): Promise<{ span: Span; episode: Episode } | undefined> {
+  async #beginEpisode(w: PodWork, triggerTraceIds: ReadonlySet<string>): Promise<{ span: Span; episode: Episode } | undefined> {
     const { tracer, desired, logger } = this.#o;
     if (tracer === undefined || desired === undefined) return undefined;
+    const { uid, next, events, stamp: timestamp } = w;
     const before = this.#records.get(uid);
     const died = diedRegularContainers(before, next, events);
     const first = died[0];
@@ -277,11 +380,12 @@ export class GenericPleg {
   }
 
   /** Writes one pod's cache entry (with its episode), then publishes its events. */
-  async #writeAndPublish(uid: string, next: RuntimePodStatus | undefined, events: readonly PlegEvent[], timestamp: number, episode: Episode | undefined): Promise<number> {
+  async #writeAndPublish(w: PodWork, episode: Episode | undefined): Promise<number> {
     const { cache, logger, metrics } = this.#o;
+    const { uid, next, events, stamp } = w;
     try {
       if (next === undefined) await cache.delete(uid);
-      else await cache.put({ type: 'kubelet.pleg.RuntimeCacheEntry.v1', uid, timestamp, status: next, ...(episode !== undefined ? { episode } : {}) });
+      else await cache.put({ type: 'kubelet.pleg.RuntimeCacheEntry.v1', uid, timestamp: stamp, status: next, ...(episode !== undefined ? { episode } : {}) });
     } catch (e) {
       // Keep the old record so the next relist sees the change (and its events) again.
       logger.error('PLEG: Ignoring events for pod: could not update the runtime cache', { podUID: uid, err: errorMessage(e) });
@@ -291,12 +395,16 @@ export class GenericPleg {
     if (next === undefined) {
       this.#records.delete(uid);
       this.#episodes.delete(uid);
+      this.#times.delete(uid);
+      this.#removedAt.set(uid, w.removedAt);
     } else {
       this.#records.set(uid, next);
+      this.#times.set(uid, { ...w.times, stamp });
+      this.#removedAt.delete(uid);
       if (episode !== undefined) this.#episodes.set(uid, episode);
     }
     let published = 0;
-    const at = new Date(timestamp).toISOString();
+    const at = new Date(stamp).toISOString();
     // Filter out events that are not reliable and no other components use yet (generic.go).
     for (const e of events) {
       if (e.event === 'ContainerChanged') continue;
@@ -313,24 +421,149 @@ export class GenericPleg {
     return published;
   }
 
+  /**
+   * Applies reports from the runtime's event stream (see {@link RuntimeReport}), after any relist
+   * or report batch in progress, as a targeted relist's results are applied: per pod, in order, onto
+   * its record — a part replaces its sandbox and that sandbox's containers, an operation's status
+   * the whole pod — dropping what is older than the relist applied before it; then, when the record
+   * changed (or an operation's timestamp is newer than the entry's), the pod's entry is written with
+   * the newest observation time and its lifecycle events are published. Never throws.
+   *
+   * Tracing: a pod whose reports came in a sampled trace context (the operation's that changed it)
+   * is applied in a `runtime events` span, child of the first such context and linked to the
+   * others; the other changed pods in one root `runtime events` span. A regular container's death
+   * begins an episode as in a relist.
+   *
+   * Models EventedPLEG.processCRIEvents (cache.Set with the event's time, the pod's IPs kept after
+   * teardown), with generic.go's diff for the events.
+   */
+  applyReports(reports: readonly RuntimeReport[]): Promise<ApplyResult> {
+    return this.#exclusive(() => this.#applyReports(reports));
+  }
+
+  async #applyReports(reports: readonly RuntimeReport[]): Promise<ApplyResult> {
+    const byPod = new Map<string, RuntimeReport[]>();
+    for (const r of reports) {
+      const list = byPod.get(r.uid);
+      if (list === undefined) byPod.set(r.uid, [r]);
+      else list.push(r);
+    }
+    let stale = 0;
+    const uncertain = new Set<string>();
+    const traced: Array<{ work: PodWork; triggers: Context[] }> = [];
+    const untraced: PodWork[] = [];
+    for (const [uid, list] of byPod) {
+      const before = this.#records.get(uid);
+      const prior = this.#times.get(uid);
+      // What a report must not be older than: the relist (or an operation's read, which is a
+      // relist of the pod) that last saw the pod, or (a pod pleg does not know) the one that saw it
+      // gone or did not see it. An event that reaches pleg after the read of the operation that
+      // caused it (the event stream lags behind the operation's replies) is older than that read.
+      let floor = prior?.baseAt ?? Math.max(this.#removedAt.get(uid) ?? -Infinity, this.#lastFullAt ?? -Infinity);
+      let next = before;
+      let stamp = prior?.stamp ?? 0;
+      let msgAt = prior?.msgAt ?? 0;
+      let removedAt = this.#removedAt.get(uid) ?? 0;
+      for (const r of list) {
+        if (r.kind === 'operation') stamp = Math.max(stamp, r.timestamp);
+        const applied = r.kind === 'part' ? withSandboxPart(next, r.uid, r.sandboxId, r.status) : r.status;
+        // Too close to the read before it to tell which came first (different clocks), and it says
+        // something else: the runtime is asked again.
+        if (Math.abs(r.observedAt - floor) < RUNTIME_CLOCK_SKEW_MS && !sameObjects(applied, next)) uncertain.add(uid);
+        if (r.observedAt < floor) {
+          stale++;
+          continue;
+        }
+        next = applied;
+        if (r.kind === 'operation') floor = r.observedAt;
+        msgAt = Math.max(msgAt, r.observedAt);
+        stamp = Math.max(stamp, r.observedAt);
+        if (next === undefined) removedAt = r.observedAt;
+      }
+      if (next !== undefined) next = { ...next, ips: podIPsAfterTeardown(before, next) };
+      const times = { stamp: 0, baseAt: floor, msgAt };
+      const unchanged = recordEqual(before, next);
+      // Unchanged and no newer time to give its entry: nothing to write (only the times move on).
+      if (unchanged && (next === undefined || stamp <= (prior?.stamp ?? 0))) {
+        if (prior !== undefined) {
+          prior.msgAt = msgAt;
+          prior.baseAt = floor;
+        }
+        continue;
+      }
+      const work: PodWork = { uid, next, events: unchanged ? [] : computePodEvents(before, next), stamp, times, removedAt };
+      const triggers = list.flatMap((r) => (r.trigger === undefined ? [] : [r.trigger]));
+      if (tracedParent(triggers) !== undefined) traced.push({ work, triggers });
+      else untraced.push(work);
+    }
+    const now = this.#o.clock.now();
+    const results = await Promise.all([
+      ...traced.map(({ work, triggers }) => this.#applyInTrace(work, triggers, now)),
+      untraced.length === 0
+        ? 0
+        : this.#inSpan('runtime events', now, { 'splitlet.pleg.trigger': 'event', 'splitlet.pleg.changed_pods': untraced.length }, async () => {
+            const published = await Promise.all(untraced.map((w) => this.#applyPod(w, new Set())));
+            return published.reduce((a, b) => a + b, 0);
+          }),
+    ]);
+    return { events: results.reduce((a, b) => a + b, 0), changedPods: traced.length + untraced.length, stale, uncertain: [...uncertain] };
+  }
+
+  /** One pod's work in a `runtime events` span of the trace its reports came in. */
+  async #applyInTrace(w: PodWork, triggers: readonly Context[], startTime: number): Promise<number> {
+    const traced = tracedParent(triggers);
+    const tracer = this.#o.tracer;
+    const triggerTraceIds = new Set(triggers.map((t) => trace.getSpanContext(t)?.traceId ?? '').filter((id) => id !== ''));
+    if (tracer === undefined || traced === undefined) return this.#applyPod(w, triggerTraceIds);
+    const span = tracer.startSpan(
+      'runtime events',
+      { startTime, links: traced.links, attributes: { 'splitlet.pleg.trigger': 'event', 'splitlet.pleg.reports': triggers.length, 'k8s.pod.uid': w.uid } },
+      traced.parent,
+    );
+    try {
+      const published = await context.with(trace.setSpan(traced.parent, span), () => this.#applyPod(w, triggerTraceIds));
+      span.setAttributes({ 'splitlet.pleg.changed_pods': 1, 'splitlet.pleg.events': published });
+      return published;
+    } finally {
+      span.end();
+    }
+  }
+
+  /**
+   * Moves the global cache time (the relist mark) to `timestamp` when that is later than the last
+   * one: every pod's entry is valid as of it (cache.UpdateTime; evented.go's updateGlobalCache, here
+   * at each heartbeat of the runtime event stream). Runs after the relists and reports before it.
+   */
+  updateGlobalCache(timestamp: number): Promise<void> {
+    return this.#exclusive(() => this.#putMark(timestamp));
+  }
+
   async #putMark(timestamp: number): Promise<void> {
+    if (timestamp <= this.#markAt) return;
     try {
       await this.#o.cache.putMark({ type: 'kubelet.pleg.RelistMark.v1', timestamp });
+      this.#markAt = timestamp;
     } catch (e) {
       this.#o.logger.error('could not update the runtime cache time', { err: errorMessage(e) });
     }
   }
 
-  async #inSpan<T>(startTime: number, pods: number, fn: () => Promise<T>): Promise<T> {
+  /** Runs `fn` in a new root span `name` (a change found without a trace to continue). */
+  async #inSpan<T>(name: string, startTime: number, attributes: Attributes, fn: () => Promise<T>): Promise<T> {
     const tracer = this.#o.tracer;
     if (tracer === undefined) return fn();
-    const span = tracer.startSpan('relist', { startTime, attributes: { 'splitlet.pleg.trigger': 'period', 'splitlet.pleg.changed_pods': pods } }, ROOT_CONTEXT);
+    const span = tracer.startSpan(name, { startTime, attributes }, ROOT_CONTEXT);
     try {
       return await context.with(trace.setSpan(ROOT_CONTEXT, span), fn);
     } finally {
       span.end();
     }
   }
+}
+
+/** Whether two records have the same sandboxes and containers (their IPs follow from those). */
+function sameObjects(a: RuntimePodStatus | undefined, b: RuntimePodStatus | undefined): boolean {
+  return recordEqual(a?.sandboxes, b?.sandboxes) && recordEqual(a?.containers, b?.containers);
 }
 
 /**

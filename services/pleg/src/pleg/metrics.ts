@@ -2,7 +2,8 @@
  * The PLEG's metrics, with the kubelet's names, types and buckets.
  *
  * Models pkg/kubelet/metrics/metrics.go (PLEGRelistDuration, PLEGRelistInterval, PLEGLastSeen,
- * PLEGDiscardEvents).
+ * PLEGDiscardEvents, EventedPLEGConnLatency; the connection counters are cri-adapter's, which holds
+ * the runtime's event stream).
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { DefBuckets } from '@splitlet/telemetry';
@@ -19,6 +20,14 @@ export interface PlegMetrics {
   readonly discardEvents: Counter;
   /** splitlet_pleg_relist_errors_total: relists whose runtime request failed (no kubelet equivalent). */
   readonly relistErrors: Counter;
+  /** kubelet_evented_pleg_connection_latency_seconds: a runtime event's creation to pleg applying it. */
+  readonly eventedLatency: Histogram;
+  /** splitlet_pleg_evented: 1 while the runtime's events drive pleg (the long relist period), else 0. */
+  readonly evented: Gauge;
+  /** splitlet_pleg_event_stream_resyncs_total{reason}: full relists because runtime events may have been missed. */
+  readonly eventResyncs: Counter<'reason'>;
+  /** splitlet_pleg_stale_reports_total: runtime reports dropped as older than a relist applied before them. */
+  readonly staleReports: Counter;
 }
 
 /** Registers the PLEG metrics on `registry`. Call once per registry. */
@@ -49,6 +58,28 @@ export function createPlegMetrics(registry: Registry): PlegMetrics {
     relistErrors: new Counter({
       name: 'splitlet_pleg_relist_errors_total',
       help: 'Relists that failed because the runtime could not be listed.',
+      registers: [registry],
+    }),
+    eventedLatency: new Histogram({
+      name: 'kubelet_evented_pleg_connection_latency_seconds',
+      help: 'The latency of streaming connection with the CRI runtime, measured in seconds.',
+      buckets: [...DefBuckets],
+      registers: [registry],
+    }),
+    evented: new Gauge({
+      name: 'splitlet_pleg_evented',
+      help: "1 while the runtime's container events drive the PLEG (relisting every evented period), 0 while it relists every period.",
+      registers: [registry],
+    }),
+    eventResyncs: new Counter({
+      name: 'splitlet_pleg_event_stream_resyncs_total',
+      help: 'Full relists asked for because runtime events may have been missed (new_stream, gap, down, timeout).',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    staleReports: new Counter({
+      name: 'splitlet_pleg_stale_reports_total',
+      help: 'Runtime event reports dropped because a relist applied before them was newer.',
       registers: [registry],
     }),
   };

@@ -35,6 +35,7 @@ export interface RelistLoopOptions<T = never> {
   readonly relist: (triggers: readonly T[], uids: readonly string[] | undefined) => Promise<unknown>;
   /** Receives an error `relist` threw (a bug: relist should report failures itself). */
   readonly onError: (e: unknown) => void;
+  /** The full relist's period at start (see {@link RelistLoop.setPeriod}). */
   readonly periodMs: number;
   /** Pokes closer together than this collapse into one relist. @default 10 */
   readonly debounceMs?: number;
@@ -45,6 +46,8 @@ export interface RelistLoopOptions<T = never> {
 /** Drives relists until the signal aborts. */
 export class RelistLoop<T = never> {
   readonly #o: RelistLoopOptions<T>;
+  /** The period of the full relist (the evented PLEG lengthens it while the runtime's events flow). */
+  #periodMs: number;
   /** Triggers of the pokes since the last relist started. */
   #triggers: T[] = [];
   /** Pods poked since the last relist started; `undefined` once the next relist must be full. */
@@ -54,12 +57,15 @@ export class RelistLoop<T = never> {
   #running = false;
   #again = false;
   #periodTimer: TimerHandle | undefined;
+  /** Whether the pending `#periodTimer` is the period's (not a relist asked for right after another). */
+  #periodTimerIsPeriod = false;
   #debounceTimer: TimerHandle | undefined;
   #idle: Promise<void> = Promise.resolve();
   #relists = 0;
 
   constructor(options: RelistLoopOptions<T>) {
     this.#o = options;
+    this.#periodMs = options.periodMs;
     options.signal.addEventListener('abort', () => this.#clearTimers(), { once: true });
   }
 
@@ -88,6 +94,22 @@ export class RelistLoop<T = never> {
     }, this.#o.debounceMs ?? 10);
   }
 
+  /** The full relist's period now. */
+  get periodMs(): number {
+    return this.#periodMs;
+  }
+
+  /**
+   * Changes the full relist's period: the next full relist is due `ms` after the previous one ended
+   * (at once if that is past). A relist in progress finishes first.
+   */
+  setPeriod(ms: number): void {
+    if (ms === this.#periodMs) return;
+    this.#periodMs = ms;
+    if (this.#o.signal.aborted || this.#running || this.#fullEndedAt === undefined || this.#periodTimer === undefined || !this.#periodTimerIsPeriod) return;
+    this.#schedule(Math.max(0, this.#fullEndedAt + ms - this.#o.clock.now()), true);
+  }
+
   /** Relists started so far. */
   get relists(): number {
     return this.#relists;
@@ -111,7 +133,7 @@ export class RelistLoop<T = never> {
     this.#triggers = [];
     const now = this.#o.clock.now();
     // Full when asked, and when the period since the last full relist is over.
-    const full = this.#uids === undefined || this.#fullEndedAt === undefined || now >= this.#fullEndedAt + this.#o.periodMs;
+    const full = this.#uids === undefined || this.#fullEndedAt === undefined || now >= this.#fullEndedAt + this.#periodMs;
     const uids = full ? undefined : [...this.#uids!];
     this.#uids = new Set();
     this.#idle = (async () => {
@@ -128,7 +150,7 @@ export class RelistLoop<T = never> {
         this.#again = false;
         this.#schedule(0, false);
       } else {
-        this.#schedule(Math.max(0, this.#fullEndedAt! + this.#o.periodMs - this.#o.clock.now()), true);
+        this.#schedule(Math.max(0, this.#fullEndedAt! + this.#periodMs - this.#o.clock.now()), true);
       }
     })();
   }
@@ -143,6 +165,7 @@ export class RelistLoop<T = never> {
   /** Runs a relist after `ms`; a `periodic` one is full whatever was poked meanwhile. */
   #schedule(ms: number, periodic: boolean): void {
     if (this.#periodTimer !== undefined) this.#o.clock.clearTimeout(this.#periodTimer);
+    this.#periodTimerIsPeriod = periodic;
     this.#periodTimer = this.#o.clock.setTimeout(() => {
       this.#periodTimer = undefined;
       if (periodic) this.#uids = undefined;

@@ -170,6 +170,12 @@ export interface SimRuntimeOptions {
   runtimeName?: string;
   /** Reported by Version. @default '0.1.0' */
   runtimeVersion?: string;
+  /**
+   * GetContainerEvents: how many events a subscriber may leave untaken before its stream is ended
+   * with `ResourceExhausted` (a slow or stuck subscriber must not hold the simulator's memory; it
+   * resubscribes and relists). @default 4096
+   */
+  maxEventBacklog?: number;
 }
 
 /** One RPC as the simulator saw it. */
@@ -189,6 +195,8 @@ export interface SimRuntime extends RuntimeService, ImageService {
   clearFailures(method?: CriMethod): void;
   /** The most recent RPCs (up to 10,000), oldest first. */
   calls(): readonly SimCall[];
+  /** GetContainerEvents subscriptions open now. */
+  readonly eventSubscribers: number;
   /**
    * SIGKILLs every process, clears every timer, ends every event stream and fails waiting calls with
    * `Unavailable`; later calls fail with `Unavailable`. Idempotent.
@@ -269,6 +277,7 @@ function podIpOf(sb: { ip: string; hostNetwork: boolean }): string {
 
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const MAX_CALLS = 10_000;
+const DEFAULT_EVENT_BACKLOG = 4096;
 
 /** A sandbox as ListPodSandbox shows it. */
 function sandboxItem(sb: SandboxRecord): PodSandbox {
@@ -390,7 +399,10 @@ class SimRuntimeImpl implements SimRuntime {
   /** Reserved names → id (containerd's name index). */
   readonly #sandboxNames = new Map<string, string>();
   readonly #containerNames = new Map<string, string>();
+  /** Each sandbox's containers, in creation order (the statuses a container event carries). */
+  readonly #containersBySandbox = new Map<string, Set<ContainerRecord>>();
   readonly #subscribers = new Set<AsyncQueue<ContainerEventResponse>>();
+  readonly #maxEventBacklog: number;
   /** ListPodSandbox's and ListContainers' items, made once per record state (see list-items.ts). */
   readonly #sandboxItems = new ListItemCache<SandboxRecord, PodSandboxState, PodSandbox>((sb) => sb.state, sandboxItem, criMessageEncoder('runtime.v1.PodSandbox'));
   readonly #containerItems = new ListItemCache<ContainerRecord, ContainerState, Container>((c) => c.state, containerItem, criMessageEncoder('runtime.v1.Container'));
@@ -413,6 +425,7 @@ class SimRuntimeImpl implements SimRuntime {
     this.#pullBytesPerSecond = options.pullBytesPerSecond ?? 100_000_000;
     this.#runtimeName = options.runtimeName ?? 'splitlet-sim';
     this.#runtimeVersion = options.runtimeVersion ?? '0.1.0';
+    this.#maxEventBacklog = options.maxEventBacklog ?? DEFAULT_EVENT_BACKLOG;
   }
 
   // ---- knobs ----
@@ -436,6 +449,10 @@ class SimRuntimeImpl implements SimRuntime {
 
   calls(): readonly SimCall[] {
     return [...this.#calls];
+  }
+
+  get eventSubscribers(): number {
+    return this.#subscribers.size;
   }
 
   async close(): Promise<void> {
@@ -564,6 +581,17 @@ class SimRuntimeImpl implements SimRuntime {
     };
   }
 
+  /** The containers of sandbox `id`, oldest first. */
+  #containersOf(id: string): ContainerRecord[] {
+    return [...(this.#containersBySandbox.get(id) ?? [])];
+  }
+
+  /**
+   * Sends every subscriber one container event, built once: as containerd does, it carries the
+   * sandbox's status and the statuses of every container the sandbox has now (`containerId` is the
+   * sandbox id for the sandbox's own events). A subscriber that left more than `maxEventBacklog`
+   * events untaken is cut off with `ResourceExhausted`, so it cannot hold the simulator's memory.
+   */
   #emit(containerId: string, type: ContainerEventType, sb: SandboxRecord): void {
     if (this.#subscribers.size === 0) return;
     const event: ContainerEventResponse = {
@@ -571,9 +599,25 @@ class SimRuntimeImpl implements SimRuntime {
       containerEventType: type,
       createdAt: String(nowNs()),
       podSandboxStatus: this.#sandboxStatus(sb),
-      containersStatuses: [...this.#containers.values()].filter((c) => c.sandboxId === sb.id).map((c) => this.#containerStatus(c)),
+      containersStatuses: this.#containersOf(sb.id).map((c) => this.#containerStatus(c)),
     };
-    for (const q of this.#subscribers) q.push(event);
+    for (const q of this.#subscribers) {
+      if (q.size < this.#maxEventBacklog) {
+        q.push(event);
+        continue;
+      }
+      this.#subscribers.delete(q);
+      q.abort(new CriError('ResourceExhausted', `container event subscriber too slow: ${q.size} events not taken; subscribe again`, { method: 'GetContainerEvents' }));
+    }
+  }
+
+  /** Removes a container from every table; false when another call removed it first. */
+  #forgetContainer(c: ContainerRecord): boolean {
+    if (!this.#containers.delete(c.id)) return false;
+    this.#containersByPod.delete(c.id, c.labels);
+    this.#containersBySandbox.get(c.sandboxId)?.delete(c);
+    this.#containerNames.delete(c.name);
+    return true;
   }
 
   /** SIGKILLs a running container and waits until it is EXITED. */
@@ -695,7 +739,7 @@ class SimRuntimeImpl implements SimRuntime {
     await this.#enter('StopPodSandbox');
     const sb = this.#sandbox(request.podSandboxId);
     // containerd stops every container of the sandbox with timeout 0 (SIGKILL).
-    await Promise.all([...this.#containers.values()].filter((c) => c.sandboxId === sb.id).map((c) => this.#kill(c)));
+    await Promise.all(this.#containersOf(sb.id).map((c) => this.#kill(c)));
     if (sb.state === PodSandboxState.READY) {
       sb.state = PodSandboxState.NOTREADY;
       if (sb.ip !== '') this.#ips.release(sb.ip);
@@ -708,7 +752,7 @@ class SimRuntimeImpl implements SimRuntime {
     await this.#enter('RemovePodSandbox');
     const sb = this.#sandboxes.get(str(request.podSandboxId));
     if (sb === undefined) return {}; // already removed: not an error
-    const containers = [...this.#containers.values()].filter((c) => c.sandboxId === sb.id);
+    const containers = this.#containersOf(sb.id);
     await Promise.all(containers.map((c) => this.#kill(c)));
     if (sb.state === PodSandboxState.READY) {
       sb.state = PodSandboxState.NOTREADY;
@@ -716,12 +760,11 @@ class SimRuntimeImpl implements SimRuntime {
       this.#emit(sb.id, ContainerEventType.STOPPED, sb);
     }
     for (const c of containers) {
-      this.#containers.delete(c.id);
-      this.#containersByPod.delete(c.id, c.labels);
-      this.#containerNames.delete(c.name);
+      if (!this.#forgetContainer(c)) continue;
       this.#emit(c.id, ContainerEventType.DELETED, sb);
     }
     if (!this.#sandboxes.delete(sb.id)) return {};
+    this.#containersBySandbox.delete(sb.id);
     this.#sandboxesByPod.delete(sb.id, sb.labels);
     this.#sandboxNames.delete(sb.name);
     this.#emit(sb.id, ContainerEventType.DELETED, sb);
@@ -850,6 +893,9 @@ class SimRuntimeImpl implements SimRuntime {
     }
     this.#containers.set(id, c);
     this.#containersByPod.add(id, c.labels);
+    let ofSandbox = this.#containersBySandbox.get(sb.id);
+    if (ofSandbox === undefined) this.#containersBySandbox.set(sb.id, (ofSandbox = new Set()));
+    ofSandbox.add(c);
     this.#emit(id, ContainerEventType.CREATED, sb);
     return { containerId: id };
   }
@@ -927,9 +973,7 @@ class SimRuntimeImpl implements SimRuntime {
     const c = this.#containers.get(str(request.containerId));
     if (c === undefined) return {}; // already removed: not an error
     await this.#kill(c);
-    if (!this.#containers.delete(c.id)) return {};
-    this.#containersByPod.delete(c.id, c.labels);
-    this.#containerNames.delete(c.name);
+    if (!this.#forgetContainer(c)) return {};
     const sb = this.#sandboxes.get(c.sandboxId);
     if (sb !== undefined) this.#emit(c.id, ContainerEventType.DELETED, sb);
     return {};
