@@ -27,6 +27,10 @@ export const podScope = {
     const op = scope.getStore();
     return op === undefined ? {} : { uid: op.uid };
   },
+  /** Whether the current context is a pod's operation. */
+  inOperation(): boolean {
+    return scope.getStore() !== undefined;
+  },
   /** Counts a mutating CRI call of the current pod operation (none outside one). */
   noteMutation(): void {
     const op = scope.getStore();
