@@ -91,6 +91,22 @@ async function main(): Promise<void> {
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  const gone = new Promise((r) => child.once('exit', r));
+  let cleaning: Promise<void> | undefined;
+  const cleanup = (): Promise<void> =>
+    (cleaning ??= (async () => {
+      child.kill('SIGTERM');
+      await gone;
+      await nats.stop();
+      await stopContainerd(stateDir, { removeState: true });
+      rmSync(stateDir, { recursive: true, force: true });
+    })());
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
+    process.once(signal, () => void cleanup().then(() => process.exit(code)));
+  }
   try {
     await waitReady(stateDir, 120_000);
     const nc = await connect({ servers: nats.url });
@@ -270,11 +286,7 @@ async function main(): Promise<void> {
     }
     if (values.json !== undefined) writeFileSync(values.json, JSON.stringify({ totals, createdAt: [...createdAt], runningAt: [...runningAt], perPod, spans }, null, 1));
   } finally {
-    child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
-    await nats.stop();
-    await stopContainerd(stateDir, { removeState: true });
-    rmSync(stateDir, { recursive: true, force: true });
+    await cleanup();
   }
   if (profDir !== undefined && window !== undefined) {
     const w = window;

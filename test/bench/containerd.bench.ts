@@ -53,6 +53,8 @@ const NODE = 'bench-ctr';
 const ownRoot = resolve(import.meta.dirname, '..', '..');
 const root = values['splitlet-root'] === undefined ? ownRoot : resolve(values['splitlet-root']);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** How long a splitlet pod may take to be reported Running before the benchmark gives up. */
+const POD_TIMEOUT_MS = 120_000;
 
 /** Runs `task(i)` for each i of the batch at once; returns each one's duration in ms. */
 async function timedBatch(batch: readonly number[], task: (i: number) => Promise<void>): Promise<number[]> {
@@ -65,6 +67,21 @@ async function timedBatch(batch: readonly number[], task: (i: number) => Promise
   );
 }
 
+/** What main started, stopped in reverse order at the end — or on SIGINT/SIGTERM, so nothing is left behind. */
+const closers: Array<() => Promise<void>> = [];
+async function closeAll(): Promise<void> {
+  for (let c = closers.pop(); c !== undefined; c = closers.pop()) await c().catch((e: unknown) => console.error(e));
+}
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const) {
+  process.once(signal, () => {
+    console.error(`${signal}: stopping splitlet, nats-server and containerd`);
+    void closeAll().then(() => process.exit(code));
+  });
+}
+
 async function main(): Promise<void> {
   if (process.getuid?.() !== 0 || missingPrerequisites().length > 0) {
     console.log(`skipped: needs root and ${missingPrerequisites().join(', ') || 'root'}`);
@@ -72,95 +89,124 @@ async function main(): Promise<void> {
   }
   const load0 = loadAverage();
   const stateDir = mkdtempSync(join(tmpdir(), 'splitlet-ctrbench-'));
-  const rows: string[] = [];
-  try {
-    const { runtime } = await ensureLocalRuntime(stateDir);
-    const cri = await GrpcRuntimeService.connect({ endpoint: runtime.socket });
-    const nats = await startNatsServer();
-    const child = spawn(process.execPath, [join(root, 'services/cli/bin/splitlet.js'), 'up', '--runtime', 'containerd', '--node-name', NODE, '--pod-workers', '2'], {
-      env: { ...process.env, NATS_URL: nats.url, SPLITLET_STATE_DIR: stateDir, LOG_LEVEL: 'warn', PUBLISH_SPANS: 'false' },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    let exited: string | undefined;
-    child.once('exit', (code, sig) => (exited = `splitlet up exited (${code ?? sig})`));
-    const manifests: string[] = [];
-    try {
-      await waitReady(stateDir, 120_000, () => exited);
-      const nc = await connect({ servers: nats.url });
-      const kv = await new Kvm(nc).open(Buckets.status);
-      const running = new Map<string, () => void>();
-      const watch = await kv.watch({ key: Keys.nodePrefix(NODE), include: KvWatchInclude.UpdatesOnly });
-      void (async () => {
-        for await (const e of watch) {
-          if (e.operation !== 'PUT') continue;
-          const r = PodStatusRecord.safeParse(e.json());
-          if (r.success && r.data.status.phase === 'Running') running.get(r.data.name)?.();
-        }
-      })();
-      const dirs = { podRoot: join(stateDir, 'direct-pods'), logRoot: join(stateDir, 'direct-logs') };
-      const direct = async (name: string): Promise<void> => {
-        await runDirectPod(cri, dirs, name, { hidden: true });
-      };
-      const viaSplitlet = async (name: string): Promise<void> => {
-        const done = new Promise<void>((r) => running.set(`${name}-${NODE}`, r));
-        const file = join(stateDir, 'manifests', `${name}.json`);
-        manifests.push(file);
-        writeFileSync(
-          file,
-          JSON.stringify({
-            apiVersion: 'v1',
-            kind: 'Pod',
-            metadata: { name },
-            spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'c', image: 'busybox:1.36', command: BENCH_COMMAND }] },
-          }),
-        );
-        await done;
-      };
-      // Warm-up: the first pod of each side pays one-time costs (connections, lazy code generation).
-      await direct('dwarm');
-      await sleep(SETTLE_MS);
-      await viaSplitlet('swarm');
-      await sleep(SETTLE_MS);
-      const row = (label: string, d: number[], s: number[]): string =>
-        `${label.padEnd(16)} direct CRI p50 ${pct(d, 50).toFixed(0).padStart(5)} ms p90 ${pct(d, 90).toFixed(0).padStart(5)} ms | splitlet p50 ${pct(s, 50).toFixed(0).padStart(5)} ms p90 ${pct(s, 90).toFixed(0).padStart(5)} ms | ratio p50 ${(pct(s, 50) / pct(d, 50)).toFixed(2)}× p90 ${(pct(s, 90) / pct(d, 90)).toFixed(2)}×`;
-      const measured: string[] = [];
-      for (const [label, tag, limit] of [
-        ['sequential', 's', 1],
-        [`concurrency ${CONCURRENCY}`, 'c', CONCURRENCY],
-      ] as const) {
-        const d: number[] = [];
-        const s: number[] = [];
-        for (let first = 0; first < PODS; first += limit) {
-          const batch = Array.from({ length: Math.min(limit, PODS - first) }, (_, k) => first + k);
-          d.push(...(await timedBatch(batch, (i) => direct(`d${tag}${i}`))));
-          await sleep(SETTLE_MS);
-          s.push(...(await timedBatch(batch, (i) => viaSplitlet(`s${tag}${i}`))));
-          await sleep(SETTLE_MS);
-        }
-        measured.push(row(label, d, s));
-      }
-      watch.stop();
-      await nc.close();
-      rows.push(`containerd ${runtime.version.runtimeVersion}, busybox pods, ${PODS} per row (target ratio ≤ 1.15× p50, ≤ 1.25× p90)`);
-      rows.push(...measured);
-      rows.push(`splitlet ${gitCommit(root)} (${root}), load average ${load0.join(' ')} → ${loadAverage().join(' ')}`);
-      for (const f of manifests) rmSync(f, { force: true });
-      await sleep(8000);
-    } finally {
-      child.kill('SIGTERM');
-      if (exited === undefined) await new Promise((r) => child.once('exit', r));
-      cri.close();
-      await nats.stop();
-    }
-  } finally {
+  closers.push(async () => {
     await stopContainerd(stateDir, { removeState: true });
     rmSync(stateDir, { recursive: true, force: true });
+  });
+  const rows: string[] = [];
+  const { runtime } = await ensureLocalRuntime(stateDir);
+  const cri = await GrpcRuntimeService.connect({ endpoint: runtime.socket });
+  closers.push(async () => cri.close());
+  const nats = await startNatsServer();
+  closers.push(() => nats.stop());
+  const child = spawn(process.execPath, [join(root, 'services/cli/bin/splitlet.js'), 'up', '--runtime', 'containerd', '--node-name', NODE, '--pod-workers', '2'], {
+    env: { ...process.env, NATS_URL: nats.url, SPLITLET_STATE_DIR: stateDir, LOG_LEVEL: 'warn', PUBLISH_SPANS: 'false' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  let exited: string | undefined;
+  const gone = new Promise<void>((r) =>
+    child.once('exit', (code, sig) => {
+      exited = `splitlet up exited (${code ?? sig})`;
+      r();
+    }),
+  );
+  closers.push(async () => {
+    if (exited === undefined) child.kill('SIGTERM');
+    await gone;
+  });
+  await waitReady(stateDir, 120_000, () => exited);
+  const nc = await connect({ servers: nats.url });
+  closers.push(() => nc.close());
+  const kv = await new Kvm(nc).open(Buckets.status);
+  const running = new Map<string, () => void>();
+  const watch = await kv.watch({ key: Keys.nodePrefix(NODE), include: KvWatchInclude.UpdatesOnly });
+  void (async () => {
+    for await (const e of watch) {
+      if (e.operation !== 'PUT') continue;
+      const r = PodStatusRecord.safeParse(e.json());
+      if (r.success && r.data.status.phase === 'Running') running.get(r.data.name)?.();
+    }
+  })();
+  const dirs = { podRoot: join(stateDir, 'direct-pods'), logRoot: join(stateDir, 'direct-logs') };
+  const directSandboxes: string[] = [];
+  const direct = async (name: string): Promise<void> => {
+    directSandboxes.push((await runDirectPod(cri, dirs, name, { hidden: true })).podSandboxId);
+  };
+  const manifests: string[] = [];
+  const viaSplitlet = async (name: string): Promise<void> => {
+    const done = new Promise<void>((r) => running.set(`${name}-${NODE}`, r));
+    const file = join(stateDir, 'manifests', `${name}.json`);
+    manifests.push(file);
+    writeFileSync(
+      file,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name },
+        spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'c', image: 'busybox:1.36', command: BENCH_COMMAND }] },
+      }),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`pod ${name} not Running after ${POD_TIMEOUT_MS} ms${exited !== undefined ? `: ${exited}` : ''}`)), POD_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([done, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  try {
+    // Warm-up: the first pod of each side pays one-time costs (connections, lazy code generation).
+    await direct('dwarm');
+    await sleep(SETTLE_MS);
+    await viaSplitlet('swarm');
+    await sleep(SETTLE_MS);
+    const row = (label: string, d: number[], s: number[]): string =>
+      `${label.padEnd(16)} direct CRI p50 ${pct(d, 50).toFixed(0).padStart(5)} ms p90 ${pct(d, 90).toFixed(0).padStart(5)} ms | splitlet p50 ${pct(s, 50).toFixed(0).padStart(5)} ms p90 ${pct(s, 90).toFixed(0).padStart(5)} ms | ratio p50 ${(pct(s, 50) / pct(d, 50)).toFixed(2)}× p90 ${(pct(s, 90) / pct(d, 90)).toFixed(2)}×`;
+    const measured: string[] = [];
+    for (const [label, tag, limit] of [
+      ['sequential', 's', 1],
+      [`concurrency ${CONCURRENCY}`, 'c', CONCURRENCY],
+    ] as const) {
+      const d: number[] = [];
+      const s: number[] = [];
+      for (let first = 0; first < PODS; first += limit) {
+        const batch = Array.from({ length: Math.min(limit, PODS - first) }, (_, k) => first + k);
+        d.push(...(await timedBatch(batch, (i) => direct(`d${tag}${i}`))));
+        await sleep(SETTLE_MS);
+        s.push(...(await timedBatch(batch, (i) => viaSplitlet(`s${tag}${i}`))));
+        await sleep(SETTLE_MS);
+      }
+      measured.push(row(label, d, s));
+    }
+    rows.push(`containerd ${runtime.version.runtimeVersion}, busybox pods, ${PODS} per row (target ratio ≤ 1.15× p50, ≤ 1.25× p90)`);
+    rows.push(...measured);
+    rows.push(`splitlet ${gitCommit(root)} (${root}), load average ${load0.join(' ')} → ${loadAverage().join(' ')}`);
+  } finally {
+    watch.stop();
+    // Clean up before containerd stops (a drain of many pods at once times out on a loaded
+    // machine): splitlet deletes its pods once their manifests are gone; the direct ones go here.
+    for (const f of manifests) rmSync(f, { force: true });
+    for (let i = 0; i < directSandboxes.length; i += 4) {
+      await Promise.all(
+        directSandboxes.slice(i, i + 4).map(async (id) => {
+          await cri.StopPodSandbox({ podSandboxId: id });
+          await cri.RemovePodSandbox({ podSandboxId: id });
+        }),
+      );
+    }
+    const deadline = Date.now() + 120_000;
+    while (exited === undefined && Date.now() < deadline && (await cri.ListPodSandbox({})).items.some((sb) => sb.state === 'SANDBOX_READY')) await sleep(500);
   }
   for (const r of rows) console.log(r);
   if (values.out !== undefined) appendFileSync(values.out, `${rows.join('\n')}\n`);
 }
 
-main().catch((e: unknown) => {
-  console.error(e);
-  process.exit(1);
-});
+main()
+  .then(closeAll)
+  .catch(async (e: unknown) => {
+    console.error(e);
+    await closeAll();
+    process.exit(1);
+  });
