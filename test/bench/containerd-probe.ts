@@ -1,11 +1,16 @@
 /**
  * Where a containerd pod's time goes in splitlet: starts the project's own containerd and
- * `splitlet up --runtime containerd` with spans on the bus, creates busybox pods one at a time
- * (manifest written → Running in `sl_status`), then reads every process's spans (SL_SPANS) and
- * prints, per span (service, name, occurrence), its median start after the manifest write and its
- * median duration over the pods, the CRI calls per pod, and one pod's whole waterfall.
+ * `splitlet up --runtime containerd` with spans on the bus, then in rounds of `--concurrency` pods
+ * makes the same busybox pods directly (lib/direct-cri.ts, each step timed, then removed) and through
+ * splitlet (manifest written → Running in `sl_status`). It reads every process's spans (SL_SPANS)
+ * and prints the direct steps' medians; per span of the pods' creation traces (service, name,
+ * occurrence) its median start after the manifest write and its median duration; the CRI calls and
+ * each process's CPU per pod (less the idle node's rate, measured for 5 s first); one pod's whole
+ * waterfall; with `--cpu-prof DIR` where each process's CPU went; with `--json` every span for
+ * offline analysis.
  *
- * Usage: node --import tsx test/bench/containerd-probe.ts [--pods 8] [--splitlet-root DIR] [--waterfall 3] [--json out.json]
+ * Usage: node --import tsx test/bench/containerd-probe.ts [--pods 8] [--concurrency 1] [--splitlet-root DIR]
+ *        [--waterfall 3] [--json out.json] [--cpu-prof DIR] [--no-spans] [--dump-config]
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -137,8 +142,8 @@ async function main(): Promise<void> {
     for (let round = 0; round * CONCURRENCY < PODS; round++) {
       const batch = Array.from({ length: Math.min(CONCURRENCY, PODS - round * CONCURRENCY) }, (_, k) => round * CONCURRENCY + k);
       // The same pods made directly, right before, under the same load (splitlet's periodic relist
-      // included), then removed (splitlet's housekeeping would kill them as orphans).
-      const made = await Promise.all(batch.map((i) => runDirectPod(cri, dirs, `d${i}`)));
+      // included; hidden from it), then removed so the runtime holds only splitlet's pods meanwhile.
+      const made = await Promise.all(batch.map((i) => runDirectPod(cri, dirs, `d${i}`, { hidden: true })));
       direct.push(...made);
       for (const d of made) {
         await cri.StopPodSandbox({ podSandboxId: d.podSandboxId });
