@@ -10,7 +10,7 @@
  * offline analysis.
  *
  * Usage: node --import tsx test/bench/containerd-probe.ts [--pods 8] [--concurrency 1] [--splitlet-root DIR]
- *        [--waterfall 3] [--json out.json] [--cpu-prof DIR] [--no-spans] [--dump-config]
+ *        [--gap-ms 1500] [--waterfall 3] [--json out.json] [--cpu-prof DIR] [--no-spans] [--no-direct] [--dump-config]
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -35,16 +35,20 @@ const { values } = parseArgs({
   options: {
     pods: { type: 'string', default: '8' },
     concurrency: { type: 'string', default: '1' },
+    'gap-ms': { type: 'string', default: '1500' },
     'splitlet-root': { type: 'string' },
     'dump-config': { type: 'boolean', default: false },
     waterfall: { type: 'string', default: '3' },
     json: { type: 'string' },
     'cpu-prof': { type: 'string' },
     spans: { type: 'boolean', default: true },
+    direct: { type: 'boolean', default: true },
   },
 });
 const PODS = Number(values.pods);
 const CONCURRENCY = Number(values.concurrency);
+/** The pause after a round's splitlet pods are Running (0: the next round starts at once, over their follow-up work). */
+const GAP_MS = Number(values['gap-ms']);
 const NODE = 'probe-ctr';
 const root = values['splitlet-root'] ?? resolve(import.meta.dirname, '..', '..');
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -143,13 +147,15 @@ async function main(): Promise<void> {
       const batch = Array.from({ length: Math.min(CONCURRENCY, PODS - round * CONCURRENCY) }, (_, k) => round * CONCURRENCY + k);
       // The same pods made directly, right before, under the same load (splitlet's periodic relist
       // included; hidden from it), then removed so the runtime holds only splitlet's pods meanwhile.
-      const made = await Promise.all(batch.map((i) => runDirectPod(cri, dirs, `d${i}`, { hidden: true })));
-      direct.push(...made);
-      for (const d of made) {
-        await cri.StopPodSandbox({ podSandboxId: d.podSandboxId });
-        await cri.RemovePodSandbox({ podSandboxId: d.podSandboxId });
+      if (values.direct) {
+        const made = await Promise.all(batch.map((i) => runDirectPod(cri, dirs, `d${i}`, { hidden: true })));
+        direct.push(...made);
+        for (const d of made) {
+          await cri.StopPodSandbox({ podSandboxId: d.podSandboxId });
+          await cri.RemovePodSandbox({ podSandboxId: d.podSandboxId });
+        }
+        await sleep(Math.min(500, GAP_MS));
       }
-      await sleep(500);
       await Promise.all(
         batch.map(async (i) => {
           const name = `p${i}`;
@@ -169,7 +175,7 @@ async function main(): Promise<void> {
         }),
       );
       // Let the pods' follow-up work (pleg events, the next sync, statuses) finish before the next round.
-      await sleep(1500);
+      await sleep(GAP_MS);
     }
     const cpu1 = processCpu(stateDir);
     const podsMs = performance.now() - podsT0;
