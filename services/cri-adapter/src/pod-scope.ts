@@ -10,8 +10,12 @@ import type { PlegRelistPoke } from '@splitlet/api';
 /** One pod's operation in progress. */
 export interface PodOperation {
   readonly uid: string;
+  /** CRI calls it made so far (reads and changes). */
+  calls: number;
   /** Mutating CRI calls it made so far. */
   mutations: number;
+  /** The node's time once its runtime changes were made, when it made any (what its reply says). */
+  changedAt?: number;
 }
 
 const scope = new AsyncLocalStorage<PodOperation>();
@@ -19,7 +23,7 @@ const scope = new AsyncLocalStorage<PodOperation>();
 /** Runs `fn` as an operation of pod `uid`, and the poke bodies built inside it name the pod. */
 export const podScope = {
   run<T>(uid: string, fn: (op: PodOperation) => Promise<T>): Promise<T> {
-    const op: PodOperation = { uid, mutations: 0 };
+    const op: PodOperation = { uid, calls: 0, mutations: 0 };
     return scope.run(op, () => fn(op));
   },
   /** The poke body for the current context: `{ uid }` inside a pod's operation, `{}` outside (a full relist). */
@@ -31,9 +35,11 @@ export const podScope = {
   inOperation(): boolean {
     return scope.getStore() !== undefined;
   },
-  /** Counts a mutating CRI call of the current pod operation (none outside one). */
-  noteMutation(): void {
+  /** Counts a CRI call of the current pod operation (none outside one); `mutating` ones separately. */
+  noteCall(mutating: boolean): void {
     const op = scope.getStore();
-    if (op !== undefined) op.mutations++;
+    if (op === undefined) return;
+    op.calls++;
+    if (mutating) op.mutations++;
   },
 };
