@@ -368,7 +368,10 @@ export const RuntimeSyncPodReply = z.object({
   imagePullStartedAt: z.number().optional(),
   /** When this sync's last successful image pull finished (ms since the epoch). */
   imagePullFinishedAt: z.number().optional(),
-  /** The node's time once the sync's runtime changes were made (ms since the epoch): a relist started later sees them. */
+  /**
+   * The node's time once the sync's runtime changes were made (ms since the epoch): a relist started
+   * later sees them. A sync that made no CRI call gives the time of the pod's last change.
+   */
   timestamp: z.number().optional(),
 });
 export type RuntimeSyncPodReply = z.infer<typeof RuntimeSyncPodReply>;

@@ -116,8 +116,8 @@ export function isMutatingCriMethod(method: string): boolean {
   return MUTATING.has(method);
 }
 
-/** `cri` with each mutating call counted for the pod operation it is made in (podScope). */
-function countingMutations<T extends RuntimeService & ImageService>(cri: T): T {
+/** `cri` with each call counted for the pod operation it is made in (podScope), the mutating ones apart. */
+function countingCalls<T extends RuntimeService & ImageService>(cri: T): T {
   const wrapped = new Map<PropertyKey, unknown>();
   return new Proxy(cri, {
     get(target, prop, receiver) {
@@ -126,13 +126,11 @@ function countingMutations<T extends RuntimeService & ImageService>(cri: T): T {
       let w = wrapped.get(prop);
       if (w === undefined) {
         const fn = v as (...args: unknown[]) => unknown;
-        w =
-          typeof prop === 'string' && MUTATING.has(prop)
-            ? (...args: unknown[]) => {
-                podScope.noteMutation();
-                return fn.apply(target, args);
-              }
-            : fn.bind(target);
+        const mutating = typeof prop === 'string' && MUTATING.has(prop);
+        w = (...args: unknown[]) => {
+          podScope.noteCall(mutating);
+          return fn.apply(target, args);
+        };
         wrapped.set(prop, w);
       }
       return w;
@@ -161,7 +159,7 @@ export function nodeAddresses(): string[] {
  */
 export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter> {
   const { settings, bus, clock, logger, tracer, metrics } = deps;
-  const cri = countingMutations(deps.cri);
+  const cri = countingCalls(deps.cri);
   const node = settings.NODE_NAME;
 
   let stored: BackoffTables | undefined;

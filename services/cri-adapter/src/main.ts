@@ -36,10 +36,13 @@ await runNodeProcess({
       tracer: telemetry.tracer,
       onCall: (record) => {
         metrics.runtimeCall(record);
-        if (isMutatingCriMethod(record.method) && !runtimeEvents.live) {
+        if (isMutatingCriMethod(record.method) && !runtimeEvents.live && !podScope.inOperation()) {
           // Ask pleg to relist now, in the caller's trace: otherwise a periodic relist may see the
-          // change first and publish the pod's lifecycle events outside the pod's trace. The poke
-          // names the pod whose operation made the call, so pleg relists that pod only.
+          // change first and publish its lifecycle events outside that trace. A call made in a
+          // pod's operation (SyncPod, KillPod, its part of a GC) pokes nothing here: the operation
+          // pokes once it ends (RuntimeOperations), naming the pod, so no relist of the pod runs
+          // while the operation still makes calls (it would compete with them for the runtime and
+          // the node's cores, and publish events of a state the operation is still changing).
           bus.publishCore(Subjects.plegRelist(config.NODE_NAME), podScope.poke());
         }
       },

@@ -10,10 +10,14 @@ import type { PlegRelistPoke, RuntimePodStatus } from '@splitlet/api';
 /** One pod's operation in progress. */
 export interface PodOperation {
   readonly uid: string;
+  /** CRI calls it made so far (reads and changes). */
+  calls: number;
   /** Mutating CRI calls it made so far. */
   mutations: number;
   /** What it read after its changes, for pleg (a SyncPod or KillPod that changed something). */
   observed?: { readonly status: RuntimePodStatus; readonly readAt: number; readonly timestamp: number };
+  /** The node's time once its runtime changes were made, when it made any (what its reply says). */
+  changedAt?: number;
 }
 
 const scope = new AsyncLocalStorage<PodOperation>();
@@ -21,7 +25,7 @@ const scope = new AsyncLocalStorage<PodOperation>();
 /** Runs `fn` as an operation of pod `uid`, and the poke bodies built inside it name the pod. */
 export const podScope = {
   run<T>(uid: string, fn: (op: PodOperation) => Promise<T>): Promise<T> {
-    const op: PodOperation = { uid, mutations: 0 };
+    const op: PodOperation = { uid, calls: 0, mutations: 0 };
     return scope.run(op, () => fn(op));
   },
   /** The poke body for the current context: `{ uid }` inside a pod's operation, `{}` outside (a full relist). */
@@ -29,9 +33,15 @@ export const podScope = {
     const op = scope.getStore();
     return op === undefined ? {} : { uid: op.uid };
   },
-  /** Counts a mutating CRI call of the current pod operation (none outside one). */
-  noteMutation(): void {
+  /** Whether the current context is a pod's operation. */
+  inOperation(): boolean {
+    return scope.getStore() !== undefined;
+  },
+  /** Counts a CRI call of the current pod operation (none outside one); `mutating` ones separately. */
+  noteCall(mutating: boolean): void {
     const op = scope.getStore();
-    if (op !== undefined) op.mutations++;
+    if (op === undefined) return;
+    op.calls++;
+    if (mutating) op.mutations++;
   },
 };

@@ -26,6 +26,9 @@ import type { RuntimeEventForwarder } from './evented/runtime-event-forwarder.js
 import { podScope, type PodOperation } from './pod-scope.js';
 import type { StateStore } from './ports.js';
 
+/** At most this many pods' last change times are kept (the oldest go first). */
+export const MAX_CHANGE_TIMES = 10_000;
+
 /** The persisted backoff tables of a node. */
 export interface BackoffTables {
   readonly crashLoop: BackoffState;
@@ -68,6 +71,8 @@ export class RuntimeOperations {
   readonly #inflight = new Set<Promise<unknown>>();
   /** The last garbage collection run queued (runs go one at a time). */
   #gcTail: Promise<unknown> = Promise.resolve();
+  /** Per pod, the node's time after its last operation that changed the runtime (see #replyTime). */
+  readonly #changedAt = new Map<string, number>();
 
   constructor(options: RuntimeOperationsOptions) {
     this.#o = options;
@@ -90,8 +95,8 @@ export class RuntimeOperations {
         await this.#o.fences.admit(req.fence);
         const pullSecrets = await this.#o.pullSecrets.getPullSecretsForPod(req.pod, req.pullSecrets);
         const r = await this.#o.manager.syncPod({ pod: req.pod, volumes: req.volumes, pullSecrets, podDir: req.podDir, probes: req.probes, cachedStatus: req.podStatus });
-        // After the last runtime change and before the pleg poke (sent once this returns).
-        const timestamp = this.#o.clock.now();
+        // After the last runtime change and before pleg hears of it (once this returns).
+        const timestamp = this.#replyTime(op);
         if (r.statusReadAt !== undefined) op.observed = { status: r.podStatus, readAt: r.statusReadAt, timestamp };
         return {
           type: 'kubelet.runtime.SyncPodReply.v1',
@@ -112,7 +117,7 @@ export class RuntimeOperations {
       this.#guarded(req.runningPod.uid, async (op) => {
         await this.#o.fences.admit(req.fence);
         const r = await this.#o.manager.killPod({ pod: req.pod, runningPod: req.runningPod, gracePeriodOverride: req.gracePeriodOverride, cachedStatus: req.podStatus });
-        const timestamp = this.#o.clock.now();
+        const timestamp = this.#replyTime(op);
         if (r.statusReadAt !== undefined) op.observed = { status: r.podStatus, readAt: r.statusReadAt, timestamp };
         return { type: 'kubelet.runtime.KillPodReply.v1', results: r.results, podStatus: r.podStatus, timestamp };
       }),
@@ -206,12 +211,42 @@ export class RuntimeOperations {
           return await fn(op);
         } finally {
           // Only this operation's own changes: concurrent operations on other pods do not count.
+          if (op.mutations > 0) this.#noteChange(uid, op.changedAt ?? this.#o.clock.now());
           const covered = this.#o.runtimeEvents?.opEnded(uid, op.mutations > 0 ? op.observed : undefined) ?? false;
           if (op.mutations > 0 && !covered) this.#o.pokePleg(uid);
           this.#persistBackoffs();
         }
       }),
     );
+  }
+
+  /**
+   * The reply's `timestamp`: a time after which a relist sees the pod's runtime as the operation
+   * left it — the pleg cache the pod-worker's next sync waits for is newer than this. After runtime
+   * changes, now (after the last one, before the pleg poke sent once the operation returns); after
+   * an operation that read the runtime, now (the next sync's cache must be as new as the status
+   * replied); after one that made no CRI call (its status was the pleg cache's, which agreed with the
+   * pod's last one), the time of the pod's last change — were it now, the next sync would wait for
+   * a relist newer than a sync that changed nothing, i.e. the next periodic one, while the relist the
+   * last change started already satisfies it.
+   */
+  #replyTime(op: PodOperation): number {
+    const now = this.#o.clock.now();
+    if (op.mutations > 0) {
+      op.changedAt = now;
+      return now;
+    }
+    return op.calls === 0 ? (this.#changedAt.get(op.uid) ?? now) : now;
+  }
+
+  /** Remembers pod `uid`'s last runtime change (bounded: the oldest entries go first). */
+  #noteChange(uid: string, at: number): void {
+    this.#changedAt.delete(uid);
+    this.#changedAt.set(uid, at);
+    if (this.#changedAt.size > MAX_CHANGE_TIMES) {
+      const oldest = this.#changedAt.keys().next().value;
+      if (oldest !== undefined) this.#changedAt.delete(oldest);
+    }
   }
 
   #persistBackoffs(): void {

@@ -161,18 +161,23 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
       ContainerStatus: 1,
     });
 
-    // The pleg cache agrees with the status the sync ended with: nothing read, nothing done.
+    // The pleg cache agrees with the status the sync ended with: nothing read, nothing done — and
+    // its timestamp is the pod's last change, so the pod-worker's next sync waits for no relist
+    // newer than this one (the one the change started will do).
+    h.clock.advance(1000);
     const [same, fresh] = await callsDuring(() => h.syncPod(pod, {}, structuredClone(created.podStatus)));
     assert.deepEqual(same.results, []);
     assert.deepEqual(same.podStatus, created.podStatus);
     assert.deepEqual(fresh, {});
+    assert.equal(same.timestamp, created.timestamp);
 
     // A status that disagrees is read afresh, by label only: a ready sandbox's network and a
-    // container whose state did not change are not read again.
+    // container whose state did not change are not read again. Its timestamp is when it read.
     const [stale, reading] = await callsDuring(() => h.syncPod(pod));
     assert.deepEqual(stale.results, []);
     assert.deepEqual(stale.podStatus, created.podStatus);
     assert.deepEqual(reading, { ListPodSandbox: 1, ListContainers: 1 });
+    assert.equal(stale.timestamp, h.clock.now());
 
     // pleg's targeted relist lists only this pod's objects.
     const [relisted, listing] = await callsDuring(() =>

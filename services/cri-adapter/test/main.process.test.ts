@@ -58,8 +58,12 @@ describe('cri-adapter process', { skip: existsSync(MAIN) ? false : 'dist/main.js
     await dir?.cleanup();
   });
 
-  it('serves syncPod, reports health and metrics, and exits 0 on SIGTERM', async () => {
+  it('serves syncPod, pokes pleg once it ended, reports health and metrics, and exits 0 on SIGTERM', async () => {
     const pod = aPod({ name: 'proc', uid: 'uid-proc' });
+    const pokes: unknown[] = [];
+    const stopPokes = new AbortController();
+    caller.subscribeCore(Subjects.plegRelist(NODE), (data) => pokes.push(data), stopPokes.signal);
+    await caller.flush();
     const reply = await caller.request(
       RuntimeSyncPodRequest,
       RuntimeSyncPodReply,
@@ -79,6 +83,12 @@ describe('cri-adapter process', { skip: existsSync(MAIN) ? false : 'dist/main.js
       [],
     );
     assert.equal(reply.podStatus.containers[0]?.state, 'CONTAINER_RUNNING');
+    // RunPodSandbox, CreateContainer and StartContainer changed the runtime: one relist of the pod
+    // once the operation ended (sent before its reply), none while it was still making calls.
+    await eventually(() => pokes.length > 0, { message: 'a pleg relist poke' });
+    await caller.flush();
+    assert.deepEqual(pokes, [{ uid: 'uid-proc' }]);
+    stopPokes.abort();
 
     const port = Number((await readFile(join(dir.path, 'port'), 'utf8')).trim());
     const health = await eventually(async () => {

@@ -183,6 +183,24 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
     assert.equal((await status(pod)).containers.find((c) => c.id === id)?.state, 'CONTAINER_EXITED', 'the container the cache did not know was stopped too');
   });
 
+  it('reads the status after a sync with the statuses of the containers it created alongside the lists', async () => {
+    const pod = aPod({
+      uid: 'u-after',
+      spec: {
+        containers: [
+          { name: 'a', image: 'busybox:1.36', command: TRAPPED },
+          { name: 'b', image: 'busybox:1.36', command: TRAPPED },
+        ],
+      },
+    });
+    const r = await sync(pod);
+    assert.deepEqual(r.podStatus.containers.map((c) => `${c.name}:${c.state}`).sort(), ['a:CONTAINER_RUNNING', 'b:CONTAINER_RUNNING']);
+    const calls = sim.calls().map((c) => c.method);
+    assert.deepEqual(r.podStatus, await status(pod), 'what a fresh read says');
+    const after = calls.slice(calls.lastIndexOf('StartContainer') + 1).filter((m) => m !== 'PodSandboxStatus');
+    assert.deepEqual(after, ['ContainerStatus', 'ContainerStatus', 'ListPodSandbox', 'ListContainers'], 'one round trip, each status read once');
+  });
+
   it('runs init containers one at a time, in order, before the regular containers', async () => {
     const pod = aPod({
       uid: 'u-init',

@@ -177,6 +177,53 @@ describe('RuntimeStatusReader', () => {
     assert.equal(reader.cachedContainers, 2);
   });
 
+  it('getPodStatus reads the containers the caller just changed alongside the lists, one round trip', async () => {
+    const a = await runPod('a', ['sleep', '3600']);
+    const expected = await new RuntimeStatusReader(sim, createNodeFiles('')).getPodStatus('a', 'p-a', 'ns');
+    const reader = new RuntimeStatusReader(sim, createNodeFiles(''));
+    const from = sim.calls().length;
+    assert.deepEqual(await reader.getPodStatus('a', 'p-a', 'ns', [a.containerId]), expected);
+    const calls = sim
+      .calls()
+      .slice(from)
+      .map((c) => c.method)
+      .filter((m) => m !== 'PodSandboxStatus');
+    assert.deepEqual(calls, ['ContainerStatus', 'ListPodSandbox', 'ListContainers'], 'the status read before the lists answered, and not again');
+  });
+
+  it('getPodStatus reads a just-changed container again when the listing shows another state than the early read', async () => {
+    const a = await runPod('a', ['sleep', '3600']);
+    await sim.StopContainer({ containerId: a.containerId, timeout: '0' });
+    const read = sim.ContainerStatus.bind(sim);
+    let first = true;
+    // The early read was answered before the container exited; the listing sees it exited.
+    const containerStatus = async (req: Parameters<FakeRuntimeService['ContainerStatus']>[0]): ReturnType<FakeRuntimeService['ContainerStatus']> => {
+      const r = await read(req);
+      if (!first || r.status === null) return r;
+      first = false;
+      return { ...r, status: { ...r.status, state: 'CONTAINER_RUNNING' } };
+    };
+    const stale = new Proxy(sim, {
+      get(target, prop) {
+        if (prop === 'ContainerStatus') return containerStatus;
+        const v: unknown = Reflect.get(target, prop, target);
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const reader = new RuntimeStatusReader(stale, createNodeFiles(''));
+    const from = sim.calls().length;
+    const st = await reader.getPodStatus('a', 'p-a', 'ns', [a.containerId]);
+    assert.equal(st.containers[0]?.state, 'CONTAINER_EXITED');
+    assert.equal(
+      sim
+        .calls()
+        .slice(from)
+        .filter((c) => c.method === 'ContainerStatus').length,
+      2,
+      'read again after the listing',
+    );
+  });
+
   it('getPodStatus reads one pod afresh: sandbox state, IP and hostNetwork', async () => {
     const reader = new RuntimeStatusReader(sim, createNodeFiles(''));
     const a = await runPod('a', ['sleep', '3600']);

@@ -60,6 +60,8 @@ export interface StartContainerArgs {
   readonly podDir: string | undefined;
   readonly env: EnvContext;
   readonly pulls: PullWindow;
+  /** Receives the id of the container once created. */
+  readonly created?: string[];
 }
 
 /** Starts containers. Stateless; the caller serializes operations per pod. */
@@ -141,6 +143,7 @@ export class ContainerStarter {
       event('', 'Warning', 'Failed', `Error: ${statusMessage(e)}`);
       return { error: SyncErrors.CreateContainerError, message: statusMessage(e) };
     }
+    args.created?.push(containerId);
     event(containerId, 'Normal', 'Created', `Created container: ${container.name}`);
 
     // Step 5: start.

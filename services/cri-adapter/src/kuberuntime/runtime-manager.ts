@@ -167,9 +167,9 @@ export class KubeGenericRuntimeManager {
     });
   }
 
-  /** The runtime's status of one pod (fresh). */
-  getPodStatus(ref: RunningPodRef): Promise<RuntimePodStatus> {
-    return this.#o.statusReader.getPodStatus(ref.uid, ref.name, ref.namespace);
+  /** The runtime's status of one pod (fresh); `changedContainers`: see RuntimeStatusReader.getPodStatus. */
+  getPodStatus(ref: RunningPodRef, changedContainers?: readonly string[]): Promise<RuntimePodStatus> {
+    return this.#o.statusReader.getPodStatus(ref.uid, ref.name, ref.namespace, changedContainers);
   }
 
   /** Every pod the runtime knows, or only the pods `uids` names. */
@@ -187,7 +187,8 @@ export class KubeGenericRuntimeManager {
    * The runtime is read before the sync unless the caller's status agrees with the one this
    * manager read after the pod's last operation (the kubelet syncs on the pleg cache's status
    * alone), and after it only when the sync changed something (else the status before is the
-   * status after), so a sync with nothing to do makes no CRI call.
+   * status after), so a sync with nothing to do makes no CRI call. The read afterwards asks for the
+   * statuses of the containers the sync created alongside the lists (one round trip, not two).
    *
    * Models kubeGenericRuntimeManager.SyncPod.
    */
@@ -199,7 +200,7 @@ export class KubeGenericRuntimeManager {
       await this.#syncPod(input, result, before);
       const changed = result.results.length > 0 || result.removedContainers;
       const statusReadAt = changed ? this.#o.clock.now() : undefined;
-      const podStatus = changed ? await this.getPodStatus(refOf(pod)) : before;
+      const podStatus = changed ? await this.getPodStatus(refOf(pod), result.createdContainers) : before;
       this.#remember(podStatus);
       if (result.failed)
         span.setAttribute(
@@ -358,6 +359,7 @@ export class KubeGenericRuntimeManager {
         podDir: input.podDir,
         env,
         pulls: result.pulls,
+        created: result.createdContainers,
       });
       if (failure !== undefined) {
         o.metrics.startedContainerError(CONTAINER_TYPE[type], failure.error);

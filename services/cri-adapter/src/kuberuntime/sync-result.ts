@@ -64,6 +64,8 @@ export class PodSyncResult {
   readonly pulls = new PullWindow();
   /** Init containers were removed (a change that has no result of its own). */
   removedContainers = false;
+  /** The containers the sync created (their statuses are read with the status afterwards). */
+  readonly createdContainers: string[] = [];
 
   /** Adds a successful (so far) result and returns it for a later `fail`. */
   add(action: SyncResult['action'], target: string): SyncResult {
