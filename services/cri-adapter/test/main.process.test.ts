@@ -44,6 +44,9 @@ describe('cri-adapter process', { skip: existsSync(MAIN) ? false : 'dist/main.js
         CLUSTER_DOMAIN: 'cluster.local',
         OTEL_SDK_DISABLED: 'true',
         OTEL_TRACES_EXPORTER: 'none',
+        // The generic PLEG's pokes (a runtime without events, such as containerd 1.6); the evented
+        // path is test/integration/evented-pleg.test.ts.
+        EVENTED_PLEG: 'false',
       },
     });
     await proc.waitForLine('cri-adapter serving', 20_000);
