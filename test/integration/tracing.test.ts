@@ -239,7 +239,10 @@ describe('tracing and metrics across every process (issue 4)', () => {
     creationTraceId = root.traceId;
     const t = await settledTrace(
       creationTraceId,
-      (x) => PROCESSES.every((p) => x.services().has(p)) && x.named('runtime.v1.RuntimeService/StartContainer').length > 0 && x.named('relist', 'pleg').length > 0,
+      (x) =>
+        PROCESSES.every((p) => x.services().has(p)) &&
+        x.named('runtime.v1.RuntimeService/StartContainer').length > 0 &&
+        x.named('relist', 'pleg').length + x.named('runtime events', 'pleg').length > 0,
       'every process in the creation trace',
     );
     assert.equal(rx.errors.length, 0, `receiver decode errors: ${rx.errors.join('; ')}`);

@@ -755,6 +755,13 @@ export const PodStatusUpdate = z.object({
    * for it, skips it: a static pod's mirror pod is not patched. Absent: desired.
    */
   podRemoved: z.boolean().optional(),
+  /**
+   * From the pod worker: the epoch of the partition lease it held (its fence). With `at` it orders
+   * a pod's updates: status-manager ignores one older than the last it applied (an earlier epoch,
+   * or the same epoch and an earlier `at`) — a redelivery overtaken by newer updates. Absent (sync-loop's
+   * rejections): not ordered.
+   */
+  epoch: z.number().int().optional(),
   at: z.string(),
   trace: TraceCarrier.optional(),
 });

@@ -71,7 +71,9 @@ export interface ConsumeOptions {
   /**
    * The durable has one holder at a time (a leader), and this one takes it over: deliveries a
    * previous holder left unsettled (it died or was fenced off) are delivered again at once rather
-   * than after their ack wait, and a consumer declared with another config is redeclared. Every
+   * than after their ack wait, pull requests it left waiting (which would take new messages nobody
+   * reads until their ack wait ran out) end, and a consumer declared with another config is
+   * redeclared. Every
    * message above the consumer's ack floor is delivered again. A previous holder still running gets
    * no more deliveries and its settles are ignored. @default false
    */

@@ -3,7 +3,7 @@
  * message source the shared {@link runConsumeLoop} drains.
  */
 import { nanos } from '@nats-io/transport-node';
-import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, RetentionPolicy } from '@nats-io/jetstream';
 import type { ConsumerConfig, ConsumerInfo, JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import type { z } from 'zod';
 import { errorMessage } from '@splitlet/api';
@@ -26,10 +26,13 @@ function consumerConfig(opts: ConsumeOptions): Partial<ConsumerConfig> {
 
 /**
  * Creates the durable pull consumer if missing (config of an existing one is left as is). With
- * `opts.takeOver`, an existing consumer holding unsettled deliveries, or declared with another ack
- * wait, max deliver or max ack pending, is deleted and created again from the message after its ack
- * floor: what the previous holder left is delivered at once, and its pull requests and settles end
- * with the old consumer.
+ * `opts.takeOver`, an existing consumer holding unsettled deliveries or pull requests (the new holder
+ * has made none yet: they are a previous holder's, which the server would hand new messages that
+ * nobody reads until their ack wait ran out — a pod-worker partition released to another instance
+ * left one for up to its 10 s expiry), or declared with another ack wait, max deliver or max ack
+ * pending, is deleted and created again from the message after its ack floor (on a work-queue
+ * stream, from its first message: only unacknowledged ones are left): what the previous
+ * holder left is delivered at once, and its pull requests and settles end with the old consumer.
  */
 export async function ensureNatsConsumer(jsm: JetStreamManager, opts: ConsumeOptions): Promise<TakeOver | undefined> {
   const cfg = consumerConfig(opts);
@@ -41,10 +44,15 @@ export async function ensureNatsConsumer(jsm: JetStreamManager, opts: ConsumeOpt
   }
   if (info !== undefined) {
     if (!opts.takeOver) return undefined;
-    if (sameConfigOf(info, cfg) && info.num_ack_pending === 0) return undefined;
+    if (sameConfigOf(info, cfg) && info.num_ack_pending === 0 && info.num_waiting === 0) return undefined;
     await jsm.consumers.delete(opts.stream, opts.durable);
-    cfg.deliver_policy = DeliverPolicy.StartSequence;
-    cfg.opt_start_seq = info.ack_floor.stream_seq + 1;
+    // A work-queue stream keeps only what no consumer acknowledged yet, and takes no start
+    // sequence (the server refuses one): from its first message is from the ack floor.
+    const { config } = await jsm.streams.info(opts.stream);
+    if (config.retention !== RetentionPolicy.Workqueue) {
+      cfg.deliver_policy = DeliverPolicy.StartSequence;
+      cfg.opt_start_seq = info.ack_floor.stream_seq + 1;
+    }
   }
   try {
     await jsm.consumers.add(opts.stream, cfg);
@@ -52,13 +60,17 @@ export async function ensureNatsConsumer(jsm: JetStreamManager, opts: ConsumeOpt
     // created concurrently by another replica
     if (!isJsApiError(e2, JsApiCodes.ConsumerNameInUse)) throw e2;
   }
-  return info === undefined ? undefined : { unsettled: info.num_ack_pending, startSequence: info.ack_floor.stream_seq + 1, reconfigured: !sameConfigOf(info, cfg) };
+  return info === undefined
+    ? undefined
+    : { unsettled: info.num_ack_pending, waitingPulls: info.num_waiting, startSequence: info.ack_floor.stream_seq + 1, reconfigured: !sameConfigOf(info, cfg) };
 }
 
 /** What a takeover did. */
 export interface TakeOver {
   /** Deliveries the previous holder left unsettled. */
   readonly unsettled: number;
+  /** Pull requests a previous holder left waiting. */
+  readonly waitingPulls: number;
   /** The stream sequence the new consumer starts at. */
   readonly startSequence: number;
   /** The consumer had been declared with another config. */

@@ -23,7 +23,7 @@
  * - replies come back on the connection's own `_INBOX.>`; a responder answers on the reply subject
  *   it was given (`allow_responses`: only to messages it received, any number of progress beats).
  */
-import { Buckets, Consumers, Streams, nodeToken } from '@splitlet/api';
+import { Buckets, Consumers, DEFAULT_PARTITIONS, Streams, nodeToken } from '@splitlet/api';
 
 /** The NATS identities of a splitlet installation: `admin` (provisioning, operators), the CLI, and one per process type. */
 export const IDENTITIES = ['admin', 'cli', 'config-source', 'sync-loop', 'pod-worker', 'pleg', 'volume-manager', 'status-manager', 'prober', 'cri-adapter', 'apiserver'] as const;
@@ -45,6 +45,8 @@ export interface PermissionScope {
   readonly node?: string | undefined;
   /** The embedded API server's bucket. @default sl_api */
   readonly apiBucket?: string | undefined;
+  /** The node's pod-worker partitions (`PARTITIONS`), whose durables a pod-worker takes over. @default DEFAULT_PARTITIONS */
+  readonly partitions?: number | undefined;
 }
 
 const API = '$JS.API';
@@ -158,6 +160,10 @@ export function identityPermissions(id: Identity, scope: PermissionScope = {}): 
         publish: [
           ...proc(id),
           ...durable(Streams.work),
+          // The new owner of a partition takes its durable over (recreates it at the ack floor).
+          ...(scope.node === undefined
+            ? [`${API}.CONSUMER.DELETE.${Streams.work}.*`]
+            : Array.from({ length: scope.partitions ?? DEFAULT_PARTITIONS }, (_, pp) => `${API}.CONSUMER.DELETE.${Streams.work}.${Consumers.podWorkerPartition(scope.node!, pp)}`)),
           sl('status.*'),
           events,
           rpc('runtime.syncPod'),
@@ -191,6 +197,8 @@ export function identityPermissions(id: Identity, scope: PermissionScope = {}): 
         publish: [
           ...proc(id),
           ...durable(Streams.status),
+          // A restarted status-manager takes its status consumer over (recreates it at the ack floor).
+          `${API}.CONSUMER.DELETE.${Streams.status}.${scope.node === undefined ? '*' : Consumers.statusManager(scope.node)}`,
           ...durable(Streams.events),
           ...[Buckets.status, Buckets.nodeCapacity, Buckets.nodeRuntime].flatMap(kvRead),
           ...kvWrite(Buckets.status, keys),

@@ -211,9 +211,20 @@ export const CONSUMERS = {
     ackWaitMs: o.ackWaitMs ?? DEFAULT_ACK_WAIT_MS,
     maxAckPending: o.maxAckPending ?? DEFAULT_MAX_ACK_PENDING,
     maxDeliver: 100,
+    // A partition changes hands (rebalance, a dead instance): the new owner ends what the previous
+    // one left — unsettled pokes and waiting pull requests — rather than wait 30 s for them.
+    takeOver: true,
   }),
   /** status-manager's status updates. */
-  statusManager: (node: string): ConsumerSpec => ({ stream: Streams.status, durable: Consumers.statusManager(node), filterSubject: Subjects.statusAll(node) }),
+  statusManager: (node: string): ConsumerSpec => ({
+    stream: Streams.status,
+    durable: Consumers.statusManager(node),
+    filterSubject: Subjects.statusAll(node),
+    // One status-manager per node: a restarted one takes the consumer over, so the updates its
+    // predecessor left unacknowledged come again at once and in order, before newer ones (after the
+    // 30 s ack wait they would land behind newer ones already applied).
+    takeOver: true,
+  }),
   /** status-manager's events to post to the API server (cluster mode): only new ones when first created. */
   statusManagerEvents: (node: string): ConsumerSpec => ({
     stream: Streams.events,

@@ -186,30 +186,61 @@ export function busContract(name: string, factory: HarnessFactory): void {
       await c.done;
     });
 
-    withBuses('takeOver: what a dead holder left unsettled is delivered to the new one at once, in order; the old one settles nothing', async ({ a, b }, node) => {
-      // The ack wait is far longer than the test may wait: only the takeover can deliver this early.
-      const spec = { stream: Streams.pleg, durable: 'c9', filterSubject: Subjects.pleg(node, 'u9'), ackWaitMs: 300_000, maxAckPending: 1, maxDeliver: -1 };
-      let release!: () => void;
-      const held = new Promise<void>((r) => (release = r));
-      const old: number[] = [];
+    for (const [retention, stream, subjectOf] of [
+      ['limits', Streams.pleg, (node: string) => Subjects.pleg(node, 'u9')],
+      ['work-queue', Streams.work, (node: string) => Subjects.work(node, 0, 'u9')],
+    ] as const) {
+      withBuses(
+        `takeOver (${retention} stream): what a dead holder left unsettled is delivered to the new one at once, in order; the old one settles nothing`,
+        async ({ a, b }, node) => {
+          // The ack wait is far longer than the test may wait: only the takeover can deliver this early.
+          const subject = subjectOf(node);
+          const spec = { stream, durable: `c9-${retention}`, filterSubject: subject, ackWaitMs: 300_000, maxAckPending: 1, maxDeliver: -1 };
+          let release!: () => void;
+          const held = new Promise<void>((r) => (release = r));
+          const old: number[] = [];
+          const acOld = new AbortController();
+          const first = await b.consume(Ping, { ...spec, signal: acOld.signal }, async (d) => {
+            old.push(d.data.n);
+            await held; // the holder "dies" with message 1 unsettled
+          });
+          await a.publish(Ping, subject, ping(1));
+          await a.publish(Ping, subject, ping(2));
+          await eventually(() => assert.deepEqual(old, [1]));
+          acOld.abort();
+          const got: number[] = [];
+          const acNew = new AbortController();
+          const next = await a.consume(Ping, { ...spec, takeOver: true, signal: acNew.signal }, async (d) => void got.push(d.data.n));
+          await eventually(() => assert.deepEqual(got, [1, 2]), 60_000);
+          release(); // the old holder's late ack is ignored: nothing is redelivered or skipped
+          await first.done;
+          await a.publish(Ping, subject, ping(3));
+          await eventually(() => assert.deepEqual(got, [1, 2, 3]));
+          assert.deepEqual(old, [1], 'the old holder got nothing after the takeover');
+          acNew.abort();
+          await next.done;
+        },
+      );
+    }
+
+    withBuses('takeOver: pull requests a stopped holder left waiting end with it; new messages reach the new holder at once', async ({ a, b }, node) => {
+      // A holder that stops (a pod-worker releasing a partition) leaves its pull request on the server
+      // until it expires; without the takeover, the server hands the next message to it, and nobody
+      // reads it until the ack wait (far longer than the test waits) ran out.
+      const spec = { stream: Streams.pleg, durable: 'c11', filterSubject: Subjects.pleg(node, 'u11'), ackWaitMs: 300_000, maxDeliver: -1 };
       const acOld = new AbortController();
-      const first = await b.consume(Ping, { ...spec, signal: acOld.signal }, async (d) => {
-        old.push(d.data.n);
-        await held; // the holder "dies" with message 1 unsettled
-      });
-      await a.publish(Ping, Subjects.pleg(node, 'u9'), ping(1));
-      await a.publish(Ping, Subjects.pleg(node, 'u9'), ping(2));
+      const old: number[] = [];
+      const first = await b.consume(Ping, { ...spec, signal: acOld.signal }, async (d) => void old.push(d.data.n));
+      await a.publish(Ping, Subjects.pleg(node, 'u11'), ping(1));
       await eventually(() => assert.deepEqual(old, [1]));
       acOld.abort();
+      await first.done;
       const got: number[] = [];
       const acNew = new AbortController();
       const next = await a.consume(Ping, { ...spec, takeOver: true, signal: acNew.signal }, async (d) => void got.push(d.data.n));
-      await eventually(() => assert.deepEqual(got, [1, 2]), 60_000);
-      release(); // the old holder's late ack is ignored: nothing is redelivered or skipped
-      await first.done;
-      await a.publish(Ping, Subjects.pleg(node, 'u9'), ping(3));
-      await eventually(() => assert.deepEqual(got, [1, 2, 3]));
-      assert.deepEqual(old, [1], 'the old holder got nothing after the takeover');
+      await a.publish(Ping, Subjects.pleg(node, 'u11'), ping(2));
+      await eventually(() => assert.deepEqual(got, [2]), 60_000);
+      assert.deepEqual(old, [1], 'the stopped holder got nothing more');
       acNew.abort();
       await next.done;
     });

@@ -96,6 +96,22 @@ describe('StatusManager', () => {
     assert.equal(await t.manager.handle(update('a', '2')), 'written');
   });
 
+  it("an update older than the pod's last applied one (same epoch and earlier, or an earlier epoch) is stale; a newer epoch wins whatever its time", async () => {
+    const t = setup();
+    const at = (ms: number): string => new Date(Date.UTC(2024, 0, 1) + ms).toISOString();
+    assert.equal(await t.manager.handle({ ...update('a', '1', at(0)), epoch: 7 }), 'written');
+    assert.equal(await t.manager.handle({ ...update('a', '2', at(2000)), epoch: 7 }), 'written');
+    // The first failed its write, was nak'ed, and comes again after the newer one was applied.
+    assert.equal(await t.manager.handle({ ...update('a', '3', at(1000)), epoch: 7 }), 'stale');
+    assert.equal(await t.manager.handle({ ...update('a', '3', at(9000)), epoch: 6 }), 'stale', "a former owner's update");
+    assert.equal(t.manager.get('a')?.status.podIP, '2');
+    // Another owner (a takeover) with a clock behind: its epoch is newer.
+    assert.equal(await t.manager.handle({ ...update('a', '4', at(500)), epoch: 8 }), 'written');
+    // Updates without an epoch (sync-loop's) are not ordered.
+    assert.equal(await t.manager.handle(update('a', '5', at(0))), 'written');
+    assert.equal(t.manager.get('a')?.status.podIP, '5');
+  });
+
   it('a malformed update is not retryable', async () => {
     const t = setup();
     const u = update('a', '1');

@@ -41,7 +41,7 @@ const uid = '1b2c3d4e-0000-4000-8000-000000000001';
 const NOBODY: readonly Check[] = [
   { op: 'pub', subject: '$JS.API.STREAM.DELETE.SL_WORK', allowed: false, what: 'delete a stream' },
   { op: 'pub', subject: '$JS.API.STREAM.PURGE.SL_STATUS', allowed: false, what: 'purge a stream' },
-  { op: 'pub', subject: `$JS.API.CONSUMER.DELETE.SL_WORK.pod-worker-${NODE}-0`, allowed: false, what: 'delete a durable' },
+  { op: 'pub', subject: `$JS.API.CONSUMER.DELETE.SL_PLEG.sync-loop-pleg-${NODE}`, allowed: false, what: 'delete a durable' },
   { op: 'pub', subject: '$JS.API.STREAM.CREATE.SL_EVIL', allowed: false, what: 'create a stream' },
 ];
 
@@ -92,6 +92,8 @@ const MATRIX: Readonly<Record<Identity, readonly Check[]>> = {
     { op: 'pub', subject: sl('rpc.runtime.syncPod'), allowed: true, what: 'syncPod' },
     { op: 'pub', subject: sl('rpc.volume.mount'), allowed: true, what: 'mount' },
     { op: 'pub', subject: `$JS.ACK.SL_WORK.pod-worker-${NODE}-0.1.1.1.1.1`, allowed: true, what: 'ack its work' },
+    { op: 'pub', subject: `$JS.API.CONSUMER.DELETE.SL_WORK.pod-worker-${NODE}-0`, allowed: true, what: "take a partition's durable over" },
+    { op: 'pub', subject: `$JS.API.CONSUMER.DELETE.SL_WORK.pod-worker-${OTHER}-0`, allowed: false, what: "delete another node's partition durable" },
     { op: 'pub', subject: '$JS.API.STREAM.MSG.DELETE.KV_sl_worker', allowed: true, what: 'remove old delete markers from its bucket' },
     { op: 'pub', subject: '$JS.API.STREAM.PURGE.KV_sl_worker', allowed: false, what: 'purge its bucket (markers go one message at a time)' },
     { op: 'pub', subject: `$KV.sl_desired.${NODE}.0.${uid}`, allowed: false, what: 'write desired' },
@@ -124,6 +126,8 @@ const MATRIX: Readonly<Record<Identity, readonly Check[]>> = {
   'status-manager': [
     { op: 'pub', subject: `$KV.sl_status.${NODE}.${uid}`, allowed: true, what: 'PodStatusRecord' },
     { op: 'pub', subject: `$JS.API.CONSUMER.INFO.SL_STATUS.status-manager-${NODE}`, allowed: true, what: 'its durable' },
+    { op: 'pub', subject: `$JS.API.CONSUMER.DELETE.SL_STATUS.status-manager-${NODE}`, allowed: true, what: 'take its durable over after a restart' },
+    { op: 'pub', subject: `$JS.API.CONSUMER.DELETE.SL_STATUS.status-manager-${OTHER}`, allowed: false, what: "another node's durable" },
     { op: 'pub', subject: sl(`status.${uid}`), allowed: false, what: 'forge a status update' },
     { op: 'pub', subject: `$KV.sl_worker.${NODE}.0.${uid}`, allowed: false, what: 'write a WorkerRecord' },
     { op: 'pub', subject: sl('rpc.runtime.killPod'), allowed: false, what: 'kill a pod' },

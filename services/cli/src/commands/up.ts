@@ -143,11 +143,26 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
   const cluster =
     o.natsCluster === undefined
       ? undefined
-      : await natsClusterSpecs({ bin: env['NATS_SERVER_BIN'] ?? 'nats-server', storeDir: s.natsStore, logsDir: s.logs, size: o.natsCluster, stateRoot: s.root, node: o.nodeName });
+      : await natsClusterSpecs({
+          bin: env['NATS_SERVER_BIN'] ?? 'nats-server',
+          storeDir: s.natsStore,
+          logsDir: s.logs,
+          size: o.natsCluster,
+          stateRoot: s.root,
+          node: o.nodeName,
+          partitions: o.partitions,
+        });
   const spawned =
     env['NATS_URL'] || cluster
       ? undefined
-      : await natsServerSpec({ bin: env['NATS_SERVER_BIN'] ?? 'nats-server', storeDir: s.natsStore, logFile: natsLog, stateRoot: s.root, node: o.nodeName });
+      : await natsServerSpec({
+          bin: env['NATS_SERVER_BIN'] ?? 'nats-server',
+          storeDir: s.natsStore,
+          logFile: natsLog,
+          stateRoot: s.root,
+          node: o.nodeName,
+          partitions: o.partitions,
+        });
   const credentials = cluster?.credentials ?? spawned?.credentials;
   const admin = credentials?.get('admin');
   const url = cluster?.urls.join(',') ?? spawned?.url ?? env['NATS_URL']!;

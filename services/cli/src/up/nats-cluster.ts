@@ -64,6 +64,8 @@ export async function natsClusterSpecs(opts: {
   size: number;
   stateRoot: string;
   node: string;
+  /** The node's pod-worker partitions (`--partitions`). @default DEFAULT_PARTITIONS */
+  partitions?: number | undefined;
 }): Promise<{ specs: ProcessSpec[]; urls: string[]; members: ClusterMember[]; credentials: Map<Identity, NatsCredential> }> {
   if (!Number.isInteger(opts.size) || opts.size < 3) throw new Error(`a NATS cluster needs at least 3 servers (a JetStream quorum survives one loss), got ${opts.size}`);
   const members: ClusterMember[] = [];
@@ -79,7 +81,7 @@ export async function natsClusterSpecs(opts: {
   };
   const credentials = generateCredentials();
   writeCredentials(opts.stateRoot, credentials);
-  const authorization = renderAuthorization(credentials, { node: opts.node });
+  const authorization = renderAuthorization(credentials, { node: opts.node, partitions: opts.partitions });
   for (let i = 1; i <= opts.size; i++) {
     const m = {
       name: `nats-${i}`,

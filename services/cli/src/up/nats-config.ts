@@ -97,14 +97,17 @@ export function identityOf(processName: string): Identity | undefined {
  * Writes `nats.conf` (0600) with fresh credentials for every identity, saved beside it (0600),
  * and returns them.
  */
-export function writeNatsAuthConfig(o: { stateRoot: string; host: string; port: number; storeDir: string; node: string }): {
+export function writeNatsAuthConfig(o: { stateRoot: string; host: string; port: number; storeDir: string; node: string; partitions?: number | undefined }): {
   configFile: string;
   credentials: Map<Identity, NatsCredential>;
 } {
   const credentials = generateCredentials();
   writeCredentials(o.stateRoot, credentials);
   const configFile = natsConfigFile(o.stateRoot);
-  writePrivateFile(configFile, renderNatsServerConfig({ host: o.host, port: o.port, storeDir: o.storeDir, authorization: renderAuthorization(credentials, { node: o.node }) }));
+  writePrivateFile(
+    configFile,
+    renderNatsServerConfig({ host: o.host, port: o.port, storeDir: o.storeDir, authorization: renderAuthorization(credentials, { node: o.node, partitions: o.partitions }) }),
+  );
   return { configFile, credentials };
 }
 

@@ -67,6 +67,8 @@ export async function natsServerSpec(opts: {
   logFile: string;
   stateRoot: string;
   node: string;
+  /** The node's pod-worker partitions (`--partitions`). @default DEFAULT_PARTITIONS */
+  partitions?: number | undefined;
 }): Promise<{ spec: ProcessSpec; url: string; port: number; credentials: Map<Identity, NatsCredential> }> {
   const probe = spawnSync(opts.bin, ['--version'], { encoding: 'utf8' });
   if (probe.error) {
@@ -75,7 +77,14 @@ export async function natsServerSpec(opts: {
     );
   }
   const port = await freePort();
-  const { configFile, credentials } = writeNatsAuthConfig({ stateRoot: opts.stateRoot, host: '127.0.0.1', port, storeDir: opts.storeDir, node: opts.node });
+  const { configFile, credentials } = writeNatsAuthConfig({
+    stateRoot: opts.stateRoot,
+    host: '127.0.0.1',
+    port,
+    storeDir: opts.storeDir,
+    node: opts.node,
+    partitions: opts.partitions,
+  });
   const args = ['-c', configFile, '-l', opts.logFile];
   return {
     url: `nats://127.0.0.1:${port}`,

@@ -130,7 +130,7 @@ export class SyncEffects {
   async send(guard: PartitionGuard, update: PodStatusUpdate): Promise<void> {
     guard.assertHeld();
     this.memory(guard).sending(update.uid);
-    await this.o.status.send(update);
+    await this.o.status.send({ ...update, epoch: guard.epoch });
   }
 
   /** Records a pod event; a failure to record is logged, never fails the sync. */

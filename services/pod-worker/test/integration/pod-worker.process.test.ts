@@ -213,7 +213,7 @@ describe('pod-worker processes', () => {
         await eventually(() => statuses.last(uid)?.status?.phase === 'Running', { timeoutMs: 30_000, message: `${uid} Running under proc-d` });
         assert.ok(
           fenced.calls.some((x) => x.op === 'syncPod' && x.uid === uid && x.fence.epoch === newEpoch),
-          'proc-d synced the pod with its own fence',
+          `proc-d synced the pod with its own fence (epoch ${newEpoch}); the pod's calls: ${JSON.stringify(fenced.calls.filter((x) => x.uid === uid))}; proc-d acquired: ${JSON.stringify(records(d, 'partition acquired'))}`,
         );
 
         // The paused owner's request reaches the fence check late: refused.
@@ -239,6 +239,7 @@ describe('pod-worker processes', () => {
         const rec = await workers.get(loop.key(uid));
         assert.equal(rec?.value.epoch, newEpoch, "the worker record is the new owner's");
       } finally {
+        held.release(); // a failure above must not leave the fake node service waiting (the bus would not close)
         if (!resumed) process.kill(c.pid, 'SIGCONT');
       }
 

@@ -23,7 +23,7 @@ export function createStatusMetrics(registry: Registry): StatusMetrics {
     }),
     updates: new Counter({
       name: 'splitlet_status_updates_total',
-      help: 'Pod status updates handled, by kind (set, terminated, removed) and outcome (written, deleted, unchanged, illegal-transition, unknown-pod).',
+      help: 'Pod status updates handled, by kind (set, terminated, removed) and outcome (written, deleted, unchanged, stale, illegal-transition, unknown-pod).',
       labelNames: ['kind', 'outcome'],
       registers: [registry],
     }),

@@ -26,7 +26,7 @@ export interface StatusManagerOptions {
 }
 
 /** What happened to one update. */
-export type StatusOutcome = 'written' | 'deleted' | 'unchanged' | 'illegal-transition' | 'unknown-pod';
+export type StatusOutcome = 'written' | 'deleted' | 'unchanged' | 'stale' | 'illegal-transition' | 'unknown-pod';
 
 /** How long a removed pod's UID is remembered to drop its late updates. */
 export const REMOVED_MEMORY_MS = 15 * 60_000;
@@ -43,6 +43,13 @@ export class StatusManager {
    * longer has. UIDs are never reused, so remembering them is safe.
    */
   readonly #removed = new Map<string, number>();
+  /**
+   * Per pod, the order of the last `set`/`terminated` applied (the pod worker's lease epoch and
+   * time). An update older than it was overtaken by newer ones — a redelivery after a failed write's
+   * nak, or one a killed predecessor left unacknowledged — and must not take the record back; the
+   * kubelet's status manager never sees an older status after a newer one (one process, in order).
+   */
+  readonly #applied = new Map<string, { readonly epoch: number; readonly at: number }>();
   /**
    * Pods whose latest update said they were removed from their source (`podRemoved`) and whose
    * status is still kept while their worker terminates them: not reported to the API server. In
@@ -119,6 +126,11 @@ export class StatusManager {
     // Before the change is announced (onChange): a removed pod's status is not reported.
     if (update.kind !== 'removed' && update.podRemoved === true) this.#podRemoved.add(update.uid);
     else this.#podRemoved.delete(update.uid);
+    if (this.#overtaken(update)) {
+      logger.debug('Ignoring a status update older than the one applied', { podUID: update.uid, pod: `${update.namespace}/${update.name}`, kind: update.kind, at: update.at });
+      metrics.updates.inc({ kind: update.kind, outcome: 'stale' });
+      return 'stale';
+    }
     const cached = this.#cache.get(update.uid);
     let decision: StatusDecision;
     try {
@@ -155,9 +167,28 @@ export class StatusManager {
     } catch (e) {
       throw new KubeletError('StatusWriteFailed', `could not write the status of pod ${update.uid}: ${errorMessage(e)}`, { retryable: true, cause: e });
     }
-    if (update.kind === 'removed') this.#remember(update.uid);
+    if (update.kind === 'removed') {
+      this.#remember(update.uid);
+      this.#applied.delete(update.uid);
+    } else this.#noteApplied(update);
     metrics.updates.inc({ kind: update.kind, outcome });
     return outcome;
+  }
+
+  /** Whether `update` is older than the last update of its pod applied (both from pod workers). */
+  #overtaken(update: PodStatusUpdate): boolean {
+    if (update.kind === 'removed' || update.epoch === undefined) return false;
+    const last = this.#applied.get(update.uid);
+    if (last === undefined) return false;
+    if (update.epoch !== last.epoch) return update.epoch < last.epoch;
+    const at = Date.parse(update.at);
+    return !Number.isNaN(at) && at < last.at;
+  }
+
+  #noteApplied(update: PodStatusUpdate): void {
+    const at = Date.parse(update.at);
+    if (update.epoch === undefined || Number.isNaN(at)) return;
+    this.#applied.set(update.uid, { epoch: update.epoch, at });
   }
 
   #remember(uid: string): void {
