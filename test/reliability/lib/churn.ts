@@ -241,7 +241,10 @@ export class Churn {
         rt.close();
       }
     } catch (e) {
-      return { ...o, error: (e as Error).message.split('\n')[0] ?? 'unreachable' };
+      // A failed CLI call's first line is only "Command failed: <argv>": its stderr says why.
+      const raw = (e as { stderr?: unknown }).stderr;
+      const stderr = (typeof raw === 'string' ? raw : '').trim().split('\n').at(-1);
+      return { ...o, error: `${(e as Error).message.split('\n')[0] ?? 'unreachable'}${stderr ? `: ${stderr}` : ''}` };
     }
     const ours = (name: string | undefined): boolean => name !== undefined && name.startsWith(`${this.prefix}-`);
     const byName = new Map<string, PodJson>(pods.map((p) => [p.metadata.name, p]));
