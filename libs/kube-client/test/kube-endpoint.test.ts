@@ -5,13 +5,13 @@
  * with the kubeconfig's CA and token.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { selfSignedCert } from '@splitlet/testkit';
 import { KubeConfig } from '@kubernetes/client-node';
 import { getJson, loadKubeEndpoint, watchJson, type KubeWatchEvent } from '../src/index.js';
 
@@ -26,31 +26,9 @@ describe('loadKubeEndpoint', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'kube-endpoint-'));
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=127.0.0.1',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1',
-        '-keyout',
-        join(dir, 'key.pem'),
-        '-out',
-        join(dir, 'cert.pem'),
-      ],
-      { stdio: 'ignore' },
-    );
-    cert = readFileSync(join(dir, 'cert.pem'));
-    server = createServer({ cert, key: readFileSync(join(dir, 'key.pem')) }, (req, res) => {
+    const tls = selfSignedCert(dir);
+    cert = tls.cert;
+    server = createServer({ cert, key: readFileSync(tls.keyFile) }, (req, res) => {
       seen.push({ url: req.url ?? '', auth: req.headers.authorization });
       if (req.url?.includes('watch=true') === true) {
         res.writeHead(200, { 'content-type': 'application/json' });

@@ -12,6 +12,8 @@ export { logRecords } from './log-records.js';
 export type { EventuallyOptions } from './eventually.js';
 export { freePort } from './free-port.js';
 export { makeTempDir } from './temp-dir.js';
+export { selfSignedCert } from './self-signed-cert.js';
+export type { SelfSignedCert } from './self-signed-cert.js';
 export type { TempDir } from './temp-dir.js';
 export { TestkitError, TestkitErrorCodes, isTestkitError } from './testkit-error.js';
 export type { TestkitErrorCode } from './testkit-error.js';

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { selfSignedCert } from '@splitlet/testkit';
 import { createKubeRest } from '../src/api/kube-rest.js';
 
 describe('createKubeRest', () => {
@@ -18,31 +18,8 @@ describe('createKubeRest', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'kube-rest-'));
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=127.0.0.1',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1',
-        '-keyout',
-        join(dir, 'key.pem'),
-        '-out',
-        join(dir, 'cert.pem'),
-      ],
-      { stdio: 'ignore' },
-    );
-    const cert = readFileSync(join(dir, 'cert.pem'));
-    server = createServer({ cert, key: readFileSync(join(dir, 'key.pem')) }, (req, res) => {
+    const { cert, keyFile } = selfSignedCert(dir);
+    server = createServer({ cert, key: readFileSync(keyFile) }, (req, res) => {
       if (req.url?.includes('watch=true') === true) {
         // A stream whose chunks end inside a line, and inside a multi-byte character.
         const text = `${JSON.stringify({ type: 'ADDED', object: { n: 'ä1' } })}\n\n${JSON.stringify({ type: 'MODIFIED', object: { n: 'é2', auth: req.headers.authorization } })}\n`;
