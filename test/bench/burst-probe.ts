@@ -11,6 +11,9 @@
  * Usage: node --import tsx test/bench/burst-probe.ts [--pods 200] [--pod-workers 2] [--latency 0] [--splitlet-root DIR] [--json out.json]
  *        [--cpu-prof DIR] [--top 12] [--settle 3] [--up-arg=--no-apiserver …] (seconds counted after the last Running, for the tail of the work)
  *        [--hold 20] (then, once the node's consumers have drained, seconds of holding the pods with no churn: CPU, messages, CRI calls and profile per second)
+ *        [--spans] (every process publishes its spans; after the burst, each span's count per pod and median / p90 duration, and for
+ *        each server span how long its request waited between the caller's span and the server's — where a pod's time goes when
+ *        the CPU is not the limit, e.g. with --latency)
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -30,6 +33,7 @@ import {
 } from './lib/probe-report.ts';
 import { NodeUnderTest } from './lib/node-under-test.ts';
 import type { BurstProbeResult } from './lib/result.ts';
+import { printSpanSummary } from './lib/span-summary.ts';
 import { cpuSeconds, fmt, loadAverage, pct, rssMiB } from './lib/stats.ts';
 
 const { values } = parseArgs({
@@ -43,6 +47,7 @@ const { values } = parseArgs({
     top: { type: 'string', default: '12' },
     settle: { type: 'string', default: '3' },
     hold: { type: 'string', default: '0' },
+    spans: { type: 'boolean', default: false },
     'up-arg': { type: 'string', multiple: true, default: [] },
   },
 });
@@ -67,7 +72,7 @@ async function main(): Promise<void> {
     podWorkers: WORKERS,
     simLatencyMs: LATENCY,
     maxPods: PODS + 100,
-    spans: false,
+    spans: values.spans,
     upArgs: values['up-arg'],
     ...(values['splitlet-root'] !== undefined ? { splitletRoot: resolve(values['splitlet-root']) } : {}),
   });
@@ -137,6 +142,7 @@ async function main(): Promise<void> {
       if (xs.length < created.size / 2) continue;
       console.log(`  ${String(pct(xs, 50)).padStart(7)} / ${String(pct(xs, 90)).padStart(7)}  ${k}`);
     }
+    if (values.spans) await printSpanSummary(node.nats.url, node.name, PODS);
     if (HOLD > 0) {
       // The steady state: the same pods held, nothing created or deleted; what the node spends per second.
       const held = new Map(counts);

@@ -21,7 +21,7 @@
  * Usage: npm run bench:containerd [-- --pods 10 --concurrency 5 --settle-ms 1500 --back-to-back --splitlet-root DIR --out FILE]
  */
 import { spawn } from 'node:child_process';
-import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -234,7 +234,8 @@ async function main(): Promise<void> {
     while (exited === undefined && Date.now() < deadline && (await cri.ListPodSandbox({})).items.some((sb) => sb.state === 'SANDBOX_READY')) await sleep(500);
   }
   for (const r of rows) console.log(r);
-  if (values.out !== undefined) appendFileSync(values.out, `${rows.join('\n')}\n`);
+  // The file holds this run's rows only (the report shows one run, not a history).
+  if (values.out !== undefined) writeFileSync(values.out, `${rows.join('\n')}\n`);
 }
 
 main()

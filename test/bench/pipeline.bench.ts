@@ -311,6 +311,11 @@ async function mainNodeRows(): Promise<void> {
 
 async function scaleOutRow(): Promise<void> {
   const perWorkers: Record<string, number> = {};
+  // The whole node's CPU during each burst: the pod-workers add capacity only while the cores have
+  // some to spare, so each step says how many of them were busy and what a pod cost.
+  const cpuCores: Record<string, number> = {};
+  const cpuMsPerPod: Record<string, number> = {};
+  const cores = machine().cpus;
   for (const w of [1, 2, 4]) {
     console.log(`\n— scale-out: ${w} pod-worker(s) of ${SCALE_SYNCS} syncs each, simulator at ${SCALE_LATENCY} ms per CRI call, burst of ${SCALE_PODS} —`);
     const node = await NodeUnderTest.start({
@@ -322,23 +327,44 @@ async function scaleOutRow(): Promise<void> {
       env: { MAX_CONCURRENT_SYNCS: String(SCALE_SYNCS) },
     });
     try {
+      const procs = node.processes();
+      const cpu0 = procs.map((p) => cpuSeconds(p.pid));
+      const t0 = Date.now();
       const b = await burst(node, 'scale', SCALE_PODS);
+      const wallS = (Math.max(...b.names.map((x) => node.runningAt.get(x)!)) - t0) / 1000;
+      const cpuS = procs.reduce((a, p, i) => a + cpuSeconds(p.pid) - cpu0[i]!, 0);
       perWorkers[String(w)] = b.podsPerSec;
-      console.log(`    ${fmt(b.podsPerSec)} pods/s`);
+      cpuCores[String(w)] = Math.round((100 * cpuS) / wallS) / 100;
+      cpuMsPerPod[String(w)] = Math.round((10000 * cpuS) / SCALE_PODS) / 10;
+      console.log(`    ${fmt(b.podsPerSec)} pods/s; the node's CPU ${fmt(cpuCores[String(w)]!, 2)} of ${cores} cores, ${fmt(cpuMsPerPod[String(w)]!)} CPU ms per pod`);
     } finally {
       await node.stop();
     }
   }
   const r2 = perWorkers['2']! / perWorkers['1']!;
   const r4 = perWorkers['4']! / perWorkers['1']!;
+  // What the cores allow at the cost per pod measured with one pod-worker, as a multiple of its rate.
+  const cpuCeiling = (cores * 1000) / cpuMsPerPod['1']!;
   report({
     id: 'scale-out',
     measure: `scale-out, burst of ${SCALE_PODS} pods, simulator ${SCALE_LATENCY} ms per CRI call, each pod-worker ${SCALE_SYNCS} syncs at once`,
-    value: `1 → 2 → 4 pod-workers: ${fmt(perWorkers['1']!)} → ${fmt(perWorkers['2']!)} → ${fmt(perWorkers['4']!)} pods/s`,
-    reference: `1 pod-worker; ratios ${fmt(r2, 2)}× and ${fmt(r4, 2)}×`,
+    value: `1 → 2 → 4 pod-workers: ${fmt(perWorkers['1']!)} → ${fmt(perWorkers['2']!)} → ${fmt(perWorkers['4']!)} pods/s (the node's CPU ${fmt(cpuCores['1']!, 2)} → ${fmt(cpuCores['2']!, 2)} → ${fmt(cpuCores['4']!, 2)} of ${cores} cores)`,
+    reference:
+      `1 pod-worker; ratios ${fmt(r2, 2)}× and ${fmt(r4, 2)}×. ` +
+      `CPU bound ${cores} cores ÷ ${fmt(cpuMsPerPod['1']!)} CPU ms per pod = ${fmt(cpuCeiling)} pods/s, ${fmt(cpuCeiling / perWorkers['1']!, 2)}× the 1-pod-worker rate`,
     target: '≥ 1.9× and ≥ 3.5×',
     met: r2 >= 1.9 && r4 >= 3.5,
-    data: { pods: SCALE_PODS, latencyMs: SCALE_LATENCY, syncsPerWorker: SCALE_SYNCS, podsPerSec: perWorkers, ratio2: r2, ratio4: r4 },
+    data: {
+      pods: SCALE_PODS,
+      latencyMs: SCALE_LATENCY,
+      syncsPerWorker: SCALE_SYNCS,
+      podsPerSec: perWorkers,
+      ratio2: r2,
+      ratio4: r4,
+      cpuCores,
+      cpuMsPerPod,
+      cpuBoundPodsPerSec: cpuCeiling,
+    },
   });
 }
 

@@ -266,6 +266,30 @@ if (burstRow !== undefined && burstRow.data['cpuMsPerPod'] !== undefined) {
     }
   }
 }
+if (scale !== undefined && scale.data['cpuCores'] !== undefined) {
+  const d = scale.data as {
+    podsPerSec: Record<string, number>;
+    cpuCores: Record<string, number>;
+    cpuMsPerPod: Record<string, number>;
+    cpuBoundPodsPerSec: number;
+    syncsPerWorker: number;
+  };
+  const cores = r.machine.cpus;
+  const steps = Object.keys(d.podsPerSec);
+  lines.push(
+    '### What limits the scale-out',
+    '',
+    `Every pod-worker replica runs on the same ${cores} cores as the rest of the node. With one replica of ${d.syncsPerWorker} syncs the node was already ` +
+      `${d.cpuCores['1']?.toFixed(2)} of ${cores} cores busy at ${d.cpuMsPerPod['1']} CPU ms per pod, which allows at most ${d.cpuBoundPodsPerSec.toFixed(1)} pods/s, ` +
+      `${(d.cpuBoundPodsPerSec / d.podsPerSec['1']!).toFixed(2)}× the one-replica rate: the cores, not the replicas, set the ceiling here. ` +
+      `Linear scale-out to 4 replicas on this machine would need at most ${((cores * 1000) / (4 * d.podsPerSec['1']!)).toFixed(1)} CPU ms per pod.`,
+    '',
+    '| pod-workers | pods/s | cores busy | CPU ms per pod |',
+    '|---|---|---|---|',
+    ...steps.map((k) => `| ${k} | ${d.podsPerSec[k]!.toFixed(1)} | ${d.cpuCores[k]?.toFixed(2) ?? '—'} | ${d.cpuMsPerPod[k] ?? '—'} |`),
+    '',
+  );
+}
 if (existsSync(profilePath)) {
   const p = JSON.parse(readFileSync(profilePath, 'utf8')) as BurstProbeResult;
   if (existsSync(beforePath)) lines.push(...beforeAfter(JSON.parse(readFileSync(beforePath, 'utf8')) as BurstProbeResult, p));

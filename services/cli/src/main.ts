@@ -45,11 +45,11 @@ Usage:
   splitlet exec POD [-c CONTAINER] [-n NAMESPACE] -- COMMAND [args...]
   splitlet runtime up|down|status [--purge] [-o json]
   splitlet provision --nats-url URL   create/update the streams and buckets (as the NATS admin user; compose/k8s)
-  splitlet nats-config --out DIR [--node-name N] [--listen 0.0.0.0:4222] [--store /data] [--monitor-port 8222]
+  splitlet nats-config --out DIR [--node-name N] [--partitions N] [--listen 0.0.0.0:4222] [--store /data] [--monitor-port 8222]
                        [--server-name NAME] [--owner-uid UID] [--rotate]
                        a nats-server config with one user per process (DIR/nats.conf) and their passwords
                        (DIR/users/<identity>), all 0600; kept if present unless --rotate (compose)
-  splitlet nats-config --helm-values FILE [--node-name N]
+  splitlet nats-config --helm-values FILE [--node-name N] [--partitions N]
                        the same users as NATS Helm chart values (passwords from the Secret splitlet-nats-users)
   splitlet trace [pod] NAME [-o json] [--jaeger URL] [--trace-id ID] [--episodes | --latest]
   splitlet events [-w] [-o json]
@@ -293,8 +293,13 @@ async function main(rawArgv: string[]): Promise<number> {
       }
     }
     case 'nats-config': {
+      // The pod-workers' partitions: they may take over (delete) only those durables, so a node run
+      // with another PARTITIONS needs its config generated with the same number.
+      const partitions = values.partitions === undefined ? undefined : Number(values.partitions);
+      if (partitions !== undefined && (!Number.isInteger(partitions) || partitions < 1))
+        throw new CliError(`--partitions must be a positive integer, got ${JSON.stringify(values.partitions)}`);
       if (values['helm-values'] !== undefined) {
-        writeFileSync(values['helm-values'], renderHelmAuthValues(values['node-name']));
+        writeFileSync(values['helm-values'], renderHelmAuthValues(values['node-name'], partitions));
         process.stdout.write(`wrote ${values['helm-values']} (NATS Helm chart values: the users; passwords from the Secret splitlet-nats-users)\n`);
         if (values.out === undefined) return 0;
       }
@@ -307,6 +312,7 @@ async function main(rawArgv: string[]): Promise<number> {
       const done = writeNatsConfigDir({
         dir: values.out,
         node: values['node-name'],
+        partitions,
         listen: values.listen ?? '0.0.0.0:4222',
         storeDir: values.store ?? '/data',
         monitorPort: int('monitor-port', values['monitor-port']),

@@ -10,6 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { findNatsServer } from '@splitlet/testkit';
+import { Consumers } from '@splitlet/api';
 import { IDENTITIES } from '@splitlet/bus';
 import { identityOf, readCredential, renderHelmAuthValues, writeNatsAuthConfig, writeNatsConfigDir } from '../src/up/nats-config.ts';
 
@@ -59,4 +60,30 @@ test('k8s/nats/auth-values.yaml is the generator output for the base node (regen
   assert.ok(node);
   assert.equal(readFileSync(join(repoRoot, 'k8s', 'nats', 'auth-values.yaml'), 'utf8'), renderHelmAuthValues(node));
   assert.doesNotMatch(readFileSync(join(repoRoot, 'k8s', 'nats', 'auth-values.yaml'), 'utf8'), /password: "/, 'no password in the file');
+});
+
+test('splitlet nats-config --partitions: the pod-workers may take over exactly that many partition durables of their node', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'nats-config-partitions-'));
+  try {
+    writeNatsConfigDir({
+      dir,
+      node: 'compose-node',
+      partitions: 4,
+      listen: '0.0.0.0:4222',
+      storeDir: '/data',
+      monitorPort: undefined,
+      serverName: undefined,
+      ownerUid: undefined,
+      rotate: false,
+    });
+    const durables = (text: string): string[] => [...text.matchAll(/\$JS\.API\.CONSUMER\.DELETE\.SL_WORK\.([^"\s,\]]+)/g)].map((m) => m[1]!).sort();
+    const conf = readFileSync(join(dir, 'nats.conf'), 'utf8');
+    execFileSync(findNatsServer(), ['-c', join(dir, 'nats.conf'), '-t'], { stdio: 'pipe' });
+    assert.deepEqual(durables(conf), [0, 1, 2, 3].map((p) => Consumers.podWorkerPartition('compose-node', p)).sort());
+    const helm = renderHelmAuthValues('compose-node', 4);
+    assert.deepEqual(durables(helm), durables(conf));
+    assert.ok(durables(renderHelmAuthValues('compose-node')).length > 4, 'the default partition count is larger');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -70,8 +70,9 @@ export function defaultNodeName(): string {
  * `--no-maglev`: without V8's mid-tier compiler (functions go from the baseline compiler to
  * TurboFan) a process is 3–5 MiB smaller idle (its code, and the compiler's pages of the node
  * binary never touched): pleg 80 → 76, cri-adapter 90 → 85 MiB (test/bench/memory-probe.ts). CPU
- * per pod of a 300-pod burst, three pairs run alternately at load 18–37: 117.8, 111.3, 106.7 with
- * Maglev, 89.8, 124.8, 111.6 without — no difference the machine's noise lets show.
+ * per pod of a 1,000-pod burst on a fresh node (test/bench/burst-probe.ts), three pairs run
+ * alternately on a quiet machine: 56.7, 61.8, 65.5 with Maglev, 69.4, 62.4, 54.0 without — means
+ * 61.3 and 61.9, inside the runs' own ±12 %: Maglev does not pay for its memory here.
  */
 export const PROCESS_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8', '--expose-gc', '--no-maglev'];
 
