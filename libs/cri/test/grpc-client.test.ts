@@ -157,6 +157,55 @@ describe('serveCri', () => {
     writeFileSync(file, '');
     await assert.rejects(serveCri(fake, file), /not a socket/);
   });
+
+  it("aborts a handler's signal when its client cancels, never after it answered", async (t) => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'cri-serve-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const fake = createFakeRuntime();
+    const answered: AbortSignal[] = [];
+    let running: AbortSignal | undefined;
+    const overrides: Record<string, unknown> = {
+      Version: async (_req: unknown, o?: { signal?: AbortSignal }) => {
+        answered.push(o!.signal!);
+        return fake.Version({});
+      },
+      Status: (_req: unknown, o?: { signal?: AbortSignal }) => {
+        running = o!.signal!;
+        return new Promise((_resolve, reject) => running!.addEventListener('abort', () => reject(new CriError('Canceled', 'cancelled')), { once: true }));
+      },
+    };
+    const impl = new Proxy(fake, {
+      get: (target, prop) => (typeof prop === 'string' && prop in overrides ? overrides[prop] : (Reflect.get(target, prop) as () => unknown).bind(target)),
+    }) as RuntimeService & ImageService;
+    const server = await serveCri(impl, path.join(dir, 'cri.sock'));
+    const c = await GrpcRuntimeService.connect({ endpoint: server.endpoint });
+    try {
+      for (let i = 0; i < 5; i++) await c.Version({});
+      const abort = new AbortController();
+      const call = c.Status({}, { signal: abort.signal });
+      const deadline = Date.now() + 30_000;
+      while (running === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(running, 'Status reached the server');
+      abort.abort();
+      await assert.rejects(call, (e) => isCriError(e, 'Canceled'));
+      while (!running.aborted && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(running.aborted, true, "the running handler's signal aborted");
+      // Every stream of the answered calls has closed by now (the cancelled call came after them).
+      assert.deepEqual(
+        answered.map((s) => s.aborted),
+        [false, false, false, false, false],
+      );
+    } finally {
+      c.close();
+      await server.close();
+      await fake.close();
+    }
+    assert.deepEqual(
+      answered.map((s) => s.aborted),
+      [false, false, false, false, false],
+      'closing the channel and the server aborts no answered call',
+    );
+  });
 });
 
 describe('proto subset', () => {
