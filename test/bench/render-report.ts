@@ -182,7 +182,7 @@ const cell = (s: string): string => s.replace(/\|/g, '\\|');
 /** Two runs of the burst probe side by side: CPU ms per pod by process, bus messages per pod, pods/s. */
 function beforeAfter(before: BurstProbeResult, after: BurstProbeResult): string[] {
   const label = (x: BurstProbeResult): string =>
-    `${x.commit ?? 'unknown commit'}${x.date !== undefined ? `, ${x.date.slice(0, 16).replace('T', ' ')} UTC` : ''}, load ${x.load[0]?.[0] ?? '?'}→${x.load[1]?.[0] ?? '?'}`;
+    `${x.commit ?? 'unknown commit'}${x.node !== undefined ? ` on Node ${x.node}` : ''}${x.date !== undefined ? `, ${x.date.slice(0, 16).replace('T', ' ')} UTC` : ''}, load ${x.load[0]?.[0] ?? '?'}→${x.load[1]?.[0] ?? '?'}`;
   const total = (m: Record<string, number>): number => Object.values(m).reduce((a, b) => a + b, 0);
   const change = (b: number | undefined, a: number | undefined): string => {
     if (b === undefined || a === undefined || b === 0) return '—';

@@ -112,5 +112,5 @@ export function printProfiles(
 /** Writes a probe's summary as JSON to `path`, dated and stamped with the commit of the build that ran (`splitletRoot`, else this checkout). */
 export function writeProbeJson(path: string, splitletRoot: string | undefined, summary: object): void {
   const commit = gitCommit(splitletRoot === undefined ? resolve(import.meta.dirname, '..', '..', '..') : resolve(splitletRoot));
-  writeFileSync(path, `${JSON.stringify({ date: new Date().toISOString(), commit, ...summary }, null, 2)}\n`);
+  writeFileSync(path, `${JSON.stringify({ date: new Date().toISOString(), commit, node: process.version, ...summary }, null, 2)}\n`);
 }

@@ -35,6 +35,8 @@ export interface BurstProbeResult {
   readonly date?: string;
   /** The commit of the build the burst ran (absent in files written before it was recorded). */
   readonly commit?: string;
+  /** The Node.js version that ran the node's processes (absent in files written before it was recorded). */
+  readonly node?: string;
   readonly pods: number;
   readonly workers: number;
   readonly latencyMs: number;

@@ -67,14 +67,14 @@ export function defaultNodeName(): string {
  * `--optimize-for-size` would do that at every major GC, but it cost ~30 % more CPU per pod
  * in a 300-pod burst (68.6 and 64.7 → 90.4 CPU ms per pod, the whole node, runs back to back).
  *
- * `--no-maglev`: without V8's mid-tier compiler (functions go from the baseline compiler to
- * TurboFan) a process is 3–5 MiB smaller idle (its code, and the compiler's pages of the node
- * binary never touched): pleg 80 → 76, cri-adapter 90 → 85 MiB (test/bench/memory-probe.ts). CPU
- * per pod of a 1,000-pod burst on a fresh node (test/bench/burst-probe.ts), three pairs run
- * alternately on a quiet machine: 56.7, 61.8, 65.5 with Maglev, 69.4, 62.4, 54.0 without — means
- * 61.3 and 61.9, inside the runs' own ±12 %: Maglev does not pay for its memory here.
+ * V8's mid-tier compiler (Maglev) stays on. Without it (`--no-maglev`) a process is 3–5 MiB smaller
+ * idle, but on the Node this runs on (24, from the npm dependency) a 1,000-pod burst on a fresh node
+ * (test/bench/burst-probe.ts), three pairs alternated on a quiet machine, cost 50.2, 46.8 and 43.7
+ * CPU ms per pod with Maglev and 57.2, 57.0 and 49.7 without (−14 %; 42.0 against 35.9 pods/s);
+ * the mean idle RSS per process was 82.0 against 79.4 MiB. On Node 20 the same pairs showed no
+ * difference (61.3 and 61.9 on average).
  */
-export const PROCESS_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8', '--expose-gc', '--no-maglev'];
+export const PROCESS_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8', '--expose-gc'];
 
 /** The processes of one node, in start order. */
 export function processSpecs(s: StateDir, natsUrl: string, o: UpOptions, apiPort = 0, credentials?: ReadonlyMap<Identity, NatsCredential>): ProcessSpec[] {
