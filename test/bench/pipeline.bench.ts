@@ -34,7 +34,7 @@ const { values } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     row: { type: 'string' },
-    out: { type: 'string', default: resolve(root, 'docs', 'benchmarks.json') },
+    out: { type: 'string' },
     pods: { type: 'string' },
     rate: { type: 'string' },
     sweep: { type: 'string' },
@@ -397,10 +397,14 @@ async function main(): Promise<void> {
   };
   console.log(`\nload average before ${loadBefore.join(' ')}, after ${loadAfter.join(' ')} (${result.machine.cpus} cores)`);
   console.log('containerd vs the direct CRI floor: npm run bench:containerd');
-  if (values.out !== undefined && values.out !== '') {
-    mkdirSync(dirname(values.out), { recursive: true });
-    writeFileSync(values.out, `${JSON.stringify(result, null, 2)}\n`);
-    console.log(`results written to ${values.out}`);
+  // By default only a full run replaces the report's data (docs/benchmarks.json): a run of some rows,
+  // or a --quick one, writes only where --out says.
+  const out = values.out ?? (selected.size === ROWS.length && !quick ? resolve(root, 'docs', 'benchmarks.json') : undefined);
+  if (out === undefined) console.log('results not written: a run of some rows or a --quick run writes only with --out FILE');
+  else if (out !== '') {
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
+    console.log(`results written to ${out}`);
   }
 }
 
