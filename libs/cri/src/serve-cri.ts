@@ -98,7 +98,11 @@ function streamHandler(impl: AnyImpl, method: CriMethod): grpc.handleServerStrea
     const run = async (): Promise<void> => {
       const fn = impl[method];
       if (fn === undefined) throw Object.assign(new Error(`${method} is not implemented`), { code: 'Unimplemented' });
-      const stream = fn.call(impl, call.request, callOptions(call, () => abort.signal)) as AsyncIterable<unknown> & { established?: Promise<void> };
+      const stream = fn.call(
+        impl,
+        call.request,
+        callOptions(call, () => abort.signal),
+      ) as AsyncIterable<unknown> & { established?: Promise<void> };
       if (stream.established !== undefined) await stream.established;
       call.sendMetadata(new grpc.Metadata()); // tells the client the subscription is live
       for await (const item of stream) {
