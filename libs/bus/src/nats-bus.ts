@@ -113,7 +113,7 @@ export class NatsBus extends BusBase implements Bus {
   }
 
   consume<S extends z.ZodType>(schema: S, opts: ConsumeOptions, handler: (d: Delivery<z.output<S>>) => Promise<void>): Promise<Consumption> {
-    return consumeNats(this.js, this.jsm, this.consumeDeps, schema as unknown as z.ZodType<z.output<S>>, opts, handler);
+    return consumeNats(this.js, this.jsm, this.consumeDeps, schema as unknown as z.ZodType<z.output<S>>, opts, handler, () => this.nc.flush());
   }
 
   readStream<S extends z.ZodType>(

@@ -101,7 +101,12 @@ async function* raw(messages: AsyncIterable<JsMsg>): AsyncIterable<RawDelivery> 
   for await (const m of messages) yield rawDelivery(m);
 }
 
-/** Consumes `opts.durable` until `opts.signal` aborts (see `Bus.consume`). */
+/**
+ * Consumes `opts.durable` until `opts.signal` aborts (see `Bus.consume`). `flush` (the connection's)
+ * runs once the loop has ended: `done` resolves after the server has the acks and naks the handlers
+ * sent (they are published without waiting), so a holder taking the consumer over next — on another
+ * connection — starts after them and does not get what this one settled again.
+ */
 export async function consumeNats<T>(
   js: JetStreamClient,
   jsm: JetStreamManager,
@@ -109,6 +114,7 @@ export async function consumeNats<T>(
   schema: z.ZodType<T>,
   opts: ConsumeOptions,
   handler: (d: Delivery<T>) => Promise<void>,
+  flush?: () => Promise<void>,
 ): Promise<Consumption> {
   const took = await ensureNatsConsumer(jsm, opts);
   if (took !== undefined) deps.logger.info('took the consumer over', { stream: opts.stream, durable: opts.durable, ...took });
@@ -124,8 +130,12 @@ export async function consumeNats<T>(
       else last = Date.now();
     }
   })().catch((e: unknown) => deps.logger.debug('consumer status stream ended', { durable: opts.durable, error: errorMessage(e) }));
-  const done = runConsumeLoop(deps, schema, opts, raw(messages), handler, () => {
+  const loop = runConsumeLoop(deps, schema, opts, raw(messages), handler, () => {
     last = Date.now();
   });
+  const done =
+    flush === undefined
+      ? loop
+      : loop.then(() => flush().catch((e: unknown) => deps.logger.debug('flushing the settles of a stopped consumer failed', { durable: opts.durable, error: errorMessage(e) })));
   return { done, lastActivity: () => last };
 }
