@@ -114,7 +114,7 @@ export async function consumeNats<T>(
   schema: z.ZodType<T>,
   opts: ConsumeOptions,
   handler: (d: Delivery<T>) => Promise<void>,
-  flush?: () => Promise<void>,
+  flush: () => Promise<void>,
 ): Promise<Consumption> {
   const took = await ensureNatsConsumer(jsm, opts);
   if (took !== undefined) deps.logger.info('took the consumer over', { stream: opts.stream, durable: opts.durable, ...took });
@@ -130,12 +130,8 @@ export async function consumeNats<T>(
       else last = Date.now();
     }
   })().catch((e: unknown) => deps.logger.debug('consumer status stream ended', { durable: opts.durable, error: errorMessage(e) }));
-  const loop = runConsumeLoop(deps, schema, opts, raw(messages), handler, () => {
+  const done = runConsumeLoop(deps, schema, opts, raw(messages), handler, () => {
     last = Date.now();
-  });
-  const done =
-    flush === undefined
-      ? loop
-      : loop.then(() => flush().catch((e: unknown) => deps.logger.debug('flushing the settles of a stopped consumer failed', { durable: opts.durable, error: errorMessage(e) })));
+  }).then(() => flush().catch((e: unknown) => deps.logger.debug('flushing the settles of a stopped consumer failed', { durable: opts.durable, error: errorMessage(e) })));
   return { done, lastActivity: () => last };
 }

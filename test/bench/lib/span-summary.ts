@@ -48,7 +48,8 @@ export async function printSpanSummary(natsUrl: string, node: string, pods: numb
   } finally {
     await bus.close();
   }
-  const rows = [...summarizeSpans(spans)].sort((a, b) => b[1].durMs.reduce((x, y) => x + y, 0) - a[1].durMs.reduce((x, y) => x + y, 0));
+  const total = (r: Row): number => r.durMs.reduce((x, y) => x + y, 0);
+  const rows = [...summarizeSpans(spans)].map(([k, r]) => [k, r, total(r)] as const).sort((a, b) => b[2] - a[2]);
   console.log(`\nspans (${spans.length}): count per pod, duration median / p90 (ms), and for a server or consumer span the wait since its caller's span started, median / p90`);
   for (const [k, r] of rows.slice(0, top)) {
     const wait = r.waitMs.length > 0 ? `   wait ${fmt(pct(r.waitMs, 50), 1).padStart(7)} / ${fmt(pct(r.waitMs, 90), 1).padStart(7)}` : '';
