@@ -11,7 +11,7 @@
 # one (no route to NATS, pods unreachable): the process is stopped and the container exits 75, so
 # its restart policy starts it again, inside the node's new namespace.
 set -eu
-app=/opt/splitlet
+app="${SPLITLET_APP_DIR:-/opt/splitlet}"
 # A NATS password from a file (compose: the nats-auth volume; k8s: a Secret volume), so it is never
 # written into the compose file or the pod spec: NATS_PASSWORD_FILE for a process, SPLITLET_NATS_PASSWORD_FILE for the CLI.
 if [ -n "${NATS_PASSWORD_FILE:-}" ] && [ -z "${NATS_PASSWORD:-}" ]; then
@@ -60,6 +60,9 @@ esac
 if [ -f "$app/services/$1/dist/main.js" ]; then
   p="$1"
   shift
-  run node "$app/services/$p/dist/main.js" "$@"
+  # The V8 flags `splitlet up` gives every process (PROCESS_NODE_FLAGS in services/cli/src/commands/up.ts:
+  # a bounded young generation, and gc() for the heap trimmer); SPLITLET_NODE_FLAGS replaces them.
+  # shellcheck disable=SC2086 # one flag per word
+  run node ${SPLITLET_NODE_FLAGS---max-semi-space-size=8 --expose-gc} "$app/services/$p/dist/main.js" "$@"
 fi
 exec "$@"

@@ -176,6 +176,32 @@ describe('status-manager → API server (integration)', () => {
     assert.equal(patches.length, 1, patches.join('\n'));
   });
 
+  it('patches a later status against the pod its last patch wrote, on condition of its resourceVersion; a pod changed since is read first', async () => {
+    const pod = await createPod('web-assumed');
+    const uid = pod.metadata.uid;
+    const patchLine = (message: string): string | undefined => proc.lines.find((l) => l.includes('Patch status for pod') && l.includes(uid) && l.includes(message));
+    const status = (message: string): PodStatus => ({ phase: 'Running', message, conditions, containerStatuses: [aRunningStatus('foo1')] });
+    const reported = async (message: string): Promise<void> => {
+      await publish(pod, status(message), true);
+      await eventually(async () => ((await getPod('web-assumed')).body?.status?.message === message ? true : undefined), { ...SLOW, message: `${message} patched` });
+    };
+    await reported('first-status');
+    await reported('second-status');
+    assert.match(patchLine('second-status') ?? '', /"base":"assumed"/, 'patched against what the first patch wrote, without a GET');
+    // Another client writes the pod's status: the next conditional patch is refused, the pod read and patched.
+    const theirs = await api.request(
+      'PATCH',
+      '/api/v1/namespaces/default/pods/web-assumed/status',
+      { status: { message: 'another-writer' } },
+      { 'content-type': 'application/merge-patch+json' },
+    );
+    assert.equal(theirs.status, 200, theirs.text);
+    await reported('third-status');
+    assert.match(patchLine('third-status') ?? '', /"base":"read"/, 'read after the refused patch');
+    const got = (await getPod('web-assumed')).body;
+    assert.deepEqual([got.status.phase, got.status.message], ['Running', 'third-status']);
+  });
+
   it('never regresses a terminal phase the API server has', async () => {
     const pod = await createPod('web-2');
     await publish(pod, { phase: 'Running', conditions, containerStatuses: [aRunningStatus('foo1')] }, true);

@@ -67,7 +67,7 @@ describe('NodePods (list+watch of the node pods)', () => {
       '/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-a&watch=true&allowWatchBookmarks=true&resourceVersion=3',
       '/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-a&watch=true&allowWatchBookmarks=true&resourceVersion=9',
     ]);
-    assert.deepEqual(pods.get('a'), { metadata: { uid: 'a', deletionTimestamp: '2026-01-01T00:00:00Z' }, status: { phase: 'Running' } });
+    assert.deepEqual(pods.get('a'), { metadata: { uid: 'a', resourceVersion: '9', deletionTimestamp: '2026-01-01T00:00:00Z' }, status: { phase: 'Running' } });
     assert.equal(pods.get('b'), undefined);
   });
 

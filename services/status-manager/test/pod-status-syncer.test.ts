@@ -14,19 +14,35 @@ const UID = 'uid-1';
 class FakeApi implements KubeRest {
   readonly calls: { method: string; path: string; body?: unknown }[] = [];
   status: Record<string, unknown> = { phase: 'Pending' };
+  /** The pod's resourceVersion: every PATCH (and {@link FakeApi.change}) makes a new one. */
+  rv = 1;
+  deletionTimestamp: string | undefined;
   hold: Promise<void> | undefined;
   async request(method: string, path: string, body?: unknown): Promise<KubeResponse> {
     this.calls.push({ method, path, ...(body === undefined ? {} : { body }) });
     if (method === 'GET') {
-      const status = structuredClone(this.status); // as read when the request arrived
+      const pod = this.pod(); // as read when the request arrived
       if (this.hold !== undefined) await this.hold;
-      return { status: 200, body: { metadata: { uid: UID }, status } };
+      return { status: 200, body: pod };
     }
     if (method === 'PATCH') {
-      this.status = { ...this.status, ...(body as { status: Record<string, unknown> }).status };
-      return { status: 200, body: { metadata: { uid: UID }, status: this.status } };
+      const patch = body as { metadata: { resourceVersion?: string }; status: Record<string, unknown> };
+      const rv = patch.metadata.resourceVersion;
+      if (rv !== undefined && rv !== String(this.rv)) return { status: 409, body: { message: 'the object has been modified' } };
+      this.change({ ...this.status, ...patch.status });
+      return { status: 200, body: this.pod() };
     }
     return { status: 404, body: {} };
+  }
+  /** Someone writes the pod's status. */
+  change(status: Record<string, unknown>): void {
+    this.status = status;
+    this.rv++;
+  }
+  /** The pod as a GET (or a watch event) has it now. */
+  pod(): ApiPod {
+    const metadata = { uid: UID, resourceVersion: String(this.rv), ...(this.deletionTimestamp === undefined ? {} : { deletionTimestamp: this.deletionTimestamp }) };
+    return { metadata, status: structuredClone(this.status) };
   }
 }
 
@@ -69,7 +85,7 @@ describe('PodStatusSyncer', () => {
     api.hold = undefined;
     const outcomes = await Promise.all([first, ...later]);
     assert.deepEqual(outcomes, ['patched', ...later.map(() => 'patched')]);
-    assert.equal(count(api, 'GET'), 2, 'one GET for the sync in flight, one for all the statuses written meanwhile');
+    assert.equal(count(api, 'GET'), 1, 'one GET for the sync in flight; the statuses written meanwhile are patched against what it wrote');
     const patches = api.calls.filter((c) => c.method === 'PATCH').map((c) => (c.body as { status: { message: string } }).status.message);
     assert.deepEqual(patches, ['v1', 'v9'], 'the latest status wins');
     assert.equal(api.status['message'], 'v9');
@@ -89,12 +105,12 @@ describe('PodStatusSyncer', () => {
 
   it('a forced resync queued behind a sync keeps its force', async () => {
     const { api, syncer } = setup();
-    await syncer.sync(record(1));
+    api.change({ phase: 'Running', message: 'v1' });
     let release!: () => void;
     api.hold = new Promise<void>((r) => (release = r));
     const inFlight = syncer.sync(record(2));
-    while (count(api, 'GET') < 2) await new Promise((r) => setImmediate(r));
-    api.status = { ...api.status, phase: 'Pending' }; // changed behind the kubelet's back, after the GET in flight
+    while (count(api, 'GET') < 1) await new Promise((r) => setImmediate(r));
+    api.change({ ...api.status, phase: 'Pending' }); // changed behind the kubelet's back, after the GET in flight
     const queued = [syncer.sync(record(2)), syncer.sync(record(2), true)];
     release();
     api.hold = undefined;
@@ -165,7 +181,7 @@ describe('PodStatusSyncer.resync with an API copy', () => {
     await syncer.resync([record(1)]);
     assert.equal(api.calls.length, calls, 'in sync: no request');
     // Changed on the API server (the watch saw it): reconciled with a GET and a PATCH.
-    api.status = { ...api.status, phase: 'Pending' };
+    api.change({ ...api.status, phase: 'Pending' });
     copy.set(UID, apiCopy({ ...api.status }));
     await syncer.resync([record(1)]);
     assert.deepEqual(
@@ -173,6 +189,65 @@ describe('PodStatusSyncer.resync with an API copy', () => {
       ['GET', 'PATCH'],
     );
     assert.equal(api.status['phase'], 'Running');
+  });
+
+  it('patches against the pod it last wrote, on condition of its resourceVersion; reads the pod only when that is refused', async () => {
+    const { api, syncer } = setup();
+    const methods = (from: number): string[] =>
+      api.calls.slice(from).map((c) => (c.method === 'PATCH' ? `PATCH@${(c.body as { metadata: { resourceVersion?: string } }).metadata.resourceVersion ?? '-'}` : c.method));
+    assert.equal(await syncer.sync(record(1)), 'patched');
+    assert.deepEqual(methods(0), ['GET', 'PATCH@-'], 'the first sync reads the pod and patches as the kubelet does');
+    assert.equal(await syncer.sync(record(2)), 'patched');
+    assert.deepEqual(methods(2), ['PATCH@2'], 'the next one patches against what the first wrote (resourceVersion 2)');
+    assert.equal(api.status['message'], 'v2');
+    // Someone else writes the pod: the conditional patch is refused, the pod read, the status patched.
+    api.change({ ...api.status, phase: 'Pending', message: 'theirs' });
+    assert.equal(await syncer.sync(record(3)), 'patched');
+    assert.deepEqual(methods(3), ['PATCH@3', 'GET', 'PATCH@-']);
+    assert.deepEqual([api.status['phase'], api.status['message']], ['Running', 'v3']);
+    // A forced resync of the version sent: nothing to patch against the assumed pod proves nothing,
+    // so the pod is read (it may be being deleted) — and nothing is written.
+    const calls = api.calls.length;
+    assert.equal(await syncer.sync(record(3), true), 'unchanged');
+    assert.deepEqual(methods(calls), ['GET']);
+  });
+
+  it('a pod deleted since the last patch is read, then deleted once terminal and finished — also when its status was sent already', async () => {
+    const terminal = (version: number, finished: boolean): PodStatusRecord => ({ ...record(version), status: { phase: 'Succeeded' } as never, finished });
+    for (const sentBefore of [false, true]) {
+      const { api, syncer } = setup();
+      assert.equal(await syncer.sync(sentBefore ? terminal(1, false) : record(1)), 'patched');
+      // The pod is deleted (deletionTimestamp, a new resourceVersion) after that patch.
+      api.deletionTimestamp = '2026-12-03T00:00:00Z';
+      api.change({ ...api.status });
+      const from = api.calls.length;
+      assert.equal(await syncer.sync(terminal(2, true)), 'deleted', `sent before: ${sentBefore}`);
+      assert.deepEqual(
+        api.calls.slice(from).map((c) => c.method),
+        sentBefore ? ['GET', 'DELETE'] : ['PATCH', 'GET', 'PATCH', 'DELETE'],
+        `sent before: ${sentBefore}`,
+      );
+      assert.equal(api.status['phase'], 'Succeeded');
+    }
+  });
+
+  it('the first sync patches against the watched copy when there is one; an outdated copy costs a refused patch and a read', async () => {
+    const copy = new Map<string, ApiPod>();
+    const { api, syncer } = setup(copy);
+    copy.set(UID, api.pod());
+    assert.equal(await syncer.sync(record(1)), 'patched');
+    assert.deepEqual(
+      api.calls.map((c) => c.method),
+      ['PATCH'],
+    );
+    const other = setup(copy);
+    other.api.change({ phase: 'Pending', message: 'newer than the copy' });
+    assert.equal(await other.syncer.sync(record(1)), 'patched');
+    assert.deepEqual(
+      other.api.calls.map((c) => c.method),
+      ['PATCH', 'GET', 'PATCH'],
+    );
+    assert.equal(other.api.status['message'], 'v1');
   });
 
   it('without a copy of the pod (not listed yet), reconciles it with a GET as before', async () => {
@@ -188,12 +263,20 @@ describe('PodStatusSyncer.resync with an API copy', () => {
 });
 
 describe('PodStatusSyncer and mirror pods', () => {
-  /** An API server holding mirror pods by name; a GET answers with what is there once `hold` is released. */
+  /**
+   * An API server holding mirror pods by name; a GET answers with what is there once `hold` is
+   * released. With `versions`, its pods have resourceVersions, which a patch may set as a precondition.
+   */
   class MirrorApi implements KubeRest {
-    readonly pods = new Map<string, { metadata: { uid: string; annotations: Record<string, string> }; status: Record<string, unknown> }>();
+    readonly pods = new Map<string, { metadata: { uid: string; annotations: Record<string, string>; resourceVersion?: string }; status: Record<string, unknown> }>();
     readonly calls: string[] = [];
     hold: Promise<void> | undefined;
     #n = 0;
+    #rv = 0;
+    constructor(readonly versions = false) {}
+    #version(): { resourceVersion?: string } {
+      return this.versions ? { resourceVersion: String(++this.#rv) } : {};
+    }
     async request(method: string, path: string, body?: unknown): Promise<KubeResponse> {
       this.calls.push(method);
       const name = path.split('/').at(path.endsWith('/status') ? -2 : -1) ?? '';
@@ -204,20 +287,44 @@ describe('PodStatusSyncer and mirror pods', () => {
       }
       if (method === 'POST') {
         const b = body as { metadata: { name: string; annotations: Record<string, string> } };
-        const created = { metadata: { uid: `mirror-${++this.#n}`, annotations: b.metadata.annotations }, status: {} };
+        const created = { metadata: { uid: `mirror-${++this.#n}`, annotations: b.metadata.annotations, ...this.#version() }, status: {} };
         this.pods.set(b.metadata.name, created);
         return { status: 201, body: structuredClone(created) };
       }
       if (method === 'PATCH') {
         const p = this.pods.get(name);
         if (p === undefined) return { status: 404, body: {} };
-        p.status = { ...p.status, ...(body as { status: Record<string, unknown> }).status };
+        const patch = body as { metadata: { uid: string; resourceVersion?: string }; status: Record<string, unknown> };
+        if (patch.metadata.uid !== p.metadata.uid || (patch.metadata.resourceVersion !== undefined && patch.metadata.resourceVersion !== p.metadata.resourceVersion))
+          return { status: 409, body: {} };
+        p.status = { ...p.status, ...patch.status };
+        Object.assign(p.metadata, this.#version());
         return { status: 200, body: structuredClone(p) };
       }
       if (method === 'DELETE') this.pods.delete(name);
       return { status: 200, body: {} };
     }
   }
+
+  it('patches the mirror pod it last wrote without reading it; a mirror pod deleted meanwhile is created again', async () => {
+    const api = new MirrorApi(true);
+    const syncer = new PodStatusSyncer(api, new MirrorPods(api, 'node-a', () => 'node-uid'), createLogger({ service: 't', stream: { write: () => true } }));
+    const pod = aPod({ metadata: { name: 'web-node-a', namespace: 'default', uid: UID, annotations: { 'kubernetes.io/config.source': 'file' } } });
+    const staticRecord = (version: number, p = pod): PodStatusRecord => ({ ...record(version), name: 'web-node-a', pod: p });
+    assert.equal(await syncer.sync(staticRecord(1)), 'patched');
+    assert.deepEqual(api.calls, ['GET', 'POST', 'PATCH']);
+    assert.equal(await syncer.sync(staticRecord(2)), 'patched');
+    assert.deepEqual(api.calls.slice(3), ['PATCH'], 'against the mirror pod the last patch wrote');
+    api.pods.delete('web-node-a'); // someone deleted the mirror pod
+    assert.equal(await syncer.sync(staticRecord(3)), 'patched');
+    assert.deepEqual(api.calls.slice(4), ['PATCH', 'GET', 'POST', 'PATCH'], 'the refused patch (404) sends the sync to the read path, which creates the mirror pod');
+    assert.equal(api.pods.get('web-node-a')?.status['message'], 'v3');
+    // A new version of the static pod (another hash): its outdated mirror pod is not patched but replaced.
+    const changed = aPod({ metadata: { ...pod.metadata, annotations: { ...pod.metadata.annotations, 'kubernetes.io/config.hash': 'h2' } } });
+    assert.equal(await syncer.sync(staticRecord(4, changed)), 'patched');
+    assert.deepEqual(api.calls.slice(8), ['GET', 'DELETE', 'POST', 'PATCH']);
+    assert.equal(api.pods.get('web-node-a')?.metadata.annotations['kubernetes.io/config.mirror'], 'h2');
+  });
 
   it("deletes a static pod's mirror pod after the pod's sync in flight, so that sync cannot create it again", async () => {
     const api = new MirrorApi();

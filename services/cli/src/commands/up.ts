@@ -73,6 +73,9 @@ export function defaultNodeName(): string {
  * CPU ms per pod with Maglev and 57.2, 57.0 and 49.7 without (−14 %; 42.0 against 35.9 pods/s);
  * the mean idle RSS per process was 82.0 against 79.4 MiB. On Node 20 the same pairs showed no
  * difference (61.3 and 61.9 on average).
+ *
+ * The images' entrypoint (docker/splitlet-entrypoint.sh) starts a process with the same flags, so
+ * compose and k8s run them as `splitlet up` does (services/cli/test/entrypoint.test.ts keeps the two equal).
  */
 export const PROCESS_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8', '--expose-gc'];
 

@@ -12,7 +12,7 @@ import { kubeError, type KubeRest } from './kube-rest.js';
 
 /** The API copy of a mirror pod, as far as status reporting needs it. */
 export interface ApiPod {
-  metadata: { uid: string; deletionTimestamp?: string; annotations?: Record<string, string> };
+  metadata: { uid: string; resourceVersion?: string; deletionTimestamp?: string; annotations?: Record<string, string> };
   status?: Record<string, unknown>;
 }
 

@@ -36,6 +36,7 @@ function slim(o: unknown): ApiPod | undefined {
   const m = (o as WatchedPod | null)?.metadata;
   if (typeof m?.uid !== 'string') return undefined;
   const pod: ApiPod = { metadata: { uid: m.uid } };
+  if (typeof m.resourceVersion === 'string') pod.metadata.resourceVersion = m.resourceVersion;
   if (typeof m.deletionTimestamp === 'string') pod.metadata.deletionTimestamp = m.deletionTimestamp;
   if (typeof m.annotations === 'object' && m.annotations !== null) pod.metadata.annotations = m.annotations as Record<string, string>;
   const status = (o as WatchedPod).status;
