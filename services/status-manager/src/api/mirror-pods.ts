@@ -34,6 +34,13 @@ export class MirrorPods {
    */
   async ensure(pod: BoundPod): Promise<ApiPod | undefined> {
     const hash = staticPodHash(pod);
+    // Called when the syncer knows no current mirror pod: usually a static pod's first status, whose
+    // mirror pod does not exist yet. It is created at once (the kubelet's syncPod creates it from its
+    // pod manager's view, without a read); only a refused create (409: the name is taken) reads it.
+    if (this.#nodeUid() !== undefined) {
+      const created = await this.#create(pod, hash);
+      if (created !== undefined) return created;
+    }
     const path = podPath(pod.metadata.namespace, pod.metadata.name);
     const got = await this.#api.request('GET', path);
     if (got.status === 200) {
