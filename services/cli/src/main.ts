@@ -71,11 +71,11 @@ NATS identity: a local \`splitlet up\` gives the CLI its own user (read-mostly, 
 found in the state dir; with --nats-url, $SPLITLET_NATS_USER and $SPLITLET_NATS_PASSWORD (or nats://user:pass@host).
 `;
 
-/** `--partitions N` of `up` and `nats-config`: a positive integer, or absent (the default count). */
-function partitionsOption(value: string | undefined): number | undefined {
+/** A count option (`--pod-workers`, `--partitions`): a positive integer, or undefined when absent. */
+function positiveIntegerOption(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new CliError(`--partitions must be a positive integer, got ${JSON.stringify(value)}`);
+  if (!Number.isInteger(n) || n < 1) throw new CliError(`${flag} must be a positive integer, got ${JSON.stringify(value)}`);
   return n;
 }
 
@@ -192,9 +192,8 @@ async function main(rawArgv: string[]): Promise<number> {
       const kubelet = loadKubeletConfigFile(configFile, kubeletFlags);
       if (values.kubeconfig !== undefined && !existsSync(values.kubeconfig)) throw new CliError(`--kubeconfig ${values.kubeconfig}: no such file`);
       for (const w of kubelet.warnings) process.stderr.write(`warning: ${configFile ?? 'flags'}: ${w}\n`);
-      const workers = Number(values['pod-workers'] ?? '1');
-      if (!Number.isInteger(workers) || workers < 1) throw new CliError(`--pod-workers must be a positive integer, got ${values['pod-workers']}`);
-      const partitions = partitionsOption(values.partitions);
+      const workers = positiveIntegerOption('--pod-workers', values['pod-workers']) ?? 1;
+      const partitions = positiveIntegerOption('--partitions', values.partitions);
       // The default: real containers when containerd and its tools are here (and we are root), else the simulator.
       const canRunContainerd = process.getuid?.() === 0 && missingPrerequisites().length === 0;
       const runtime = values.runtime ?? (kubelet.config.containerRuntimeEndpoint || canRunContainerd ? 'containerd' : 'sim');
@@ -302,7 +301,7 @@ async function main(rawArgv: string[]): Promise<number> {
     case 'nats-config': {
       // The pod-workers' partitions: they may take over (delete) only those durables, so a node run
       // with another PARTITIONS needs its config generated with the same number.
-      const partitions = partitionsOption(values.partitions);
+      const partitions = positiveIntegerOption('--partitions', values.partitions);
       if (values['helm-values'] !== undefined) {
         writeFileSync(values['helm-values'], renderHelmAuthValues(values['node-name'], partitions));
         process.stdout.write(`wrote ${values['helm-values']} (NATS Helm chart values: the users; passwords from the Secret splitlet-nats-users)\n`);

@@ -190,8 +190,8 @@ export class PodStatusSyncer {
       return current ? last : undefined;
     }
     if (last !== undefined) return last;
-    const copy = this.#copy?.get(record.uid);
-    return copy?.metadata.uid === record.uid && copy.metadata.resourceVersion !== undefined ? copy : undefined;
+    const copy = this.#apiCopy(record);
+    return copy?.metadata.resourceVersion !== undefined ? copy : undefined;
   }
 
   /** Remembers the pod as an answer of the API server carried it (without a resourceVersion: forgets it). */
