@@ -120,7 +120,8 @@ describe('config-source process (real nats-server)', () => {
     assert.equal(ev.reason, 'FailedValidation');
     assert.equal(ev.message, `Could not process manifest file ${JSON.stringify(path)}: invalid pod: name is needed for the pod`);
     assert.deepEqual(ev.involvedObject, { kind: 'Node', name: NODE, namespace: '', uid: NODE });
-    const line = await proc.waitForLine('"msg":"could not process manifest"', 5000);
+    // The line about this file: an earlier look may have caught another file half-written.
+    const line = await proc.waitForLine(/^(?=.*"msg":"could not process manifest")(?=.*bad\.yaml).*$/, 5000);
     const rec = JSON.parse(line.input ?? '{}') as Record<string, unknown>;
     assert.equal(rec['file'], path);
     assert.equal(rec['level'], 'error');
