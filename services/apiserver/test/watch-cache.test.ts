@@ -133,4 +133,53 @@ describe('API server watch caches (real nats-server)', { timeout: 120_000 }, () 
       timeoutMs: 30_000,
     });
   });
+
+  it('serves pod watches from the cache (no consumer of their own); older revisions and uncached resources watch the store', async () => {
+    const jsm = await jetstreamManager(nc);
+    const consumers = async (): Promise<number> => (await jsm.streams.info(`KV_${BUCKET}`)).state.consumer_count;
+    const all = { labelSelector: null, fieldSelector: null };
+    const before = await consumers();
+    const start = (await storage.list(pods, undefined, all)).revision;
+    const wctl = new AbortController();
+    // A namespaced watch with a field selector, read as the HTTP watch reads it.
+    const seen: string[] = [];
+    const reading = (async () => {
+      for await (const e of storage.watch(pods, 'team', { labelSelector: null, fieldSelector: 'spec.nodeName=node-a' }, start, new Set(), wctl.signal)) {
+        seen.push(`${e.type}:${(e.object['metadata'] as { name: string }).name}@${e.revision}`);
+      }
+    })();
+
+    await storage.create(namespaces, undefined, { metadata: { name: 'team' } });
+    const a = await storage.create(pods, 'team', pod('a', 'team'));
+    await other.create(pods, 'default', pod('elsewhere'));
+    const b = await other.create(pods, 'team', { ...pod('b', 'team'), spec: { nodeName: 'node-b', containers: [{ name: 'c', image: 'busybox' }] } });
+    const a2 = await other.patch(pods, 'team', 'a', 'application/merge-patch+json', { metadata: { labels: { x: 'y' } } });
+    const gone = await storage.delete(pods, 'team', 'a', { gracePeriodSeconds: 0 });
+    const want = [`ADDED:a@${a.revision}`, `MODIFIED:a@${a2.revision}`, `DELETED:a@${gone.stored.revision}`];
+    await eventually(() => seen.length >= 3, { timeoutMs: 30_000 });
+    assert.deepEqual(seen, want, `node-b's pod and default's are not this watch's (b at ${b.revision})`);
+    assert.equal(await consumers(), before, 'the watch the cache serves has no consumer');
+
+    // A second watch from the same revision replays the same events from the cache's kept ones.
+    const replay: string[] = [];
+    const second = new AbortController();
+    for await (const e of storage.watch(pods, 'team', { labelSelector: null, fieldSelector: 'spec.nodeName=node-a' }, start, new Set(), second.signal)) {
+      replay.push(`${e.type}:${(e.object['metadata'] as { name: string }).name}@${e.revision}`);
+      if (replay.length === 3) second.abort();
+    }
+    assert.deepEqual(replay, want);
+
+    // From before the cache's listing: the store serves it, with a consumer of its own.
+    const old = new AbortController();
+    const first: string[] = [];
+    const oldReading = (async () => {
+      for await (const e of storage.watch(pods, undefined, all, 1, new Set(), old.signal)) first.push(e.type);
+    })();
+    await eventually(async () => (await consumers()) === before + 1, { timeoutMs: 30_000 });
+    await eventually(() => first.length > 0, { timeoutMs: 30_000 });
+    old.abort();
+    await oldReading;
+    wctl.abort();
+    await reading;
+  });
 });

@@ -400,7 +400,8 @@ export class RestStorage {
 
   /**
    * Watch events after `fromRevision` that match the selectors. An object that starts matching is
-   * ADDED, one that stops matching is DELETED, as the watch cache reports them.
+   * ADDED, one that stops matching is DELETED, as the watch cache reports them. Served by the
+   * resource's watch cache when it has one that holds `fromRevision`, else by a store watch.
    */
   async *watch(
     r: ResourceDef,
@@ -412,7 +413,10 @@ export class RestStorage {
   ): AsyncGenerator<StoreEvent> {
     const match = this.#matcher(r, opts);
     const seen = new Set(initiallyMatching);
-    for await (const e of this.#store.watch(keyFilter(r.name, r.namespaced ? ns : undefined), fromRevision, signal)) {
+    const filter = keyFilter(r.name, r.namespaced ? ns : undefined);
+    // From the watch cache when it holds the revision (no store watch of its own), else from the store.
+    const events = this.#caches.get(r.name)?.watch(filter, fromRevision, signal) ?? this.#store.watch(filter, fromRevision, signal);
+    for await (const e of events) {
       const uidKey = metaText(e.object, 'namespace') + '/' + metaText(e.object, 'name');
       const matches = match(e.object);
       if (e.type === 'DELETED') {

@@ -384,7 +384,7 @@ function parseCompaction(e: KvEntry | null): Compaction | undefined {
 }
 
 /** Whether a key is under a KV key filter (`*` one token, `>` the rest). */
-function keyMatcher(filter: string): (key: string) => boolean {
+export function keyMatcher(filter: string): (key: string) => boolean {
   const f = filter.split('.');
   return (key) => {
     const k = key.split('.');

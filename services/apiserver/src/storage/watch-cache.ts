@@ -12,18 +12,42 @@
  * this process's writes are recorded before the watch delivers them. A deletion is remembered (as a
  * tombstone with its revision) until the watch delivers it, so an older event does not bring the
  * object back.
+ *
+ * The cache also serves watches (the cacher's watchers): it keeps its store watch's last
+ * {@link EVENT_CAPACITY} events, so a watch from a revision at or after the oldest one it can
+ * replay gets those after the revision and then every event as the store watch delivers it — one
+ * store watch (one JetStream consumer) for all of them, as kube-apiserver keeps one etcd watch per
+ * resource. A watch from further back is not served here (the caller watches the store, which
+ * answers 410 Gone when the revision was compacted). A served watch ends, without an error, when
+ * the cache's store watch ends (the cache lists again) or when its reader falls more than
+ * {@link WATCHER_BACKLOG} events behind; its client watches again from the last revision it got.
  */
 import { sleep } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
-import type { ObjectStore, Stored } from './object-store.js';
+import { keyMatcher, type ObjectStore, type Stored, type StoreEvent } from './object-store.js';
 
 /** How long after a watch ended the cache lists again. */
 const RELIST_DELAY_MS = 1000;
+
+/** Events kept for watches that start behind the cache's position. */
+export const EVENT_CAPACITY = 1024;
+
+/** Events a served watch may have waiting before it is ended (its reader is not keeping up). */
+export const WATCHER_BACKLOG = 10_000;
 
 interface Entry {
   readonly revision: number;
   /** undefined: deleted at `revision`. */
   readonly stored: Stored | undefined;
+}
+
+/** A watch the cache serves: events waiting for its reader, and how to wake it. */
+interface Watcher {
+  readonly matches: (key: string) => boolean;
+  readonly queue: StoreEvent[];
+  /** No events are added any more: the reader yields what is queued, then ends. */
+  ended: boolean;
+  wake: (() => void) | undefined;
 }
 
 /** The cache of one key filter (`pods.>`). Objects it returns are shared: callers must not mutate them. */
@@ -36,6 +60,12 @@ export class WatchCache {
   /** True while a watch runs from a completed listing: only then are entries current. */
   #ready = false;
   readonly #readyWaiters = new Set<() => void>();
+  /** The store watch's last events, oldest first, from index `#first` on (a ring over the array). */
+  #events: StoreEvent[] = [];
+  #first = 0;
+  /** The oldest revision a served watch may start from: every event after it is in `#events`. */
+  #horizon = Number.POSITIVE_INFINITY;
+  readonly #watchers = new Set<Watcher>();
 
   /**
    * Starts listing and watching `prefix` (a resource name: `pods` caches the keys `pods.>`) until
@@ -90,6 +120,91 @@ export class WatchCache {
     return out;
   }
 
+  /**
+   * The events under `filter` (a store key filter such as `pods.default.*`) after `fromRevision`,
+   * until `signal` aborts or the watch ends (see the class comment); undefined when the cache
+   * cannot serve it (not ready, or `fromRevision` is older than the events it keeps) and the
+   * caller watches the store. The watch is registered before this returns, so no event is lost
+   * between the call and the first read. Objects are shared: not to be changed.
+   */
+  watch(filter: string, fromRevision: number, signal: AbortSignal): AsyncGenerator<StoreEvent> | undefined {
+    if (!this.#ready || fromRevision < this.#horizon || signal.aborted) return undefined;
+    const w: Watcher = { matches: keyMatcher(filter), queue: [], ended: false, wake: undefined };
+    for (let i = this.#first; i < this.#events.length; i++) {
+      const e = this.#events[i]!;
+      if (e.revision > fromRevision && w.matches(e.key)) w.queue.push(e);
+    }
+    this.#watchers.add(w);
+    const end = (): void => this.#end(w);
+    signal.addEventListener('abort', end, { once: true });
+    return this.#serve(w, signal, end);
+  }
+
+  async *#serve(w: Watcher, signal: AbortSignal, end: () => void): AsyncGenerator<StoreEvent> {
+    try {
+      let next = 0;
+      for (;;) {
+        while (next < w.queue.length) yield w.queue[next++]!;
+        w.queue.length = 0;
+        next = 0;
+        if (w.ended) return;
+        await new Promise<void>((resolve) => (w.wake = resolve));
+      }
+    } finally {
+      signal.removeEventListener('abort', end);
+      this.#end(w);
+    }
+  }
+
+  #end(w: Watcher): void {
+    w.ended = true;
+    this.#watchers.delete(w);
+    this.#wakeUp(w);
+  }
+
+  #wakeUp(w: Watcher): void {
+    const wake = w.wake;
+    w.wake = undefined;
+    wake?.();
+  }
+
+  /** The number of watches this cache serves now. */
+  get watchers(): number {
+    return this.#watchers.size;
+  }
+
+  /** An event of the store watch: kept for watches that start behind it, and given to every served watch of its key. */
+  #publish(e: StoreEvent): void {
+    this.#events.push(e);
+    if (this.#events.length - this.#first > EVENT_CAPACITY) {
+      this.#horizon = this.#events[this.#first]!.revision;
+      this.#first++;
+      // Compact the ring's array once its dropped front is as long as what it keeps.
+      if (this.#first >= EVENT_CAPACITY) {
+        this.#events = this.#events.slice(this.#first);
+        this.#first = 0;
+      }
+    }
+    for (const w of this.#watchers) {
+      if (!w.matches(e.key)) continue;
+      if (w.queue.length >= WATCHER_BACKLOG) {
+        this.#logger?.info('ending a watch that fell behind', { filter: this.#filter, backlog: w.queue.length });
+        this.#end(w);
+        continue;
+      }
+      w.queue.push(e);
+      this.#wakeUp(w);
+    }
+  }
+
+  /** The store watch ended: served watches end (their clients watch again) and no revision can be served until the next listing. */
+  #endWatches(): void {
+    for (const w of [...this.#watchers]) this.#end(w);
+    this.#events = [];
+    this.#first = 0;
+    this.#horizon = Number.POSITIVE_INFINITY;
+  }
+
   /** Records a write this process made (or a read it did): `stored` at its revision, or the deletion of `key` at `revision`. */
   observe(key: string, stored: Stored | undefined, revision: number): void {
     const cur = this.#entries.get(key);
@@ -114,16 +229,19 @@ export class WatchCache {
       try {
         const listed = await this.#store.list(this.#filter);
         this.#relisted(listed.items, listed.revision);
+        this.#horizon = listed.revision;
         this.#ready = true;
         for (const wake of [...this.#readyWaiters]) wake();
         for await (const e of this.#store.watch(this.#filter, listed.revision, signal)) {
           const key = e.key;
           this.#apply(key, e.type === 'DELETED' ? undefined : { key, object: e.object, revision: e.revision }, e.revision);
+          this.#publish(e);
         }
       } catch (e) {
         if (!signal.aborted) this.#logger?.info('watch cache ended; listing again', { filter: this.#filter, err: e instanceof Error ? e.message : String(e) });
       }
       this.#ready = false;
+      this.#endWatches();
       await sleep(RELIST_DELAY_MS, signal);
     }
   }
