@@ -23,6 +23,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { deleteStoredMessage } from '@splitlet/bus';
 import type { Logger } from '@splitlet/telemetry';
 import { ApiError } from '../http/api-errors.js';
+import { keyMatcher } from './key-matcher.js';
 import { WatchCache } from './watch-cache.js';
 
 /** A Kubernetes object as stored: any JSON with `metadata`. */
@@ -381,17 +382,4 @@ function parseCompaction(e: KvEntry | null): Compaction | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** Whether a key is under a KV key filter (`*` one token, `>` the rest). */
-export function keyMatcher(filter: string): (key: string) => boolean {
-  const f = filter.split('.');
-  return (key) => {
-    const k = key.split('.');
-    for (let i = 0; i < f.length; i++) {
-      if (f[i] === '>') return k.length > i;
-      if (i >= k.length || (f[i] !== '*' && f[i] !== k[i])) return false;
-    }
-    return k.length === f.length;
-  };
 }

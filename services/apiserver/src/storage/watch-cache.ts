@@ -24,7 +24,8 @@
  */
 import { sleep } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
-import { keyMatcher, type ObjectStore, type Stored, type StoreEvent } from './object-store.js';
+import { keyMatcher } from './key-matcher.js';
+import type { ObjectStore, Stored, StoreEvent } from './object-store.js';
 
 /** How long after a watch ended the cache lists again. */
 const RELIST_DELAY_MS = 1000;
