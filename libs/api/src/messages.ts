@@ -342,6 +342,12 @@ export const RuntimeSyncPodRequest = z.object({
   /** The runtime status the worker based its decision on. */
   podStatus: RuntimePodStatus,
   /**
+   * When `podStatus` is the pleg cache's: the node's time (ms since the epoch) it is valid as of,
+   * GetNewerThan's timestamp. Absent when it is not the cache's (the previous sync's reply, handed
+   * over) or from an older sender.
+   */
+  podStatusTimestamp: z.number().optional(),
+  /**
    * The prober's liveness and startup results by container id (`sl_probe`), for computePodActions:
    * a Failure kills the container and restarts it under its restart policy. Absent: no results.
    */

@@ -73,9 +73,12 @@ export class RuntimeOperations {
   #gcTail: Promise<unknown> = Promise.resolve();
   /** Per pod, the node's time after its last operation that changed the runtime (see #replyTime). */
   readonly #changedAt = new Map<string, number>();
+  /** The latest change time `#changedAt` dropped (its bound), else this instance's start: no pod it does not list changed later. */
+  #changesKnownSince: number;
 
   constructor(options: RuntimeOperationsOptions) {
     this.#o = options;
+    this.#changesKnownSince = options.clock.now();
     this.#savedBackoffs = JSON.stringify(this.#tables());
   }
 
@@ -94,7 +97,16 @@ export class RuntimeOperations {
       this.#guarded(req.pod.metadata.uid, async (op) => {
         await this.#o.fences.admit(req.fence);
         const pullSecrets = await this.#o.pullSecrets.getPullSecretsForPod(req.pod, req.pullSecrets);
-        const r = await this.#o.manager.syncPod({ pod: req.pod, volumes: req.volumes, pullSecrets, podDir: req.podDir, probes: req.probes, cachedStatus: req.podStatus });
+        const r = await this.#o.manager.syncPod({
+          pod: req.pod,
+          volumes: req.volumes,
+          pullSecrets,
+          podDir: req.podDir,
+          probes: req.probes,
+          cachedStatus: req.podStatus,
+          cachedAt: req.podStatusTimestamp,
+          lastChangeAt: this.#changedAt.get(req.pod.metadata.uid) ?? this.#changesKnownSince,
+        });
         // After the last runtime change and before pleg hears of it (once this returns).
         const timestamp = this.#replyTime(op);
         if (r.statusReadAt !== undefined) op.observed = { status: r.podStatus, readAt: r.statusReadAt, timestamp };
@@ -245,7 +257,10 @@ export class RuntimeOperations {
     this.#changedAt.set(uid, at);
     if (this.#changedAt.size > MAX_CHANGE_TIMES) {
       const oldest = this.#changedAt.keys().next().value;
-      if (oldest !== undefined) this.#changedAt.delete(oldest);
+      if (oldest !== undefined) {
+        this.#changesKnownSince = Math.max(this.#changesKnownSince, this.#changedAt.get(oldest)!);
+        this.#changedAt.delete(oldest);
+      }
     }
   }
 

@@ -45,8 +45,11 @@ export interface AdapterOverNats {
   pokes(): number;
   /** The fence the requests carry; tests of fencing change it. */
   fence: { partition: number; epoch: number };
-  /** A syncPod as a pod-worker sends it; `podStatus` is the runtime status it syncs on (default: an empty one). */
-  syncPod(pod: BoundPod, volumes?: Record<string, { hostPath: string }>, podStatus?: RuntimePodStatus): Promise<RuntimeSyncPodReply>;
+  /**
+   * A syncPod as a pod-worker sends it; `podStatus` is the runtime status it syncs on (default: an
+   * empty one), `podStatusTimestamp` the pleg cache's time of it (default: none).
+   */
+  syncPod(pod: BoundPod, volumes?: Record<string, { hostPath: string }>, podStatus?: RuntimePodStatus, podStatusTimestamp?: number): Promise<RuntimeSyncPodReply>;
   killPod(pod: BoundPod, gracePeriodOverride?: number): Promise<RuntimeKillPodReply>;
   close(): Promise<void>;
 }
@@ -102,7 +105,7 @@ export async function startAdapterOverNats(o: AdapterOverNatsOptions): Promise<A
     signal: stop.signal,
     pokes: () => pokes,
     fence: { partition: 0, epoch: 1 },
-    syncPod: (pod, volumes = {}, podStatus) =>
+    syncPod: (pod, volumes = {}, podStatus, podStatusTimestamp) =>
       caller.request(
         RuntimeSyncPodRequest,
         RuntimeSyncPodReply,
@@ -111,6 +114,7 @@ export async function startAdapterOverNats(o: AdapterOverNatsOptions): Promise<A
           type: 'kubelet.runtime.SyncPodRequest.v1',
           pod,
           podStatus: podStatus ?? { uid: pod.metadata.uid, name: pod.metadata.name, namespace: pod.metadata.namespace, ips: [], sandboxes: [], containers: [] },
+          ...(podStatusTimestamp !== undefined ? { podStatusTimestamp } : {}),
           volumes,
           pullSecrets: [],
           fence: { ...h.fence },

@@ -28,6 +28,8 @@ const NODE = 'node-a.example';
 
 describe('cri-adapter over NATS and the CRI simulator', () => {
   let h: AdapterOverNats;
+  /** The adapter's start on its (fake) clock. */
+  let startedAt: number;
   const events: KubeEvent[] = [];
   const deadLetters: DeadLetter[] = [];
 
@@ -42,6 +44,7 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
         nodeFiles: { ...createNodeFiles(''), readResolvConf: async () => 'nameserver 10.0.0.2\nsearch example.com\n' },
       }),
     });
+    startedAt = h.clock.now();
     h.caller.subscribeCore(Subjects.eventsAll(NODE), (d) => events.push(KubeEvent.parse(d)), h.signal);
     h.caller.subscribeCore(Subjects.deadLetter(NODE, 'cri-adapter'), (d) => deadLetters.push(DeadLetter.parse(d)), h.signal);
     await h.caller.flush();
@@ -195,6 +198,50 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
     );
     assert.deepEqual(listing, { ListPodSandbox: 1, ListContainers: 1 });
     await h.killPod(pod, 0);
+  });
+
+  it('a new pod on a pleg cache from after the adapter started and after its last change: the empty status is not read again', async () => {
+    const callsDuring = async <T>(fn: () => Promise<T>): Promise<[T, Record<string, number>]> => {
+      const from = h.sim.fake.calls().length;
+      const r = await fn();
+      const counts: Record<string, number> = {};
+      for (const c of h.sim.fake.calls().slice(from)) if (c.method !== 'Status') counts[c.method] = (counts[c.method] ?? 0) + 1;
+      return [r, counts];
+    };
+    const emptyOf = (p: BoundPod): RuntimePodStatus => ({ uid: p.metadata.uid, name: p.metadata.name, namespace: p.metadata.namespace, ips: [], sandboxes: [], containers: [] });
+    const pod = aPod({ name: 'fresh-cache', uid: 'uid-fresh-cache' });
+    h.clock.advance(1000);
+    const [created, creating] = await callsDuring(() => h.syncPod(pod, {}, emptyOf(pod), h.clock.now() - 1));
+    assert.deepEqual(
+      created.results.filter((r) => r.error !== undefined),
+      [],
+    );
+    // Only the read after the sync lists the pod's objects.
+    assert.deepEqual(creating, {
+      ListPodSandbox: 1,
+      ListContainers: 1,
+      RunPodSandbox: 1,
+      PodSandboxStatus: 1,
+      ImageStatus: 1,
+      CreateContainer: 1,
+      StartContainer: 1,
+      ContainerStatus: 1,
+    });
+
+    // The reply was lost (its pod-worker killed); the next owner's cache still says "nothing" but is
+    // older than the sandbox: the runtime is read, nothing is created twice.
+    const [again, reading] = await callsDuring(() => h.syncPod(pod, {}, emptyOf(pod), created.timestamp - 1));
+    assert.deepEqual(again.results, []);
+    assert.equal(reading['ListPodSandbox'], 1);
+    assert.equal(reading['RunPodSandbox'], undefined);
+    assert.equal(again.podStatus.sandboxes.length, 1, 'read from the runtime: the one sandbox');
+
+    // A cache from before the adapter started (another instance may have been creating the pod): read.
+    const other = aPod({ name: 'old-cache', uid: 'uid-old-cache' });
+    const [, beforeStart] = await callsDuring(() => h.syncPod(other, {}, emptyOf(other), startedAt - 1));
+    assert.equal(beforeStart['ListPodSandbox'], 2);
+    await h.killPod(pod, 0);
+    await h.killPod(other, 0);
   });
 
   it('concurrent syncPods of one pod run one at a time: one sandbox, one container', async () => {

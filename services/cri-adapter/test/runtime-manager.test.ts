@@ -158,6 +158,46 @@ describe('KubeGenericRuntimeManager (in-process simulator)', () => {
     assert.ok(criCalls() > 0);
   });
 
+  it('an empty cached status newer than the pod`s last change is taken without a read; an older one, or one disagreeing with a known status, is read', async () => {
+    const pod = aPod({ uid: 'u-fresh', spec: { containers: [{ name: 'main', image: 'busybox:1.36', command: TRAPPED }] } });
+    const empty: RuntimePodStatus = { uid: 'u-fresh', name: pod.metadata.name, namespace: pod.metadata.namespace, ips: [], sandboxes: [], containers: [] };
+    const listsBefore = (): string[] =>
+      tracing
+        .spans()
+        .filter((x) => x.name.startsWith('runtime.v1.'))
+        .map((x) => x.name.replace('runtime.v1.RuntimeService/', ''))
+        .slice(0, 2);
+    const before = (): unknown => tracing.spansNamed('kuberuntime.SyncPod')[0]?.attributes['splitlet.runtime.status_before'];
+    // Not newer than the last change: read (it may predate objects made since).
+    tracing.reset();
+    await manager.syncPod({
+      pod: aPod({ uid: 'u-stale-cache' }),
+      volumes: {},
+      pullSecrets: [],
+      cachedStatus: { ...empty, uid: 'u-stale-cache' },
+      cachedAt: 1000,
+      lastChangeAt: 1000,
+    });
+    assert.deepEqual(listsBefore().sort(), ['ListContainers', 'ListPodSandbox']);
+    assert.equal(before(), 'read');
+    // Newer: the sync starts from it.
+    tracing.reset();
+    const first = await manager.syncPod({ pod, volumes: {}, pullSecrets: [], cachedStatus: empty, cachedAt: 2000, lastChangeAt: 1000 });
+    assert.deepEqual(listsBefore(), ['RunPodSandbox', 'PodSandboxStatus']);
+    assert.equal(before(), 'pleg-cache');
+    assert.equal(first.podStatus.containers[0]?.state, 'CONTAINER_RUNNING');
+    // This manager knows the pod's objects: an empty cache, however new, is read against.
+    tracing.reset();
+    const again = await manager.syncPod({ pod, volumes: {}, pullSecrets: [], cachedStatus: empty, cachedAt: 9000, lastChangeAt: 1000 });
+    assert.deepEqual(again.results, []);
+    assert.equal(before(), 'read');
+    // Without a cache time (a status handed over from a reply, or an older pod-worker): read.
+    manager.forgetKnownStatus('u-fresh');
+    tracing.reset();
+    await manager.syncPod({ pod, volumes: {}, pullSecrets: [], cachedStatus: empty });
+    assert.equal(before(), 'read');
+  });
+
   it('a kill whose cached status agrees with the last one read stops at once; a disagreeing one lists the pod first', async () => {
     const pod = aPod({ uid: 'u-kill-reuse', spec: { containers: [{ name: 'main', image: 'busybox:1.36', command: TRAPPED }] } });
     const ref = { uid: 'u-kill-reuse', name: pod.metadata.name, namespace: pod.metadata.namespace };

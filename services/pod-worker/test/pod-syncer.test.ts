@@ -37,6 +37,7 @@ describe('PodSyncer: SyncPod', () => {
     assert.equal(h.runtime.syncCalls.length, 1);
     assert.deepEqual(h.runtime.syncCalls[0]!.fence, { partition: PP, epoch: EPOCH });
     assert.equal(h.runtime.syncCalls[0]!.podDir, `/var/lib/kubelet/pods/${UID}`, 'the pod directory volume-manager made, for the managed files');
+    assert.equal(h.runtime.syncCalls[0]!.podStatusTimestamp, 1, "the cache's time of the status it synced on (cri-adapter trusts it empty when newer than its last change)");
     const sets = h.status.of(UID).filter((u) => u.kind === 'set');
     assert.equal(sets.at(0)!.status!.phase, 'Pending');
     assert.equal(sets.at(-1)!.status!.phase, 'Running', 'Running without waiting for a relist');

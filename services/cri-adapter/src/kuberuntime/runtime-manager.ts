@@ -95,6 +95,15 @@ export interface SyncPodInput {
    * last SyncPod or KillPod, both views agree and the runtime is not read again before the sync.
    */
   readonly cachedStatus?: RuntimePodStatus | undefined;
+  /**
+   * The node's time `cachedStatus` is valid as of (the pleg cache's timestamp). When it is after
+   * `lastChangeAt`, an empty cached status (the runtime has nothing of the pod) is taken without a
+   * read, as the kubelet's SyncPod takes its pod cache's status: the relist behind it came after
+   * every change this process made to the pod, and after this process started.
+   */
+  readonly cachedAt?: number | undefined;
+  /** The node's time of the caller's last runtime change to the pod, or of its start when it knows none; see `cachedAt`. */
+  readonly lastChangeAt?: number | undefined;
 }
 
 /** What a KillPod needs. */
@@ -196,7 +205,8 @@ export class KubeGenericRuntimeManager {
     const { pod } = input;
     return withSpan(this.#o.tracer, 'kuberuntime.SyncPod', { attributes: podSpanAttributes(pod.metadata) }, async (span) => {
       const result = new PodSyncResult();
-      const before = await this.#statusBefore(refOf(pod), input.cachedStatus, span);
+      const emptyCacheIsFresh = input.cachedAt !== undefined && input.lastChangeAt !== undefined && input.cachedAt > input.lastChangeAt;
+      const before = await this.#statusBefore(refOf(pod), input.cachedStatus, span, emptyCacheIsFresh);
       await this.#syncPod(input, result, before);
       const changed = result.results.length > 0 || result.removedContainers;
       const statusReadAt = changed ? this.#o.clock.now() : undefined;
@@ -223,15 +233,22 @@ export class KubeGenericRuntimeManager {
 
   /**
    * The pod's status an operation starts from: the one read at the end of its last operation when
-   * the caller's `cached` status equals it (both views agree, nothing changed since), else read
-   * afresh. The known status is taken out either way (a failed operation leaves none).
+   * the caller's `cached` status equals it (both views agree, nothing changed since); the caller's
+   * empty status when this manager knows none and `emptyCacheIsFresh` (see SyncPodInput.cachedAt:
+   * a new pod's first sync); else read afresh. The known status is taken out either way (a failed
+   * operation leaves none). The span says which (`splitlet.runtime.status_before`).
    */
-  async #statusBefore(ref: RunningPodRef, cached: RuntimePodStatus | undefined, span: Span): Promise<RuntimePodStatus> {
+  async #statusBefore(ref: RunningPodRef, cached: RuntimePodStatus | undefined, span: Span, emptyCacheIsFresh = false): Promise<RuntimePodStatus> {
     const known = this.#known.get(ref.uid);
     this.#known.delete(ref.uid);
-    const reuse = known !== undefined && cached !== undefined && jsonEqual(known, cached);
-    span.setAttribute('splitlet.runtime.status_reused', reuse);
-    return reuse ? known : this.getPodStatus(ref);
+    let source: 'known' | 'pleg-cache' | 'read' = 'read';
+    if (known !== undefined && cached !== undefined && jsonEqual(known, cached)) source = 'known';
+    else if (known === undefined && cached !== undefined && emptyCacheIsFresh && cached.sandboxes.length === 0 && cached.containers.length === 0) source = 'pleg-cache';
+    span.setAttribute('splitlet.runtime.status_reused', source !== 'read');
+    span.setAttribute('splitlet.runtime.status_before', source);
+    if (source === 'known') return known!;
+    if (source === 'pleg-cache') return cached!;
+    return this.getPodStatus(ref);
   }
 
   /** Forgets the pod's last known status (something else changes its runtime objects: container GC). */

@@ -45,6 +45,7 @@ export const KUBELET_TRACER = 'k8s.io/kubernetes/pkg/kubelet';
 /** The runtime status a sync is based on, and what it says about the sync's trace. */
 interface RuntimeView {
   readonly status: SyncCtx['runtimeStatus'];
+  readonly statusAt: SyncCtx['runtimeStatusAt'];
   readonly continues: SyncCtx['continues'];
   readonly newEpisode: SyncCtx['newEpisode'];
   readonly episodeAt: SyncCtx['episodeAt'];
@@ -141,6 +142,7 @@ export class PodSyncer {
       oldStatus: apiRecord?.status,
       apiRecord: apiRecord ?? undefined,
       runtimeStatus,
+      runtimeStatusAt: view.statusAt,
       settled: settled.settled,
       decision,
       continues: view.continues,
@@ -170,13 +172,13 @@ export class PodSyncer {
     fx.handoff.delete(uid);
     let view: RuntimeView;
     if (h !== undefined && h.epoch === guard.epoch) {
-      view = { status: h.status, continues: h.parent, newEpisode: undefined, episodeAt: undefined };
+      view = { status: h.status, statusAt: undefined, continues: h.parent, newEpisode: undefined, episodeAt: undefined };
     } else {
       // Newer than the last sync's runtime changes (the node's time cri-adapter replied with), else than the last sync.
       const cached = await fx.o.runtimeCache.getNewerThan(uid, record?.runtimeSyncedAt ?? record?.lastSyncTime ?? 0, ctl.signal);
       const ep = cached.episode;
       const isNew = ep !== undefined && (record?.episodeAt === undefined || ep.at > record.episodeAt);
-      view = { status: cached.status, continues: undefined, newEpisode: isNew ? extractContext(ep.trace) : undefined, episodeAt: ep?.at };
+      view = { status: cached.status, statusAt: cached.timestamp, continues: undefined, newEpisode: isNew ? extractContext(ep.trace) : undefined, episodeAt: ep?.at };
     }
     const status = view.status;
     if (status.name === '' && status.containers.length === 0 && status.sandboxes.length === 0) {

@@ -56,6 +56,8 @@ export interface SyncCtx {
   /** The status-manager's record the old status is from (undefined: none yet). */
   readonly apiRecord: PodStatusRecord | undefined;
   readonly runtimeStatus: RuntimePodStatus;
+  /** The pleg cache's timestamp of `runtimeStatus` (GetNewerThan's); undefined when the previous sync's reply handed it over. */
+  readonly runtimeStatusAt: number | undefined;
   /** Nothing the pod's last full SyncPod in this epoch read has changed (settled-sync.ts): skip the volume mount and the runtime SyncPod. */
   readonly settled: boolean;
   readonly decision: WorkerStateDecision;

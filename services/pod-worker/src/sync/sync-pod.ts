@@ -170,7 +170,17 @@ async function syncPod(fx: SyncEffects, ctx: SyncCtx, record: WorkerRecord, setR
       // a runtime sync half way: only a stop (lease lost) stops waiting for it.
       return abortable(
         o.runtime.syncPod(
-          { type: 'kubelet.runtime.SyncPodRequest.v1', pod, podStatus: ctx.runtimeStatus, ...probesForRuntime(ctx.probes), volumes, pullSecrets, podDir, fence: guard.fence() },
+          {
+            type: 'kubelet.runtime.SyncPodRequest.v1',
+            pod,
+            podStatus: ctx.runtimeStatus,
+            ...(ctx.runtimeStatusAt !== undefined ? { podStatusTimestamp: ctx.runtimeStatusAt } : {}),
+            ...probesForRuntime(ctx.probes),
+            volumes,
+            pullSecrets,
+            podDir,
+            fence: guard.fence(),
+          },
           o.runtimeSyncTimeoutMs,
         ),
         ctl.stopSignal,
