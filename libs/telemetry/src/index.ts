@@ -23,6 +23,7 @@ export { spanToRecord, createSpanRecordProcessor } from './span-record.js';
 export type { SpanRecordProcessorOptions } from './span-record.js';
 export {
   createMetricsRegistry,
+  EVENT_LOOP_MONITORING_PRECISION_MS,
   exponentialBuckets,
   DefBuckets,
   podStartupDurationBuckets,

@@ -46,15 +46,25 @@ export interface MetricsRegistryOptions {
 }
 
 /**
+ * How often the event loop's delay is sampled for `nodejs_eventloop_lag_*` (prom-client's
+ * `eventLoopMonitoringPrecision`, its default 10 ms). Each sample wakes the process: at 10 ms an
+ * idle process spent ~0.7 % of a core on it alone (measured here: 0.81 % against 0.10 % without
+ * the metric, 0.19 % at 100 ms), ~7 % for the node's ten processes — most of the node's CPU when
+ * it holds pods with no churn. At 100 ms a block of the loop of 100 ms or more is always seen.
+ */
+export const EVENT_LOOP_MONITORING_PRECISION_MS = 100;
+
+/**
  * Creates a process's own Prometheus registry (never prom-client's global one), with the label
  * `service` on every metric and, by default, the process/Node.js metrics (`process_cpu_seconds_total`,
- * `nodejs_eventloop_lag_seconds`, …). Components register their histograms on it with the bucket
- * constants of this module; `runService` serves it at `/metrics`.
+ * `nodejs_eventloop_lag_seconds`, …, the loop sampled every {@link EVENT_LOOP_MONITORING_PRECISION_MS}).
+ * Components register their histograms on it with the bucket constants of this module; `runService`
+ * serves it at `/metrics`.
  */
 export function createMetricsRegistry(options: MetricsRegistryOptions): Registry {
   const registry = new Registry();
   registry.setDefaultLabels({ service: options.service });
-  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_MONITORING_PRECISION_MS });
   return registry;
 }
 

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import perfHooks from 'node:perf_hooks';
 import { Histogram, register as globalRegistry } from 'prom-client';
 import {
   DefBuckets,
+  EVENT_LOOP_MONITORING_PRECISION_MS,
   containersPerPodBuckets,
   createBusMetrics,
   createMetricsRegistry,
@@ -48,6 +50,22 @@ describe('createMetricsRegistry', () => {
     assert.match(text, /kubelet_pleg_relist_duration_seconds_bucket\{le="0.025",service="pleg"\} 1/);
     assert.match(text, /process_cpu_user_seconds_total\{service="pleg"\}/);
     assert.doesNotMatch(await globalRegistry.metrics(), /kubelet_pleg/);
+  });
+
+  it('samples the event loop delay every EVENT_LOOP_MONITORING_PRECISION_MS, not every 10 ms (each sample wakes the process)', () => {
+    const original = perfHooks.monitorEventLoopDelay;
+    const resolutions: Array<number | undefined> = [];
+    perfHooks.monitorEventLoopDelay = (o) => {
+      resolutions.push(o?.resolution);
+      return original(o);
+    };
+    try {
+      createMetricsRegistry({ service: 'idle' });
+    } finally {
+      perfHooks.monitorEventLoopDelay = original;
+    }
+    assert.deepEqual(resolutions, [EVENT_LOOP_MONITORING_PRECISION_MS]);
+    assert.equal(EVENT_LOOP_MONITORING_PRECISION_MS, 100);
   });
 
   it('can skip the default metrics', async () => {
