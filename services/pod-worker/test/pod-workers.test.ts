@@ -263,10 +263,29 @@ describe('PodWorkers', () => {
     clock.advance(1);
     await settle();
     assert.equal(s.calls.length, 2, 'retried after jitter(10 s)');
+    assert.equal(s.calls[1]!.ctl.trigger, undefined, 'an untraced failed sync: an untraced retry');
     s.calls[1]!.resolve();
     await settle();
     await w.stop({ drain: true, timeoutMs: 1 });
     assert.equal(clock.pendingTimers, 0, 'no leaked timers');
+  });
+
+  it("a retry after a failure continues the failed sync's trace (the same episode)", async () => {
+    const s = controllableSync();
+    const clock = new FakeClock(0);
+    const { w } = workers(s.sync, { clock });
+    const ctx = trace.setSpanContext(ROOT_CONTEXT, { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: TraceFlags.SAMPLED });
+    w.poke('a', 'sync', new FakeDelivery('died', ctx));
+    await settle();
+    s.calls[0]!.reject(new Error('request timed out'));
+    await settle();
+    clock.advance(10_000);
+    await settle();
+    assert.equal(s.calls.length, 2);
+    assert.equal(s.calls[1]!.ctl.trigger, ctx);
+    s.calls[1]!.resolve();
+    await settle();
+    await w.stop({ drain: true, timeoutMs: 1 });
   });
 
   it('reports every sync start and end (the cross-process overlap test hook) and logs them at debug', async () => {

@@ -280,7 +280,7 @@ export class PodWorkers {
       o.logger.error('sync failed unexpectedly, will retry', { uid, partition: this.partition, err: errorMessage(error), retryInMs: delay });
       this.#ackAll(st.ackable);
       st.ackable = [];
-      if (!st.pending) this.#scheduleRetry(uid, delay);
+      if (!st.pending) this.#scheduleRetry(uid, delay, trigger);
       return 'done';
     }
     this.#ackAll(st.ackable);
@@ -298,10 +298,11 @@ export class PodWorkers {
     }
   }
 
-  #scheduleRetry(uid: string, delayMs: number): void {
+  /** Syncs `uid` again after `delayMs`, in the failed sync's trace (`trigger`): a retry is the same episode's. */
+  #scheduleRetry(uid: string, delayMs: number, trigger: Context | undefined): void {
     const h = this.#o.clock.setTimeout(() => {
       this.#retryTimers.delete(uid);
-      this.poke(uid, 'sync');
+      this.poke(uid, 'sync', trigger !== undefined ? localRetry(trigger) : undefined);
     }, delayMs);
     this.#retryTimers.set(uid, h);
   }
@@ -359,6 +360,11 @@ export class PodWorkers {
 }
 
 /** The newest delivery's context that names a sampled span, else the newest context. */
+/** The delivery of a local retry: nothing to acknowledge, the failed sync's trigger as its context. */
+function localRetry(context: Context): PokeDelivery {
+  return { ack: () => undefined, nak: () => undefined, working: () => undefined, context };
+}
+
 function newestTrigger(ds: readonly PokeDelivery[]): Context | undefined {
   let newest: Context | undefined;
   for (let i = ds.length - 1; i >= 0; i--) {
