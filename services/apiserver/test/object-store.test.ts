@@ -98,4 +98,28 @@ describe('ObjectStore compaction and watches (real nats-server)', { timeout: 60_
     ac.abort();
     await it.return(undefined);
   });
+  it('between full scans a compaction reads only the tombstones it knows; a full scan finds another process`s', async () => {
+    const reads = { n: 0 };
+    const sub = nc.subscribe('$JS.API.DIRECT.GET.KV_sl_api_test.>', { callback: () => reads.n++ });
+    const other = await ObjectStore.open(nc, await jetstreamManager(nc), 'sl_api_test');
+    try {
+      for (let i = 0; i < 30; i++) await store.create(objectKey('configmaps', 'default', `live-${i}`), cm(`live-${i}`), what(`live-${i}`));
+      await compactAll(); // whatever the schedule: the store's first pass is a full one
+      await createThenDelete('mine');
+      const elsewhere = await other.create(objectKey('configmaps', 'default', 'theirs'), cm('theirs'), what('theirs'));
+      await other.delete(elsewhere.key, elsewhere.object, elsewhere.revision, what('theirs'));
+      await nc.flush();
+      reads.n = 0;
+      assert.equal(await store.compact(Date.now() + TOMBSTONE_TTL_MS + 1000, TOMBSTONE_TTL_MS, false), 1, 'its own tombstone');
+      await nc.flush();
+      assert.ok(reads.n < 10, `a pass between full scans made ${reads.n} reads (its tombstone and its messages), not one per live object (30)`);
+      reads.n = 0;
+      assert.equal(await store.compact(Date.now() + TOMBSTONE_TTL_MS + 1000, TOMBSTONE_TTL_MS, false), 0, "another process's tombstone waits for a full scan");
+      await nc.flush();
+      assert.equal(reads.n, 0);
+      assert.equal(await store.compact(Date.now() + TOMBSTONE_TTL_MS + 1000, TOMBSTONE_TTL_MS, true), 1);
+    } finally {
+      sub.unsubscribe();
+    }
+  });
 });
