@@ -46,6 +46,8 @@ interface Entry {
 interface Watcher {
   readonly matches: (key: string) => boolean;
   readonly queue: StoreEvent[];
+  /** How many of `queue` the reader has taken (the queue is emptied when it has taken all). */
+  read: number;
   /** No events are added any more: the reader yields what is queued, then ends. */
   ended: boolean;
   wake: (() => void) | undefined;
@@ -130,7 +132,7 @@ export class WatchCache {
    */
   watch(filter: string, fromRevision: number, signal: AbortSignal): AsyncGenerator<StoreEvent> | undefined {
     if (!this.#ready || fromRevision < this.#horizon || signal.aborted) return undefined;
-    const w: Watcher = { matches: keyMatcher(filter), queue: [], ended: false, wake: undefined };
+    const w: Watcher = { matches: keyMatcher(filter), queue: [], read: 0, ended: false, wake: undefined };
     for (let i = this.#first; i < this.#events.length; i++) {
       const e = this.#events[i]!;
       if (e.revision > fromRevision && w.matches(e.key)) w.queue.push(e);
@@ -143,11 +145,10 @@ export class WatchCache {
 
   async *#serve(w: Watcher, signal: AbortSignal, end: () => void): AsyncGenerator<StoreEvent> {
     try {
-      let next = 0;
       for (;;) {
-        while (next < w.queue.length) yield w.queue[next++]!;
+        while (w.read < w.queue.length) yield w.queue[w.read++]!;
         w.queue.length = 0;
-        next = 0;
+        w.read = 0;
         if (w.ended) return;
         await new Promise<void>((resolve) => (w.wake = resolve));
       }
@@ -188,8 +189,8 @@ export class WatchCache {
     }
     for (const w of this.#watchers) {
       if (!w.matches(e.key)) continue;
-      if (w.queue.length >= WATCHER_BACKLOG) {
-        this.#logger?.info('ending a watch that fell behind', { filter: this.#filter, backlog: w.queue.length });
+      if (w.queue.length - w.read >= WATCHER_BACKLOG) {
+        this.#logger?.info('ending a watch that fell behind', { filter: this.#filter, backlog: w.queue.length - w.read });
         this.#end(w);
         continue;
       }
