@@ -128,6 +128,17 @@ describe('WatchCache: served watches', () => {
     ctl.abort();
   });
 
+  it('a watch from a revision the cache has not reached yet gets only the events after it', async () => {
+    const { store, cache, ctl } = await started();
+    const at = store.revision;
+    const ahead = cache.watch('pods.>', at + 2, ctl.signal)!;
+    store.push('default', 'a');
+    store.push('default', 'b');
+    const c = store.push('default', 'c');
+    assert.deepEqual(await take(ahead, 1), [c.revision]);
+    ctl.abort();
+  });
+
   it('an aborted watch ends and is forgotten', async () => {
     const { store, cache, ctl } = await started();
     const mine = new AbortController();

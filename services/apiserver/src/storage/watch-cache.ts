@@ -45,6 +45,8 @@ interface Entry {
 /** A watch the cache serves: events waiting for its reader, and how to wake it. */
 interface Watcher {
   readonly matches: (key: string) => boolean;
+  /** The revision it watches from: events at or before it are not its (the cache may still be behind it). */
+  readonly from: number;
   readonly queue: StoreEvent[];
   /** How many of `queue` the reader has taken (the queue is emptied when it has taken all). */
   read: number;
@@ -132,7 +134,7 @@ export class WatchCache {
    */
   watch(filter: string, fromRevision: number, signal: AbortSignal): AsyncGenerator<StoreEvent> | undefined {
     if (!this.#ready || fromRevision < this.#horizon || signal.aborted) return undefined;
-    const w: Watcher = { matches: keyMatcher(filter), queue: [], read: 0, ended: false, wake: undefined };
+    const w: Watcher = { matches: keyMatcher(filter), from: fromRevision, queue: [], read: 0, ended: false, wake: undefined };
     for (let i = this.#first; i < this.#events.length; i++) {
       const e = this.#events[i]!;
       if (e.revision > fromRevision && w.matches(e.key)) w.queue.push(e);
@@ -188,7 +190,7 @@ export class WatchCache {
       }
     }
     for (const w of this.#watchers) {
-      if (!w.matches(e.key)) continue;
+      if (e.revision <= w.from || !w.matches(e.key)) continue;
       if (w.queue.length - w.read >= WATCHER_BACKLOG) {
         this.#logger?.info('ending a watch that fell behind', { filter: this.#filter, backlog: w.queue.length - w.read });
         this.#end(w);
