@@ -50,6 +50,15 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
     await h.caller.flush();
   });
 
+  /** `fn`'s result and the CRI calls the simulator received meanwhile, by method (the runtime-up loop's Status calls, on their own timer, left out). */
+  const callsDuring = async <T>(fn: () => Promise<T>): Promise<[T, Record<string, number>]> => {
+    const from = h.sim.fake.calls().length;
+    const r = await fn();
+    const counts: Record<string, number> = {};
+    for (const c of h.sim.fake.calls().slice(from)) if (c.method !== 'Status') counts[c.method] = (counts[c.method] ?? 0) + 1;
+    return [r, counts];
+  };
+
   after(async () => {
     await h?.close();
   });
@@ -137,14 +146,6 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
 
   it('CRI calls, counted at the gRPC simulator: a new pod, a sync on a fresh cache (none), a sync on a stale one, a targeted relist', async () => {
     const pod = aPod({ name: 'counted', uid: 'uid-counted' });
-    // The runtime-up loop's Status calls run on their own timer.
-    const callsDuring = async <T>(fn: () => Promise<T>): Promise<[T, Record<string, number>]> => {
-      const from = h.sim.fake.calls().length;
-      const r = await fn();
-      const counts: Record<string, number> = {};
-      for (const c of h.sim.fake.calls().slice(from)) if (c.method !== 'Status') counts[c.method] = (counts[c.method] ?? 0) + 1;
-      return [r, counts];
-    };
     const [created, creating] = await callsDuring(() => h.syncPod(pod));
     assert.deepEqual(
       created.results.filter((r) => r.error !== undefined),
@@ -201,13 +202,6 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
   });
 
   it('a new pod on a pleg cache from after the adapter started and after its last change: the empty status is not read again', async () => {
-    const callsDuring = async <T>(fn: () => Promise<T>): Promise<[T, Record<string, number>]> => {
-      const from = h.sim.fake.calls().length;
-      const r = await fn();
-      const counts: Record<string, number> = {};
-      for (const c of h.sim.fake.calls().slice(from)) if (c.method !== 'Status') counts[c.method] = (counts[c.method] ?? 0) + 1;
-      return [r, counts];
-    };
     const emptyOf = (p: BoundPod): RuntimePodStatus => ({ uid: p.metadata.uid, name: p.metadata.name, namespace: p.metadata.namespace, ips: [], sandboxes: [], containers: [] });
     const pod = aPod({ name: 'fresh-cache', uid: 'uid-fresh-cache' });
     h.clock.advance(1000);
