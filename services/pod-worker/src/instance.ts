@@ -83,7 +83,11 @@ export async function startPodWorkerInstance(s: InstanceSettings, d: InstanceDep
   const watch = await watchRuntimeCache(bus, s.node, runtimeCache, ac.signal);
   watch.done.catch((e: unknown) => logger.error('runtime cache watch ended', { err: String(e) }));
 
-  const [store, leases, members] = await Promise.all([KvPodStateStore.open(bus, s.node), KvLeaseStore.open(bus, s.node), KvMemberStore.open(bus, s.node, () => clock.now())]);
+  const [store, leases, members] = await Promise.all([
+    KvPodStateStore.open(bus, s.node),
+    KvLeaseStore.open(bus, s.node),
+    KvMemberStore.open(bus, s.node, () => clock.now(), { signal: ac.signal }),
+  ]);
   const syncer = new PodSyncer({
     node: s.node,
     runtimeName: s.runtimeName,

@@ -45,16 +45,43 @@ describe('KvLeaseStore', () => {
 describe('KvMemberStore', () => {
   it("lists the node's live members: a removed member's delete marker does not count, another node's members do not either", async () => {
     const bus = new InMemoryBus({ node: NODE });
-    const members = await KvMemberStore.open(bus, NODE, () => Date.UTC(2024, 0, 1));
+    const ac = new AbortController();
+    const members = await KvMemberStore.open(bus, NODE, () => Date.UTC(2024, 0, 1), { signal: ac.signal });
     const elsewhere = await KvMemberStore.open(bus, 'node-2');
     await members.heartbeat('pw-a');
     await members.heartbeat('pw-b');
     await elsewhere.heartbeat('pw-z');
     assert.deepEqual((await members.live()).sort(), ['pw-a', 'pw-b']);
     await members.remove('pw-a');
-    assert.deepEqual(await members.live(), ['pw-b']);
+    await eventually(async () => (await members.live()).join() === 'pw-b');
     const kv = await bus.kv(Buckets.members, MemberHeartbeat);
     assert.ok((await kv.keys(Keys.nodePrefix(NODE))).includes(Keys.member(NODE, 'pw-a')), 'the marker is still stored');
+    ac.abort();
+    await assert.rejects(members.live(), /closed/);
+  });
+
+  it('a member is live until its last heartbeat is older than the TTL: the watch sees no expiry, the clock decides', async () => {
+    const bus = new InMemoryBus({ node: NODE });
+    const ac = new AbortController();
+    let now = Date.UTC(2024, 0, 1);
+    const members = await KvMemberStore.open(bus, NODE, () => now, { signal: ac.signal, ttlMs: 10_000 });
+    await members.heartbeat('pw-a');
+    await members.heartbeat('pw-b');
+    assert.deepEqual((await members.live()).sort(), ['pw-a', 'pw-b']);
+    now += 9_999;
+    await members.heartbeat('pw-a');
+    // The watch delivers in order: once pw-c is seen, so is pw-a's heartbeat before it.
+    await members.heartbeat('pw-c');
+    await eventually(async () => (await members.live()).length === 3);
+    now += 1;
+    assert.deepEqual((await members.live()).sort(), ['pw-a', 'pw-c'], "pw-b's heartbeat is 10 s old");
+    now += 9_998;
+    assert.deepEqual((await members.live()).sort(), ['pw-a', 'pw-c'], 'their heartbeats are 9,999 ms old');
+    now += 1;
+    assert.deepEqual(await members.live(), []);
+    await members.heartbeat('pw-b');
+    await eventually(async () => (await members.live()).join() === 'pw-b', { message: 'a member heartbeating again is back' });
+    ac.abort();
   });
 });
 
