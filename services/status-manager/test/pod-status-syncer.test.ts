@@ -191,6 +191,41 @@ describe('PodStatusSyncer.resync with an API copy', () => {
     assert.equal(api.status['phase'], 'Running');
   });
 
+  it("compares a pod found in sync again only when its record or its API copy is a new object (the copy's status is not read again)", async () => {
+    const copy = new Map<string, ApiPod>();
+    const { api, syncer } = setup(copy);
+    const r1 = record(1);
+    assert.equal(await syncer.sync(r1), 'patched');
+    let statusReads = 0;
+    const counted = (status: Record<string, unknown>): ApiPod => {
+      const pod = apiCopy(status);
+      return Object.defineProperty(pod, 'status', {
+        get: () => {
+          statusReads++;
+          return status;
+        },
+      });
+    };
+    copy.set(UID, counted({ ...api.status }));
+    const calls = api.calls.length;
+    await syncer.resync([r1]);
+    assert.ok(statusReads > 0, 'the first resync compares the status');
+    statusReads = 0;
+    for (let i = 0; i < 3; i++) await syncer.resync([r1]);
+    assert.equal(statusReads, 0, 'the same record and copy: not compared again');
+    assert.equal(api.calls.length, calls, 'in sync: no request');
+    // Someone changes the pod's status: the watch brings a new copy, which is compared and reconciled.
+    api.change({ ...api.status, phase: 'Pending' });
+    copy.set(UID, counted({ ...api.status }));
+    await syncer.resync([r1]);
+    assert.ok(statusReads > 0);
+    assert.deepEqual(
+      api.calls.slice(calls).map((c) => c.method),
+      ['GET', 'PATCH'],
+    );
+    assert.equal(api.status['phase'], 'Running');
+  });
+
   it('patches against the pod it last wrote, on condition of its resourceVersion; reads the pod only when that is refused', async () => {
     const { api, syncer } = setup();
     const methods = (from: number): string[] =>
