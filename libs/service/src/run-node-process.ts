@@ -173,6 +173,7 @@ async function launch<S extends ZodType<ProcessSettings>, Ctx>(
     ...(options.exit === undefined ? {} : { exit: options.exit }),
     ...(options.handleProcessEvents === undefined ? {} : { handleProcessEvents: options.handleProcessEvents }),
     ...(supervisorPid === undefined ? {} : { supervisorPid }),
+    ...(supervisorPid !== undefined && options.env['SPLITLET_SUPERVISOR_STDIN'] === '1' ? { supervisorStdin: process.stdin } : {}),
     start: (ctx) => {
       trimHeap(ctx.signal, registry, logger);
       return start({ ...ctx, config, telemetry, registry, instanceId });

@@ -1,5 +1,6 @@
 /** runService's supervisor watch: a process whose parent is no longer its supervisor drains. */
 import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
 import { createLogger } from '@splitlet/telemetry';
 import { runService, SUPERVISOR_CHECK_MS } from '../src/run-service.js';
@@ -32,5 +33,36 @@ describe('runService supervisorPid', () => {
     parent = 1;
     assert.equal(await exited, 0);
     assert.ok(Date.now() - t0 < SUPERVISOR_CHECK_MS * 4, `drained ${Date.now() - t0} ms after re-parenting`);
+  });
+
+  it("with the supervisor's stdin pipe, drains when it ends, without polling the parent pid", async () => {
+    const stdin = new PassThrough();
+    let parentReads = 0;
+    let exitCode: number | undefined;
+    const exited = new Promise<number>((r) => {
+      const svc = runService({
+        name: 'watched',
+        logger: quiet,
+        port: 0,
+        handleProcessEvents: false,
+        supervisorPid: 4242,
+        supervisorStdin: stdin,
+        parentPid: () => {
+          parentReads++;
+          return 1; // re-parented already: polling would drain at once
+        },
+        exit: (code) => {
+          exitCode = code;
+          r(code);
+        },
+        start: () => undefined,
+      });
+      void svc;
+    });
+    await new Promise((r) => setTimeout(r, SUPERVISOR_CHECK_MS * 3));
+    assert.equal(exitCode, undefined, 'still running while the pipe is open');
+    assert.equal(parentReads, 0, 'the parent pid is not polled');
+    stdin.end();
+    assert.equal(await exited, 0);
   });
 });

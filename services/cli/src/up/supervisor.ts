@@ -122,11 +122,14 @@ export class Supervisor {
     // Each process in its own process group: a terminal's Ctrl-C reaches only the supervisor, which
     // then stops the processes one by one (a second signal would make them skip their drain).
     const child = spawn(this.#opts.nodeBin, [...(this.#opts.nodeFlags ?? []), r.spec.main], {
-      // SPLITLET_SUPERVISOR_PID: the process drains on its own once this supervisor is gone.
-      env: { ...process.env, ...r.spec.env, SPLITLET_SUPERVISOR_PID: String(process.pid) },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      // SPLITLET_SUPERVISOR_PID: the process drains on its own once this supervisor is gone, which
+      // its stdin tells it (SPLITLET_SUPERVISOR_STDIN): this end is never written to, and the
+      // system closes it when this process exits, even by SIGKILL.
+      env: { ...process.env, ...r.spec.env, SPLITLET_SUPERVISOR_PID: String(process.pid), SPLITLET_SUPERVISOR_STDIN: '1' },
+      stdio: ['pipe', 'pipe', 'pipe'],
       detached: true,
     });
+    child.stdin?.on('error', () => undefined);
     r.child = child;
     r.startedAt = Date.now();
     const pipe = (stream: NodeJS.ReadableStream): void => {
