@@ -214,7 +214,8 @@ async function mainNodeRows(): Promise<void> {
     // The burst's events and statuses are reported after its last pod is Running: its work (CPU,
     // writes) is counted until the node has drained them, and the rows after it start then.
     await node.waitDrained(120_000 + PODS * 200);
-    const drainedMs = Date.now() - Math.max(...b.names.map((x) => node.runningAt.get(x)!));
+    const lastRunningAt = Math.max(...b.names.map((x) => node.runningAt.get(x)!));
+    const drainedMs = Date.now() - lastRunningAt;
     // CPU per pod by process: less sensitive to the machine's load than the wall-clock rate.
     const cpuMsPerPod: Record<string, number> = {};
     procs.forEach((p, i) => (cpuMsPerPod[p.name] = Math.round((10000 * (cpuSeconds(p.pid) - cpu0[i]!)) / PODS) / 10));
@@ -276,7 +277,7 @@ async function mainNodeRows(): Promise<void> {
       // A Running pod is synced again every syncFrequency (1 min) jittered up to 1.5×: the window
       // starts once every pod of the burst has been, so it holds the steady resyncs (~13 a second
       // for 1,000 pods), not the lull right after the burst.
-      const steadyFrom = Math.max(...b.names.map((x) => node.runningAt.get(x)!)) + RESYNC_MAX_MS;
+      const steadyFrom = lastRunningAt + RESYNC_MAX_MS;
       await new Promise((r) => setTimeout(r, Math.max(0, steadyFrom - Date.now())));
       const procs = node.processes();
       const c0 = procs.map((p) => cpuSeconds(p.pid));

@@ -308,14 +308,17 @@ export async function runService(options: RunServiceOptions): Promise<RunningSer
     const ignore = (): void => undefined;
     process.stdout.on('error', ignore);
     process.stderr.on('error', ignore);
+    const supervisorGone = (fields: Record<string, unknown>): void => {
+      logger.warn('supervisor is gone, stopping', { supervisorPid, ...fields });
+      void shutdown('supervisor gone', 0);
+    };
     const stdin = options.supervisorStdin;
     if (stdin !== undefined) {
       let gone = false;
       const onEnd = (): void => {
         if (gone || shuttingDown !== undefined) return;
         gone = true;
-        logger.warn('supervisor is gone, stopping', { supervisorPid, parentPid: parentPid(), supervisorStdin: 'closed' });
-        void shutdown('supervisor gone', 0);
+        supervisorGone({ parentPid: parentPid(), supervisorStdin: 'closed' });
       };
       stdin.on('end', onEnd);
       stdin.on('close', onEnd);
@@ -331,8 +334,7 @@ export async function runService(options: RunServiceOptions): Promise<RunningSer
         const ppid = parentPid();
         if (ppid === supervisorPid) return;
         clearInterval(watch);
-        logger.warn('supervisor is gone, stopping', { supervisorPid, parentPid: ppid });
-        void shutdown('supervisor gone', 0);
+        supervisorGone({ parentPid: ppid });
       }, SUPERVISOR_CHECK_MS);
       watch.unref();
     }
