@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { Buckets, Keys, MemberHeartbeat } from '@splitlet/api';
+import { Buckets, DeadLetter, Keys, MemberHeartbeat, Subjects } from '@splitlet/api';
 import { BUCKETS, connectBus } from '@splitlet/bus';
 import type { NatsBus } from '@splitlet/bus';
 import { eventually, startNatsServer } from '@splitlet/testkit';
@@ -67,5 +67,28 @@ describe('KvMemberStore on a real nats-server', () => {
       clearInterval(beat);
     }
     assert.ok((await kv.get(Keys.member(NODE, 'pw-a'))) !== null, 'a heartbeating member keeps its key');
+  });
+
+  it('a heartbeat that is not one is dead-lettered, naming its key; the members and the watch go on', { timeout: 60_000 }, async () => {
+    const dead: DeadLetter[] = [];
+    bus.subscribeCore(
+      Subjects.deadLetter(NODE, 'pod-worker'),
+      (d) => {
+        const p = DeadLetter.safeParse(d);
+        if (p.success) dead.push(p.data);
+      },
+      ac.signal,
+    );
+    const members = await KvMemberStore.open(bus, NODE, Date.now, { signal: ac.signal });
+    await members.heartbeat('pw-d');
+    assert.ok((await members.live()).includes('pw-d'));
+    const kv = await bus.typedKv(Buckets.members, MemberHeartbeat);
+    const bad = Keys.member(NODE, 'pw-bad');
+    await kv.raw.put(bad, new TextEncoder().encode('{"type":"not-a-heartbeat"}'));
+    await eventually(() => dead.some((d) => d.subject.endsWith(bad)), { timeoutMs: 30_000, message: 'the invalid heartbeat dead-lettered' });
+    await members.heartbeat('pw-e');
+    await eventually(async () => (await members.live()).includes('pw-e'), { timeoutMs: 30_000, message: 'a later heartbeat still counts' });
+    const live = await members.live();
+    assert.ok(live.includes('pw-d') && !live.includes('pw-bad'), `live: ${live.join(', ')}`);
   });
 });
