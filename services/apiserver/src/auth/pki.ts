@@ -6,20 +6,13 @@
  * Models what kubeadm's certs phase and a static token file give kube-apiserver, reduced to one
  * token and one serving certificate.
  */
-import { randomBytes, webcrypto } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import { X509Certificate, randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import 'reflect-metadata';
-import * as x509 from '@peculiar/x509';
-
-x509.cryptoProvider.set(webcrypto as never);
-
-type CryptoKey = webcrypto.CryptoKey;
-
-const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
-const TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000;
+import { fileURLToPath } from 'node:url';
 
 /** The server's TLS material and token. */
 export interface ApiCredentials {
@@ -29,17 +22,15 @@ export interface ApiCredentials {
   readonly token: string;
 }
 
-async function keyToPem(key: CryptoKey): Promise<string> {
-  const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', key));
-  return `-----BEGIN PRIVATE KEY-----\n${der
-    .toString('base64')
-    .replace(/(.{64})/g, '$1\n')
-    .trimEnd()}\n-----END PRIVATE KEY-----\n`;
+/** A name a serving certificate carries. */
+export interface SubjectAltName {
+  readonly type: 'dns' | 'ip';
+  readonly value: string;
 }
 
-async function pemToKey(pem: string): Promise<CryptoKey> {
-  const der = Buffer.from(pem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
-  return webcrypto.subtle.importKey('pkcs8', der, ALG, true, ['sign']);
+/** Where the credentials live in their directory. */
+export function credentialPaths(dir: string): { ca: string; caKey: string; cert: string; key: string; token: string } {
+  return { ca: join(dir, 'ca.crt'), caKey: join(dir, 'ca.key'), cert: join(dir, 'apiserver.crt'), key: join(dir, 'apiserver.key'), token: join(dir, 'token') };
 }
 
 async function readIfExists(path: string): Promise<string | undefined> {
@@ -51,89 +42,79 @@ async function readIfExists(path: string): Promise<string | undefined> {
   }
 }
 
-function serial(): string {
-  return randomBytes(8).toString('hex');
-}
-
-/** Every name in `sans` the certificate must carry (localhost, loopback, the host name, extras). */
-function subjectAltNames(extra: readonly string[]): x509.JsonGeneralName[] {
+/** Every name the certificate must carry (localhost, loopback, the host name, extras). */
+export function subjectAltNames(extra: readonly string[]): SubjectAltName[] {
   const names = new Set(['localhost', '127.0.0.1', '::1', hostname(), ...extra]);
   return [...names].filter((n) => n !== '').map((n) => (isIP(n) !== 0 ? { type: 'ip', value: n } : { type: 'dns', value: n }));
 }
 
-function certCovers(pem: string, sans: readonly x509.JsonGeneralName[], caPem: string): boolean {
+/** Whether `pem` was issued by `caPem`, is valid for more than a day and carries every name of `sans`. */
+export function certCovers(pem: string, sans: readonly SubjectAltName[], caPem: string): boolean {
   try {
-    const cert = new x509.X509Certificate(pem);
-    if (cert.notAfter.getTime() < Date.now() + 24 * 3600 * 1000) return false;
-    if (cert.issuer !== new x509.X509Certificate(caPem).subject) return false;
-    const ext = cert.getExtension(x509.SubjectAlternativeNameExtension);
-    const have = new Set((ext?.names.toJSON() ?? []).map((n) => `${n.type}:${n.value}`));
-    return sans.every((n) => have.has(`${n.type}:${n.value}`));
+    const cert = new X509Certificate(pem);
+    const ca = new X509Certificate(caPem);
+    if (new Date(cert.validTo).getTime() < Date.now() + 24 * 3600 * 1000) return false;
+    if (!cert.checkIssued(ca) || !cert.verify(ca.publicKey)) return false;
+    // "DNS:localhost, IP Address:127.0.0.1, …"; an IP is compared as an address (checkIP), a DNS name exactly.
+    const dns = new Set((cert.subjectAltName ?? '').split(', ').flatMap((e) => (e.startsWith('DNS:') ? [e.slice(4).toLowerCase()] : [])));
+    return sans.every((n) => (n.type === 'ip' ? cert.checkIP(n.value) !== undefined : dns.has(n.value.toLowerCase())));
   } catch {
     return false;
   }
 }
 
+/** What to issue in a credentials directory. */
+export interface IssueRequest {
+  readonly dir: string;
+  /** A new CA (and so a new serving certificate); otherwise the CA in `dir` signs. */
+  readonly ca: boolean;
+  /** The names the serving certificate carries. */
+  readonly sans: readonly SubjectAltName[];
+}
+
+/** Issues what a request asks into its directory (the CA when `ca`, then the serving certificate). */
+export type Issuer = (req: IssueRequest) => Promise<void>;
+
+/**
+ * Issues in a process of its own (pki-issue-main), with the same Node, so @peculiar/x509 never
+ * loads into the API server (~10 MiB it would hold for good). From the TypeScript sources (tests),
+ * the child loads them through tsx like its parent.
+ */
+export const issueInChildProcess: Issuer = (req) => {
+  const fromSource = import.meta.url.endsWith('.ts');
+  const main = fileURLToPath(new URL(`./pki-issue-main.${fromSource ? 'ts' : 'js'}`, import.meta.url));
+  const args = [...(fromSource ? ['--import', import.meta.resolve('tsx')] : []), main, JSON.stringify(req)];
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, args, { timeout: 60_000 }, (err, _stdout, stderr) => {
+      if (err === null) resolve();
+      else reject(new Error(`issuing the API server's certificates in ${req.dir} failed: ${stderr.trim() || err.message}`));
+    });
+  });
+};
+
 /**
  * Loads the credentials from `dir`, creating what is missing: the CA (kept), the serving certificate
  * (re-issued when it does not cover `extraSans` or is about to expire) and the token (kept).
  */
-export async function ensureCredentials(dir: string, extraSans: readonly string[] = []): Promise<ApiCredentials> {
+export async function ensureCredentials(dir: string, extraSans: readonly string[] = [], issue: Issuer = issueInChildProcess): Promise<ApiCredentials> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const paths = { ca: join(dir, 'ca.crt'), caKey: join(dir, 'ca.key'), cert: join(dir, 'apiserver.crt'), key: join(dir, 'apiserver.key'), token: join(dir, 'token') };
-  const now = new Date(Date.now() - 60_000);
-  const notAfter = new Date(Date.now() + TEN_YEARS_MS);
-
-  let caPem = await readIfExists(paths.ca);
-  let caKeyPem = await readIfExists(paths.caKey);
-  if (caPem === undefined || caKeyPem === undefined) {
-    const keys = await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
-    const ca = await x509.X509CertificateGenerator.createSelfSigned({
-      serialNumber: serial(),
-      name: 'CN=splitlet-ca',
-      notBefore: now,
-      notAfter,
-      keys: keys as never,
-      signingAlgorithm: ALG,
-      extensions: [
-        new x509.BasicConstraintsExtension(true, undefined, true),
-        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature, true),
-        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
-      ],
-    });
-    caPem = ca.toString('pem') + '\n';
-    caKeyPem = await keyToPem(keys.privateKey);
-    await writeFile(paths.caKey, caKeyPem, { mode: 0o600 });
-    await writeFile(paths.ca, caPem, { mode: 0o644 });
-  }
-
+  const paths = credentialPaths(dir);
   const sans = subjectAltNames(extraSans);
-  let certPem = await readIfExists(paths.cert);
-  let keyPem = await readIfExists(paths.key);
-  if (certPem === undefined || keyPem === undefined || !certCovers(certPem, sans, caPem)) {
-    const ca = new x509.X509Certificate(caPem);
-    const caKey = await pemToKey(caKeyPem);
-    const keys = await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
-    const cert = await x509.X509CertificateGenerator.create({
-      serialNumber: serial(),
-      subject: 'CN=splitlet-apiserver',
-      issuer: ca.subject,
-      notBefore: now,
-      notAfter,
-      signingKey: caKey as never,
-      publicKey: keys.publicKey as never,
-      signingAlgorithm: ALG,
-      extensions: [
-        new x509.BasicConstraintsExtension(false, undefined, true),
-        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
-        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth], false),
-        new x509.SubjectAlternativeNameExtension(sans, false),
-      ],
-    });
-    certPem = cert.toString('pem') + '\n';
-    keyPem = await keyToPem(keys.privateKey);
-    await writeFile(paths.key, keyPem, { mode: 0o600 });
-    await writeFile(paths.cert, certPem, { mode: 0o644 });
+  const read = async (): Promise<Record<'caPem' | 'caKeyPem' | 'certPem' | 'keyPem', string | undefined>> => ({
+    caPem: await readIfExists(paths.ca),
+    caKeyPem: await readIfExists(paths.caKey),
+    certPem: await readIfExists(paths.cert),
+    keyPem: await readIfExists(paths.key),
+  });
+  let f = await read();
+  const newCa = f.caPem === undefined || f.caKeyPem === undefined;
+  if (newCa || f.certPem === undefined || f.keyPem === undefined || !certCovers(f.certPem, sans, f.caPem!)) {
+    await issue({ dir, ca: newCa, sans });
+    f = await read();
+  }
+  const { caPem, certPem, keyPem } = f;
+  if (caPem === undefined || certPem === undefined || keyPem === undefined || f.caKeyPem === undefined) {
+    throw new Error(`the API server's credentials in ${dir} are incomplete after issuing them`);
   }
 
   let token = (await readIfExists(paths.token))?.trim();
