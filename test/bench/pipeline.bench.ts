@@ -22,9 +22,9 @@ import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { COMMON_LIBRARIES, GRPC_LIBRARIES, GRPC_PROCESSES, memoryFloor, rssSplit, type RssSplit } from './lib/memory-floor.ts';
+import { COMMON_LIBRARIES, GRPC_LIBRARIES, GRPC_PROCESSES, memoryFloor } from './lib/memory-floor.ts';
 import { NodeUnderTest } from './lib/node-under-test.ts';
-import { cpuSeconds, fmt, gitCommit, loadAverage, machine, pct, rssMiB } from './lib/stats.ts';
+import { cpuSeconds, fmt, gitCommit, loadAverage, machine, pct, rssSplit, type RssSplit } from './lib/stats.ts';
 import type { BenchResult, BenchRow } from './lib/result.ts';
 
 const ROWS = ['bound', 'steady', 'burst', 'memory', 'cpu', 'delete', 'scale-out'] as const;
@@ -119,19 +119,20 @@ async function jetstreamWriteRate(url: string, seconds: number): Promise<number>
 }
 
 function memory(node: NodeUnderTest): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const p of node.processes()) out[p.name] = Math.round(rssMiB(p.pid) * 10) / 10;
-  return out;
+  return memorySample(node).rss;
 }
 
-/** Each process's RSS split into anonymous and file-backed memory (MiB). */
-function memorySplit(node: NodeUnderTest): Record<string, RssSplit> {
-  const out: Record<string, RssSplit> = {};
+/** Each process's RSS (MiB, to 0.1), and the same reading split into anonymous and file-backed memory. */
+function memorySample(node: NodeUnderTest): { rss: Record<string, number>; split: Record<string, RssSplit> } {
+  const r = (x: number): number => Math.round(x * 10) / 10;
+  const rss: Record<string, number> = {};
+  const split: Record<string, RssSplit> = {};
   for (const p of node.processes()) {
     const s = rssSplit(p.pid);
-    if (s !== undefined) out[p.name] = s;
+    rss[p.name] = r(s?.rss ?? NaN);
+    if (s !== undefined) split[p.name] = { rss: r(s.rss), anon: r(s.anon), file: r(s.file) };
   }
-  return out;
+  return { rss, split };
 }
 
 /** Creates `n` pods at once, waits for Running; pods/s from the first create to the last Running. */
@@ -177,8 +178,7 @@ async function mainNodeRows(): Promise<void> {
   };
   let node = await start();
   try {
-    let idle = memory(node);
-    let idleSplit = memorySplit(node);
+    let { rss: idle, split: idleSplit } = memorySample(node);
     let bound: number | undefined;
     if (selected.has('bound') || selected.has('burst')) {
       bound = await jetstreamWriteRate(node.nats.url, quick ? 2 : 3);
@@ -217,8 +217,7 @@ async function mainNodeRows(): Promise<void> {
       // of holding pods with no churn above all) start on a fresh node.
       await node.stop();
       node = await start();
-      idle = memory(node);
-      idleSplit = memorySplit(node);
+      ({ rss: idle, split: idleSplit } = memorySample(node));
     }
     const before = await node.writeCounters();
     const procs = node.processes();

@@ -10,15 +10,8 @@
  * which every process maps and the kernel counts in each one's RSS although it holds them once.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { PROCESS_NODE_FLAGS } from '../../../services/cli/src/commands/up.ts';
-
-/** RSS split of one process, MiB. */
-export interface RssSplit {
-  rss: number;
-  anon: number;
-  file: number;
-}
+import type { RssSplit } from './stats.ts';
 
 /** What every splitlet process loads: the bus client, tracing and metrics, the schemas, the health server. */
 export const COMMON_LIBRARIES: readonly string[] = [
@@ -39,19 +32,6 @@ export const GRPC_LIBRARIES: readonly string[] = ['@grpc/grpc-js', '@grpc/proto-
 
 /** The processes that load GRPC_LIBRARIES. */
 export const GRPC_PROCESSES: ReadonlySet<string> = new Set(['cri-adapter', 'sim-runtime', 'prober']);
-
-/** The RSS split of a process from /proc; undefined when it is gone. */
-export function rssSplit(pid: number | 'self'): RssSplit | undefined {
-  let status: string;
-  try {
-    status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  } catch {
-    return undefined;
-  }
-  const kb = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN) / 1024;
-  const r = (x: number): number => Math.round(x * 10) / 10;
-  return { rss: r(kb('VmRSS')), anon: r(kb('RssAnon')), file: r(kb('RssFile')) };
-}
 
 // Runs in the child: imports the libraries, lets start-up settle, runs the memory-reducing GC the
 // processes' heap trimmer runs once after start-up (libs/service/src/heap-trimmer.ts) and reports.

@@ -28,14 +28,28 @@ export function machine(): { cpus: number; model: string; node: string } {
   return { cpus: c.length, model: c[0]?.model.trim() ?? 'unknown', node: process.version };
 }
 
+/** A process's resident set as the kernel splits it (/proc/<pid>/status), MiB: all, anonymous, file-backed. */
+export interface RssSplit {
+  rss: number;
+  anon: number;
+  file: number;
+}
+
+/** The resident set of a process split into anonymous and file-backed memory (MiB); undefined when it is gone. */
+export function rssSplit(pid: number): RssSplit | undefined {
+  let status: string;
+  try {
+    status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const mib = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN) / 1024;
+  return { rss: mib('VmRSS'), anon: mib('RssAnon'), file: mib('RssFile') };
+}
+
 /** Resident set size of a process in MiB; NaN when it is gone. */
 export function rssMiB(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m === null ? NaN : Number(m[1]) / 1024;
-  } catch {
-    return NaN;
-  }
+  return rssSplit(pid)?.rss ?? NaN;
 }
 
 /** USER_HZ: the unit of utime/stime in /proc/<pid>/stat (100 on Linux everywhere that matters). */
