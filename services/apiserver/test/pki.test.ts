@@ -2,14 +2,17 @@
  * The API server's credentials: the first start issues a CA and a serving certificate in a process
  * of its own (the real one, pki-issue-main, through the same Node) that node:crypto verifies; a
  * restart reuses them without issuing; a new name re-issues the serving certificate under the same
- * CA; a certificate from another CA or a broken file is replaced; a failed issue names the directory.
+ * CA; a certificate from another CA or a broken file is replaced; a failed issue names the directory;
+ * the process that calls it never loads @peculiar/x509.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { certCovers, credentialPaths, ensureCredentials, issueInChildProcess, subjectAltNames, type IssueRequest, type Issuer } from '../src/auth/pki.js';
 
 const dirs: string[] = [];
@@ -102,5 +105,35 @@ describe('ensureCredentials', () => {
       e.message.startsWith(`issuing the API server's certificates in ${dir} failed: ${p.caKey} is not a PKCS #8 P-256 private key`),
     );
     assert.equal(readFileSync(p.ca, 'utf8').startsWith('-----BEGIN CERTIFICATE-----'), true, 'the CA is left as it was');
+  });
+
+  it('keeps @peculiar/x509 out of the process that calls it (it only loads in the issuing child)', async () => {
+    // A fresh process records every module it resolves, calls `module` from the sources, and says
+    // whether @peculiar/x509 was among them and whether the certificate was written.
+    const run = (module: string, call: string, arg: unknown, dir: string): Promise<{ x509: boolean; cert: boolean }> => {
+      const script = `
+        import { registerHooks } from 'node:module';
+        import { existsSync } from 'node:fs';
+        const seen = [];
+        registerHooks({ resolve(spec, ctx, next) { const r = next(spec, ctx); seen.push(r.url); return r; } });
+        const m = await import(${JSON.stringify(new URL(module, import.meta.url).href)});
+        await m.${call}(${JSON.stringify(arg)});
+        process.stdout.write(JSON.stringify({ x509: seen.some((u) => u.includes('@peculiar/x509')), cert: existsSync(${JSON.stringify(join(dir, 'apiserver.crt'))}) }));`;
+      return new Promise((resolve, reject) => {
+        execFile(
+          process.execPath,
+          ['--import', import.meta.resolve('tsx'), '--input-type=module', '-e', script],
+          { timeout: 120_000, cwd: fileURLToPath(new URL('.', import.meta.url)) },
+          (err, stdout, stderr) => (err === null ? resolve(JSON.parse(stdout) as { x509: boolean; cert: boolean }) : reject(new Error(`${err.message}\n${stderr}`))),
+        );
+      });
+    };
+    const fresh = tempDir();
+    assert.deepEqual(await run('../src/auth/pki.ts', 'ensureCredentials', fresh, fresh), { x509: false, cert: true });
+    // The check sees the library when a process does load it (the issuing code itself).
+    const dir = tempDir();
+    await ensureCredentials(dir);
+    rmSync(join(dir, 'apiserver.crt'));
+    assert.deepEqual(await run('../src/auth/pki-issue.ts', 'issueCredentials', { dir, ca: false, sans: [] }, dir), { x509: true, cert: true });
   });
 });
