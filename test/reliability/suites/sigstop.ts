@@ -220,18 +220,24 @@ export async function run(opts: SuiteOptions): Promise<SuiteResult> {
         const victim = stack.info().processes.find((p) => p.name === 'pod-worker-1')!;
         const victimLog = join(stack.stateDir, 'logs', 'pod-worker-1.log');
         const otherLog = join(stack.stateDir, 'logs', 'pod-worker-2.log');
-        const held = new Map<number, number>();
-        for (const l of logLines(victimLog)) {
-          if (l.partition === undefined) continue;
-          if (l.msg === 'partition acquired' && l.epoch !== undefined) held.set(l.partition, l.epoch);
-          else if (l.msg === 'releasing partition' || l.msg === 'partition lease lost') held.delete(l.partition);
-        }
-        if (held.size === 0) throw new Error('pod-worker-1 holds no partition');
         const churning = churn.step(60, 6000, 40);
         await sleep(1000 + Math.random() * 2000);
         process.kill(victim.pid, 'SIGSTOP');
         stopped.push(victim.pid);
         const tStop = Date.now();
+        // What it holds is read once it is stopped: while it runs it may still be shedding
+        // partitions to balance (one per round), and one it released before SIGSTOP may already
+        // be pod-worker-2's — taken before tStop, it would never be taken again. Its lines reach the
+        // file through the supervisor's pipe: the read waits for the last ones to land.
+        await sleep(1000);
+        const held = new Map<number, number>();
+        for (const l of logLines(victimLog)) {
+          if (l.partition === undefined) continue;
+          if (l.msg === 'partition acquired' && l.epoch !== undefined) held.set(l.partition, l.epoch);
+          else if (l.msg === 'releasing partition' || l.msg === 'partition lease lost' || l.msg === 'starting partition failed, releasing it') held.delete(l.partition);
+        }
+        if (held.size === 0) throw new Error('pod-worker-1 holds no partition');
+        let missing: number[] = [];
         await waitFor(
           `pod-worker-2 takes over the ${held.size} partitions of pod-worker-1`,
           async () => {
@@ -240,11 +246,18 @@ export async function run(opts: SuiteOptions): Promise<SuiteResult> {
                 .filter((l) => l.msg === 'partition acquired' && Date.parse(l.time) > tStop)
                 .map((l) => l.partition),
             );
-            return [...held.keys()].every((p) => taken.has(p));
+            missing = [...held.keys()].filter((p) => !taken.has(p));
+            return missing.length === 0;
           },
           120_000,
           500,
-        );
+        ).catch((e: unknown) => {
+          const since = logLines(otherLog)
+            .filter((l) => Date.parse(l.time) >= tStop && l.partition !== undefined)
+            .slice(-20)
+            .map((l) => `  ${l.raw}`);
+          throw new Error(`${(e as Error).message}; not taken: ${missing.join(', ')}; pod-worker-2's partition lines since SIGSTOP:\n${since.join('\n')}`);
+        });
         await sleep(1000);
         process.kill(victim.pid, 'SIGCONT');
         stopped.splice(stopped.indexOf(victim.pid), 1);
