@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { trace } from '@opentelemetry/api';
 import type { ContainerGCPolicy } from '@splitlet/api';
-import type { CriInput, PodSandboxConfig } from '@splitlet/cri';
+import type { Container as CriContainer, CriInput, PodSandbox, PodSandboxConfig } from '@splitlet/cri';
 import { createFakeRuntime, type FakeRuntimeService } from '@splitlet/cri/testing';
 import { Backoff, KubeletPeriods } from '@splitlet/kube';
 import { KeyedMutex } from '@splitlet/service';
@@ -20,7 +20,14 @@ import { eventually, makeTempDir, type TempDir } from '@splitlet/testkit';
 import { createNodeFiles } from '../src/adapters/node-files.js';
 import { ImageManager } from '../src/images/image-manager.js';
 import { aggregateErrors } from '../src/kuberuntime/aggregate-errors.js';
-import { ContainerGC, parsePodUIDFromLogsDirectory, type GarbageCollectInput, type GarbageCollectResult } from '../src/kuberuntime/container-gc.js';
+import {
+  ContainerGC,
+  parsePodUIDFromLogsDirectory,
+  referencedSandboxes,
+  sandboxesToRemove,
+  type GarbageCollectInput,
+  type GarbageCollectResult,
+} from '../src/kuberuntime/container-gc.js';
 import { createLifecycleHandlerRunner } from '../src/kuberuntime/lifecycle-handlers.js';
 import { noopKubeRuntimeMetrics } from '../src/kuberuntime/metrics.js';
 import { KubeGenericRuntimeManager } from '../src/kuberuntime/runtime-manager.js';
@@ -578,6 +585,31 @@ describe('container GC helpers', () => {
     ] as const) {
       assert.equal(parsePodUIDFromLogsDirectory(name), uid);
     }
+  });
+
+  it('sandboxesToRemove keeps the newest sandbox unless the pod is removable, and never an active one (ready, or referenced by a container)', () => {
+    const sb = (id: string, createdAt: number, ready: boolean): PodSandbox => ({
+      id,
+      metadata: { name: 'web', uid: 'u1', namespace: 'default', attempt: 0 },
+      createdAt: String(createdAt),
+      state: ready ? 'SANDBOX_READY' : 'SANDBOX_NOTREADY',
+      labels: {},
+      annotations: {},
+      runtimeHandler: '',
+    });
+    const none = referencedSandboxes([]);
+    // One sandbox, the pod kept: nothing, ready or not.
+    assert.deepEqual(sandboxesToRemove([sb('a', 1, false)], none, false), []);
+    // Removable: every inactive one goes, oldest first; a ready one stays.
+    assert.deepEqual(sandboxesToRemove([sb('new', 3, false), sb('old', 1, false), sb('up', 2, true)], none, true), ['old', 'new']);
+    // Kept: all but the newest inactive ones.
+    assert.deepEqual(sandboxesToRemove([sb('new', 3, false), sb('mid', 2, false), sb('old', 1, false)], none, false), ['old', 'mid']);
+    // A sandbox a container still refers to is active; the set is built once for a whole listing.
+    const referenced = referencedSandboxes([
+      { id: 'c1', podSandboxId: 'old', state: 'CONTAINER_EXITED', createdAt: '1', labels: {}, annotations: {}, imageRef: '' } as CriContainer,
+    ]);
+    assert.deepEqual([...referenced], ['old']);
+    assert.deepEqual(sandboxesToRemove([sb('new', 3, false), sb('mid', 2, false), sb('old', 1, false)], referenced, false), ['mid']);
   });
 
   it('aggregateErrors prints one error as is, several once each in brackets', () => {

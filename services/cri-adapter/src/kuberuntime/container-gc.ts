@@ -149,12 +149,13 @@ export function evictableContainers(containers: readonly CriContainer[], newestG
 /**
  * The sandboxes of one pod to remove, oldest first: every inactive one when the pod's content
  * should be removed, else every inactive one but the newest sandbox. A sandbox is active when it is
- * ready or a container still refers to it.
+ * ready or a container still refers to it (`referenced`: {@link referencedSandboxes}).
  *
  * Models containerGC.evictSandboxes and removeOldestNSandboxes for one pod.
  */
-export function sandboxesToRemove(sandboxes: readonly PodSandbox[], containers: readonly CriContainer[], podRemovable: boolean): string[] {
-  const referenced = new Set(containers.map((c) => c.podSandboxId));
+export function sandboxesToRemove(sandboxes: readonly PodSandbox[], referenced: ReadonlySet<string>, podRemovable: boolean): string[] {
+  // The common case, a pod that keeps its one sandbox, allocates nothing.
+  if (!podRemovable && sandboxes.length <= 1) return [];
   const infos = sandboxes.map((s) => ({ id: s.id, createdAt: nanos(s.createdAt), active: s.state === 'SANDBOX_READY' || referenced.has(s.id) })).sort(newestFirst);
   const numToKeep = podRemovable ? 0 : Math.min(1, infos.length);
   const out: string[] = [];
@@ -163,6 +164,11 @@ export function sandboxesToRemove(sandboxes: readonly PodSandbox[], containers: 
     if (s !== undefined && !s.active) out.push(s.id);
   }
   return out;
+}
+
+/** The IDs of the sandboxes some container refers to. */
+export function referencedSandboxes(containers: readonly CriContainer[]): Set<string> {
+  return new Set(containers.map((c) => c.podSandboxId));
 }
 
 /** What one pod has in the runtime right now. */
@@ -398,11 +404,13 @@ export class ContainerGC {
       if (list === undefined) byPod.set(uid, (list = []));
       list.push(s);
     }
-    const candidates = [...byPod].filter(([uid, sandboxes]) => sandboxesToRemove(sandboxes, all.containers, input.shouldPodContentBeRemoved(uid)).length > 0).map(([uid]) => uid);
+    // One set for the whole listing: built per pod, it made a pass O(pods × containers).
+    const referenced = referencedSandboxes(all.containers);
+    const candidates = [...byPod].filter(([uid, sandboxes]) => sandboxesToRemove(sandboxes, referenced, input.shouldPodContentBeRemoved(uid)).length > 0).map(([uid]) => uid);
     await this.#perPod(input, candidates, tally, async (uid) => {
       const fresh = await this.#podObjects(uid);
       // Only inactive sandboxes ever go, so a pod that still runs loses nothing it uses.
-      for (const id of sandboxesToRemove(fresh.sandboxes, fresh.containers, input.shouldPodContentBeRemoved(uid))) {
+      for (const id of sandboxesToRemove(fresh.sandboxes, referencedSandboxes(fresh.containers), input.shouldPodContentBeRemoved(uid))) {
         if (await this.#removeSandbox(id)) tally.sandboxes++;
       }
     });
