@@ -536,6 +536,27 @@ describe('ContainerGC', () => {
       assert.deepEqual(await w.sandboxIds(), []);
       assert.ok(!existsSync(w.logDir('gone')));
     });
+    it('a run with nothing to collect lists the containers and the sandboxes once each; one that removed containers lists them again for the sandbox pass', async () => {
+      await w.sandbox('kept');
+      await w.container('kept', 'main', 'running');
+      const lists = (from: number): Record<string, number> => {
+        const n: Record<string, number> = {};
+        for (const c of w.sim.calls().slice(from)) if (c.method === 'ListContainers' || c.method === 'ListPodSandbox') n[c.method] = (n[c.method] ?? 0) + 1;
+        return n;
+      };
+      let from = w.sim.calls().length;
+      assert.deepEqual(await w.run({ keep: ['kept'] }), { removedContainers: 0, removedSandboxes: 0, removedLogDirs: 0 });
+      assert.deepEqual(lists(from), { ListContainers: 1, ListPodSandbox: 1 });
+      const sb = await w.sandbox('gone');
+      await w.container('gone', 'main', 'exited');
+      await w.sim.StopPodSandbox({ podSandboxId: sb });
+      from = w.sim.calls().length;
+      const r = await w.run({ keep: ['kept'] });
+      assert.deepEqual([r.removedContainers, r.removedSandboxes], [1, 1]);
+      // The node's containers twice (before each pass) and its sandboxes once; the pod's own objects
+      // under its lock in each of the three passes (containers, sandboxes, log directories).
+      assert.deepEqual(lists(from), { ListContainers: 5, ListPodSandbox: 4 });
+    });
   });
 
   describe('pod log directories (TestPodLogDirectoryGC)', () => {

@@ -234,8 +234,17 @@ export class ContainerGC {
           tally.errors.push(errorMessage(e));
         }
       };
-      await step(() => this.#evictContainers(input, tally));
-      await step(() => this.#evictSandboxes(input, tally));
+      // The sandbox pass decides on the container pass's listing when that pass removed nothing
+      // (each pod is listed afresh under its lock before anything goes): a pass over a node with
+      // nothing to collect lists the containers and the sandboxes once each.
+      let containers: CriContainer[] | undefined;
+      await step(async () => {
+        const listed = await this.#listContainers();
+        const before = tally.containers;
+        await this.#evictContainers(input, tally, listed);
+        if (tally.containers === before) containers = listed;
+      });
+      await step(() => this.#evictSandboxes(input, tally, containers));
       await step(() => this.#evictPodLogsDirectories(input, tally));
       const error = aggregateErrors(tally.errors);
       span.setAttributes({
@@ -253,13 +262,14 @@ export class ContainerGC {
     });
   }
 
-  /** Every container and sandbox carrying the pod-uid label (getKubeletContainers / getKubeletSandboxes). */
-  async #listAll(): Promise<PodObjects> {
-    const [c, s] = await Promise.all([this.#o.runtime.ListContainers({}), this.#o.runtime.ListPodSandbox({})]);
-    return {
-      containers: c.containers.filter((x) => podUidOf(x.labels) !== ''),
-      sandboxes: s.items.filter((x) => podUidOf(x.labels) !== ''),
-    };
+  /** Every container carrying the pod-uid label (getKubeletContainers). */
+  async #listContainers(): Promise<CriContainer[]> {
+    return (await this.#o.runtime.ListContainers({})).containers.filter((x) => podUidOf(x.labels) !== '');
+  }
+
+  /** Every sandbox carrying the pod-uid label (getKubeletSandboxes). */
+  async #listSandboxes(): Promise<PodSandbox[]> {
+    return (await this.#o.runtime.ListPodSandbox({})).items.filter((x) => podUidOf(x.labels) !== '');
   }
 
   /** One pod's containers and sandboxes, listed afresh. */
@@ -282,15 +292,15 @@ export class ContainerGC {
 
   /**
    * Removes the dead containers of removable pods (once all sources are ready), then enforces
-   * MaxPerPodContainer per (pod, container name), then MaxContainers over the node.
+   * MaxPerPodContainer per (pod, container name), then MaxContainers over the node. `listed`: the
+   * node's containers (each candidate pod is listed afresh under its lock).
    *
    * Models containerGC.evictContainers.
    */
-  async #evictContainers(input: GarbageCollectInput, tally: Tally): Promise<void> {
+  async #evictContainers(input: GarbageCollectInput, tally: Tally, listed: readonly CriContainer[]): Promise<void> {
     const { policy } = input;
     const newestGCTime = BigInt(Math.floor(this.#o.clock.now() - policy.minAgeMs)) * 1_000_000n;
-    const all = await this.#listAll();
-    const candidates = evictableContainers(all.containers, newestGCTime);
+    const candidates = evictableContainers(listed, newestGCTime);
     /** What is left per pod and container name after the per-pod pass, newest first. */
     const retained = new Map<string, Map<string, GcContainer[]>>();
 
@@ -395,17 +405,17 @@ export class ContainerGC {
    *
    * Models containerGC.evictSandboxes.
    */
-  async #evictSandboxes(input: GarbageCollectInput, tally: Tally): Promise<void> {
-    const all = await this.#listAll();
+  async #evictSandboxes(input: GarbageCollectInput, tally: Tally, listedContainers: readonly CriContainer[] | undefined): Promise<void> {
+    const [containers, sandboxes] = await Promise.all([listedContainers ?? this.#listContainers(), this.#listSandboxes()]);
     const byPod = new Map<string, PodSandbox[]>();
-    for (const s of all.sandboxes) {
+    for (const s of sandboxes) {
       const uid = podUidOf(s.labels);
       let list = byPod.get(uid);
       if (list === undefined) byPod.set(uid, (list = []));
       list.push(s);
     }
     // One set for the whole listing: built per pod, it made a pass O(pods × containers).
-    const referenced = referencedSandboxes(all.containers);
+    const referenced = referencedSandboxes(containers);
     const candidates = [...byPod].filter(([uid, sandboxes]) => sandboxesToRemove(sandboxes, referenced, input.shouldPodContentBeRemoved(uid)).length > 0).map(([uid]) => uid);
     await this.#perPod(input, candidates, tally, async (uid) => {
       const fresh = await this.#podObjects(uid);
