@@ -8,7 +8,7 @@
  * Usage: node --import tsx test/bench/config-merge-probe.ts [--pods 1000] [--full]
  */
 import { parseArgs } from 'node:util';
-import type { BoundPod } from '@splitlet/api';
+import type { BoundPod, PodPhase } from '@splitlet/api';
 import { createLogger } from '@splitlet/telemetry';
 import { createTestTracing } from '@splitlet/telemetry/testing';
 import { aContainer, aPod } from '../../libs/kube/src/testing/index.ts';
@@ -42,7 +42,7 @@ function put(pod: BoundPod): ListingChanges {
   listing.set(pod.metadata.name, sourced);
   return { upserted: [sourced], removed: [] };
 }
-const pod = (i: number, phase?: string): BoundPod =>
+const pod = (i: number, phase?: PodPhase): BoundPod =>
   aPod({
     metadata: { uid: `uid-${i}`, name: `pod-${i}`, namespace: 'default', labels: { app: 'bench' }, annotations: { note: 'x' } },
     spec: { nodeName: 'bench-node', restartPolicy: 'Always', containers: [aContainer({ name: 'c', image: 'busybox:1.36' })] },
@@ -52,7 +52,7 @@ const pod = (i: number, phase?: string): BoundPod =>
 await send(); // the first LIST: empty
 const t0 = process.cpuUsage();
 for (let i = 0; i < PODS; i++) await send(put(pod(i)));
-for (const phase of ['Pending', 'Running']) for (let i = 0; i < PODS; i++) await send(put(pod(i, phase)));
+for (const phase of ['Pending', 'Running'] as const) for (let i = 0; i < PODS; i++) await send(put(pod(i, phase)));
 const used = process.cpuUsage(t0);
 ac.abort();
 await tracing.shutdown();

@@ -158,6 +158,8 @@ describe('client-node informer against the embedded API server', { timeout: 300_
     kc.loadFromFile(api.kubeconfig);
     const core = kc.makeApiClient(k8s.CoreV1Api);
     const informer = k8s.makeInformer(kc, '/api/v1/namespaces/default/configmaps', () => core.listNamespacedConfigMap({ namespace: 'default' }));
+    // Its latest resourceVersion, for the history below, is only on the ListWatch behind the informer.
+    assert.ok(informer instanceof k8s.ListWatch, 'makeInformer returns a ListWatch');
     const log: string[] = [];
     informer.on('add', (o) => log.push(`add ${o.metadata?.name}`));
     informer.on('update', (o) => log.push(`update ${o.metadata?.name} ${o.data?.['v'] ?? ''}`));

@@ -12,7 +12,19 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { Buckets, KubeEvent, Keys, NodeCapacity, NodeRuntimeStatus, PodStatusRecord, PodStatusUpdate, Subjects, type BoundPod, type PodStatus } from '@splitlet/api';
+import {
+  Buckets,
+  KubeEvent,
+  Keys,
+  NodeCapacity,
+  NodeRuntimeStatus,
+  PodStatusRecord,
+  PodStatusUpdate,
+  Subjects,
+  type BoundPod,
+  type PodCondition,
+  type PodStatus,
+} from '@splitlet/api';
 import { connectBus, type NatsBus } from '@splitlet/bus';
 import { aRunningStatus, aTerminatedStatus } from '@splitlet/kube/testing';
 import { createLogger } from '@splitlet/telemetry';
@@ -127,7 +139,7 @@ describe('status-manager → API server (integration)', () => {
     );
   }
 
-  const conditions = [
+  const conditions: PodCondition[] = [
     { type: 'PodReadyToStartContainers', status: 'True', lastTransitionTime: '2026-01-01T00:00:00Z' },
     { type: 'Initialized', status: 'True', lastTransitionTime: '2026-01-01T00:00:00Z' },
     { type: 'Ready', status: 'True', lastTransitionTime: '2026-01-01T00:00:01Z' },
@@ -309,7 +321,7 @@ describe('status-manager → API server (integration)', () => {
     await removed({ phase: 'Running', conditions, containerStatuses: [aTerminatedStatus('foo1', 0)] }, 'set');
     await removed(undefined, 'terminated');
     const statusKv = await bus.kv(Buckets.status, PodStatusRecord);
-    await eventually(async () => (await statusKv.get(Keys.pod(NODE, uid)))?.value.finished === true, { ...SLOW, message: 'status of the removed pod finished' });
+    await eventually(async () => (await statusKv.get(Keys.pod(NODE, uid)))?.value?.finished === true, { ...SLOW, message: 'status of the removed pod finished' });
     const still = await getPod(name);
     assert.equal(still.body.metadata.resourceVersion, mirror.metadata.resourceVersion, 'the mirror pod was not patched');
     assert.equal(still.body.status.containerStatuses[0].state.running !== undefined, true);
@@ -391,6 +403,7 @@ describe('status-manager → API server (integration)', () => {
       },
       { ...SLOW, message: '9 Events and one aggregate counted twice' },
     );
+    assert.ok(aggregated, '9 Events and one aggregate counted twice');
     assert.equal(aggregated.agg.message, '(combined from similar events): Readiness probe failed: attempt 11');
     assert.deepEqual(
       aggregated.ev

@@ -60,7 +60,7 @@ class Traffic {
   readonly #seen: { kind: string; body: string }[] = [];
   constructor(nc: NatsConnection, subjects: Record<string, string>) {
     for (const [kind, subject] of Object.entries(subjects)) {
-      nc.subscribe(subject, { callback: (_e, m) => this.#seen.push({ kind, body: m.string() }) });
+      nc.subscribe(subject, { callback: (_e, m) => void this.#seen.push({ kind, body: m.string() }) });
     }
   }
   count(kind: string, uid: string): number {

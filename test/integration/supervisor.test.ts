@@ -90,7 +90,7 @@ describe('splitlet up: no orphans, NATS supervised, CLI never hangs', { timeout:
   test('`npx splitlet up` stopped with SIGTERM to npx (npm does not pass it on): all gone within 10 s', async () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'splitlet-npx-'));
     dirs.push(stateDir);
-    const env = { ...process.env, SPLITLET_STATE_DIR: stateDir, PATH: `${join(repoRoot, 'node_modules', '.bin')}:${process.env['PATH'] ?? ''}` };
+    const env: NodeJS.ProcessEnv = { ...process.env, SPLITLET_STATE_DIR: stateDir, PATH: `${join(repoRoot, 'node_modules', '.bin')}:${process.env['PATH'] ?? ''}` };
     delete env['NATS_URL'];
     const npx = spawn('npx', ['--no-install', 'splitlet', 'up', '--runtime', 'sim', '--node-name', 'npx-node'], {
       cwd: repoRoot,

@@ -35,7 +35,7 @@ describe('muxed requests', () => {
   before(async () => {
     server = await startTestNats();
     responder = await connect({ servers: server.url });
-    responder.subscribe('echo.*', { callback: (_e, m) => m.respond(`${m.subject}:${text(m)}`) });
+    responder.subscribe('echo.*', { callback: (_e, m) => void m.respond(`${m.subject}:${text(m)}`) });
     responder.subscribe('held.>', { callback: (_e, m) => void held.push(m) });
     await responder.flush();
     ({ nc, muxed } = await muxedConnection(server.url));
@@ -159,8 +159,8 @@ describe('muxed requests under permissions', () => {
 
   test('a refused publish fails its request at once with the PermissionViolationError as cause', async () => {
     const serve = await connect({ servers: server.url, user: 'serve', pass: 'serve' });
-    serve.subscribe('echo.*', { callback: (_e, m) => m.respond('ok') });
-    serve.subscribe('denied.*', { callback: (_e, m) => m.respond('ok') });
+    serve.subscribe('echo.*', { callback: (_e, m) => void m.respond('ok') });
+    serve.subscribe('denied.*', { callback: (_e, m) => void m.respond('ok') });
     await serve.flush();
     const { nc, muxed } = await muxedConnection(server.url, { user: 'ask', pass: 'ask' });
     try {

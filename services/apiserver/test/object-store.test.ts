@@ -100,7 +100,7 @@ describe('ObjectStore compaction and watches (real nats-server)', { timeout: 60_
   });
   it('between full scans a compaction reads only the tombstones it knows; a full scan finds another process`s', async () => {
     const reads = { n: 0 };
-    const sub = nc.subscribe('$JS.API.DIRECT.GET.KV_sl_api_test.>', { callback: () => reads.n++ });
+    const sub = nc.subscribe('$JS.API.DIRECT.GET.KV_sl_api_test.>', { callback: () => void reads.n++ });
     const other = await ObjectStore.open(nc, await jetstreamManager(nc), 'sl_api_test');
     try {
       for (let i = 0; i < 30; i++) await store.create(objectKey('configmaps', 'default', `live-${i}`), cm(`live-${i}`), what(`live-${i}`));

@@ -81,6 +81,10 @@ export async function startAdapterOverNats(o: AdapterOverNatsOptions): Promise<A
       CLUSTER_DNS: [],
       CLUSTER_DOMAIN: '',
       RESOLV_CONF: '',
+      // The runtime's event stream stays off (as it was when these settings left it out): these
+      // tests count the relist pokes SyncPod and KillPod send; runtime-events.test.ts covers it.
+      EVENTED_PLEG: false,
+      RUNTIME_EVENT_COALESCE_MS: 10,
       ...o.settings,
     },
     bus,

@@ -224,7 +224,9 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
 
     // The reply was lost (its pod-worker killed); the next owner's cache still says "nothing" but is
     // older than the sandbox: the runtime is read, nothing is created twice.
-    const [again, reading] = await callsDuring(() => h.syncPod(pod, {}, emptyOf(pod), created.timestamp - 1));
+    const createdAt = created.timestamp;
+    assert.ok(createdAt !== undefined, 'the SyncPod reply carries its timestamp');
+    const [again, reading] = await callsDuring(() => h.syncPod(pod, {}, emptyOf(pod), createdAt - 1));
     assert.deepEqual(again.results, []);
     assert.equal(reading['ListPodSandbox'], 1);
     assert.equal(reading['RunPodSandbox'], undefined);

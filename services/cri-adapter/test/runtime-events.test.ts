@@ -58,7 +58,7 @@ describe('RuntimeStatusReader.fromContainerEvent', () => {
     };
     await start('app', ['sleep', '3600']);
     const job = await start('job', ['sh', '-c', 'sleep 0.2; exit 3']);
-    await eventually(() => events.some((e) => e.containerId === job && e.containerEventType === 'CONTAINER_STOPPED_EVENT'), { what: 'job stopped' });
+    await eventually(() => events.some((e) => e.containerId === job && e.containerEventType === 'CONTAINER_STOPPED_EVENT'), { message: 'job stopped' });
     abort.abort();
 
     let last: ContainerEventPart | undefined;
@@ -136,15 +136,15 @@ describe('RuntimeEventWatcher', () => {
     });
     const abort = new AbortController();
     const done = watcher.run(abort.signal);
-    await eventually(() => watcher.live, { what: 'live' });
+    await eventually(() => watcher.live, { message: 'live' });
     const { podSandboxId } = await rt.RunPodSandbox({ config: { metadata: { name: 'p-a', namespace: 'ns', uid: 'a', attempt: 0 }, labels: labels('a') } });
     await rt.StopPodSandbox({ podSandboxId });
-    await eventually(() => sink.log.length === 4, { what: 'three events' });
+    await eventually(() => sink.log.length === 4, { message: 'three events' });
     assert.deepEqual(sink.log, ['up 16', 'CONTAINER_CREATED_EVENT a', 'CONTAINER_STARTED_EVENT a', 'CONTAINER_STOPPED_EVENT a']);
     assert.equal(counts.connected, 1);
     // The runtime goes away: its streams end; the watcher reports it and keeps trying.
     await rt.close();
-    await eventually(() => sink.log.length === 5, { what: 'down' });
+    await eventually(() => sink.log.length === 5, { message: 'down' });
     assert.match(sink.log[4]!, /^down the runtime ended the container event stream/);
     assert.equal(watcher.live, false);
     assert.equal(counts.failed, 1);
@@ -176,11 +176,11 @@ describe('RuntimeEventWatcher', () => {
     });
     const abort = new AbortController();
     const done = watcher.run(abort.signal);
-    await eventually(() => calls === 1 && clock.pendingTimers === 1, { what: 'the first attempt' });
+    await eventually(() => calls === 1 && clock.pendingTimers === 1, { message: 'the first attempt' });
     await clock.advanceAsync(59_000);
     assert.equal(calls, 1);
     await clock.advanceAsync(1000);
-    await eventually(() => calls === 2, { what: 'the second attempt' });
+    await eventually(() => calls === 2, { message: 'the second attempt' });
     assert.deepEqual(sink.log, []);
     assert.deepEqual(counts, { connected: 0, failed: 0 });
     abort.abort();

@@ -222,9 +222,9 @@ export class Churn {
       pods = (await this.inst.pods()).filter((p) => p.metadata.name.startsWith(`${this.prefix}-`));
       const rt = await GrpcRuntimeService.connect({ endpoint: `unix://${join(this.inst.stateDir, 'run', 'sim-runtime.sock')}`, timeoutMs: 10_000 });
       try {
-        sandboxes = (await rt.ListPodSandbox({ filter: null })).items ?? [];
-        containers = (await rt.ListContainers({ filter: null })).containers ?? [];
-        for (const img of (await rt.ListImages({ filter: null })).images ?? []) tagsById.set(img.id, img.repoTags ?? []);
+        sandboxes = (await rt.ListPodSandbox({})).items ?? [];
+        containers = (await rt.ListContainers({})).containers ?? [];
+        for (const img of (await rt.ListImages({})).images ?? []) tagsById.set(img.id, img.repoTags ?? []);
         // Whether each stopped container of a desired pod ever ran (a container created but never
         // started, e.g. when cri-adapter died between Create and Start, is replaced, not restarted).
         const mine = new Set(sandboxes.filter((b) => this.desired.has(b.metadata?.name ?? '')).map((b) => b.id));

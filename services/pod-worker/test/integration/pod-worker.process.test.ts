@@ -237,7 +237,7 @@ describe('pod-worker processes', () => {
           'no request of the paused epoch for the pod was ever carried out',
         );
         const rec = await workers.get(loop.key(uid));
-        assert.equal(rec?.value.epoch, newEpoch, "the worker record is the new owner's");
+        assert.equal(rec?.value?.epoch, newEpoch, "the worker record is the new owner's");
       } finally {
         held.release(); // a failure above must not leave the fake node service waiting (the bus would not close)
         if (!resumed) process.kill(c.pid, 'SIGCONT');
