@@ -98,6 +98,36 @@ describe('ObjectStore compaction and watches (real nats-server)', { timeout: 60_
     ac.abort();
     await it.return(undefined);
   });
+  it('a full scan reads many keys at once and finds the tombstones in every batch', async () => {
+    const bucket = 'sl_api_scan';
+    const scanned = await ObjectStore.open(nc, await jetstreamManager(nc), bucket);
+    const deleted: string[] = [];
+    for (let i = 0; i < 150; i++) {
+      const name = `obj-${i}`;
+      const c = await scanned.create(objectKey('configmaps', 'default', name), cm(name), what(name));
+      if (i % 37 === 5) {
+        await scanned.delete(c.key, c.object, c.revision, what(name));
+        deleted.push(name);
+      }
+    }
+    // Requests and replies as the server sends them to this connection: how many reads were
+    // outstanding at most (one by one, never more than one).
+    let outstanding = 0;
+    let most = 0;
+    const requests = nc.subscribe(`$JS.API.DIRECT.GET.KV_${bucket}.>`, { callback: () => (most = Math.max(most, ++outstanding)) });
+    const replies = nc.subscribe('_INBOX.>', { callback: () => void (outstanding = Math.max(0, outstanding - 1)) });
+    try {
+      assert.equal(await scanned.compact(Date.now() + TOMBSTONE_TTL_MS + 1000, TOMBSTONE_TTL_MS, true), deleted.length);
+      assert.ok(most > 1, `the scan read its 150 keys one at a time (at most ${most} outstanding)`);
+      const left = (await scanned.list(keyFilter('configmaps'))).items.map((s) => String(s.object.metadata?.['name']));
+      assert.equal(left.length, 150 - deleted.length);
+      for (const name of deleted) assert.ok(!left.includes(name), `${name} was deleted`);
+      assert.equal(await scanned.compact(Date.now() + TOMBSTONE_TTL_MS + 1000, TOMBSTONE_TTL_MS, true), 0, 'nothing left to remove');
+    } finally {
+      requests.unsubscribe();
+      replies.unsubscribe();
+    }
+  });
   it('between full scans a compaction reads only the tombstones it knows; a full scan finds another process`s', async () => {
     const reads = { n: 0 };
     const sub = nc.subscribe('$JS.API.DIRECT.GET.KV_sl_api_test.>', { callback: () => void reads.n++ });
