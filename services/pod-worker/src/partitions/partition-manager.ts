@@ -198,7 +198,7 @@ export class PartitionManager {
       const target = Math.ceil(P / members.size);
       const active = [...this.#owned.values()].filter((o) => !o.releasing).length;
       if (active < target) await this.#acquireUpTo(target);
-      else if (active > target) await this.#releaseOne();
+      else if (active > target) await this.#releaseSurplus(active - target);
     } finally {
       this.#balancing = false;
     }
@@ -254,11 +254,17 @@ export class PartitionManager {
     }
   }
 
-  async #releaseOne(): Promise<void> {
-    const candidates = [...this.#owned.entries()].filter(([, o]) => !o.releasing && o.handle !== undefined).map(([pp]) => pp);
-    const pp = Math.max(...candidates);
-    if (!Number.isFinite(pp)) return;
-    await this.#release(pp, 'release');
+  /**
+   * Releases `n` partitions at once, the highest first. One a round, a replica that joined a
+   * replica holding all 32 waited 32 s for its half, and every partition handed over meanwhile
+   * resynced its pods from scratch in the middle of whatever the node was doing.
+   */
+  async #releaseSurplus(n: number): Promise<void> {
+    const candidates = [...this.#owned.entries()]
+      .filter(([, o]) => !o.releasing && o.handle !== undefined)
+      .map(([pp]) => pp)
+      .sort((x, y) => y - x);
+    await Promise.all(candidates.slice(0, n).map((pp) => this.#release(pp, 'release')));
   }
 
   async #release(pp: number, mode: 'release' | 'shutdown'): Promise<void> {
