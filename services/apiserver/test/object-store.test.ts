@@ -114,7 +114,7 @@ describe('ObjectStore compaction and watches (real nats-server)', { timeout: 60_
     // outstanding at most (one by one, never more than one).
     let outstanding = 0;
     let most = 0;
-    const requests = nc.subscribe(`$JS.API.DIRECT.GET.KV_${bucket}.>`, { callback: () => (most = Math.max(most, ++outstanding)) });
+    const requests = nc.subscribe(`$JS.API.DIRECT.GET.KV_${bucket}.>`, { callback: () => void (most = Math.max(most, ++outstanding)) });
     const replies = nc.subscribe('_INBOX.>', { callback: () => void (outstanding = Math.max(0, outstanding - 1)) });
     try {
       assert.equal(await scanned.compact(Date.now() + TOMBSTONE_TTL_MS + 1000, TOMBSTONE_TTL_MS, true), deleted.length);

@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, KvWatchInclude } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { Buckets, Keys, PodStatusRecord, Streams } from '@splitlet/api';
+import { Buckets, DEFAULT_PARTITIONS, Keys, PodStatusRecord, Streams } from '@splitlet/api';
 import { startNatsServer, type NatsServer } from '@splitlet/testkit';
 import { waitReady } from '../../integration/harness.ts';
 
@@ -128,8 +128,34 @@ export class NodeUnderTest {
     const nc = await connect({ servers: nats.url });
     const n = new NodeUnderTest(nats, stateDir, child, nc);
     live.add(n);
+    await n.#waitBalanced(o.podWorkers);
     await n.#watch();
     return n;
+  }
+
+  /**
+   * Waits until the pod-workers share the partitions (each holds at most ⌈P / N⌉, all P held): the
+   * first replica up takes every partition and hands the others theirs over the next balance
+   * rounds, and a burst started meanwhile would measure the handover, not the replicas.
+   */
+  async #waitBalanced(podWorkers: number): Promise<void> {
+    const kv = await new Kvm(this.nc).open(Buckets.leases);
+    const share = Math.ceil(DEFAULT_PARTITIONS / podWorkers);
+    const deadline = Date.now() + 60_000;
+    let held = new Map<string, number>();
+    while (Date.now() < deadline) {
+      held = new Map();
+      for (let pp = 0; pp < DEFAULT_PARTITIONS; pp++) {
+        const e = await kv.get(Keys.lease(this.name, pp));
+        if (e === null || e.operation !== 'PUT') continue;
+        const { holder } = e.json<{ holder: string }>();
+        held.set(holder, (held.get(holder) ?? 0) + 1);
+      }
+      const total = [...held.values()].reduce((a, b) => a + b, 0);
+      if (held.size === podWorkers && total === DEFAULT_PARTITIONS && [...held.values()].every((c) => c <= share)) return;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    throw new Error(`the ${podWorkers} pod-workers did not share the ${DEFAULT_PARTITIONS} partitions within 60 s: ${JSON.stringify(Object.fromEntries(held))}`);
   }
 
   async #watch(): Promise<void> {
