@@ -128,8 +128,13 @@ export class NodeUnderTest {
     const nc = await connect({ servers: nats.url });
     const n = new NodeUnderTest(nats, stateDir, child, nc);
     live.add(n);
-    await n.#waitBalanced(o.podWorkers);
-    await n.#watch();
+    try {
+      await n.#waitBalanced(o.podWorkers);
+      await n.#watch();
+    } catch (e) {
+      await n.stop();
+      throw e;
+    }
     return n;
   }
 
