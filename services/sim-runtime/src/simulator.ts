@@ -4,7 +4,7 @@
  * the full simulator in-process. Services never import it (they dial the sim-runtime process over
  * CRI); a service's unit tests use the small fake in `@splitlet/cri/testing`.
  */
-export { createSimRuntime } from './runtime/sim-runtime.js';
+export { createSimRuntime, MAX_CALLS } from './runtime/sim-runtime.js';
 export type { SimRuntime, SimRuntimeOptions, SimLatency, SimFailure, SimFailures, SimImageConfig, SimCall } from './runtime/sim-runtime.js';
 export { startSimCri } from './runtime/start-sim-cri.js';
 export type { SimCri } from './runtime/start-sim-cri.js';

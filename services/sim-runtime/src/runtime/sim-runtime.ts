@@ -276,7 +276,8 @@ function podIpOf(sb: { ip: string; hostNetwork: boolean }): string {
 }
 
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-const MAX_CALLS = 10_000;
+/** How many calls `calls()` keeps. */
+export const MAX_CALLS = 10_000;
 const DEFAULT_EVENT_BACKLOG = 4096;
 
 /** A sandbox as ListPodSandbox shows it. */
@@ -447,8 +448,9 @@ class SimRuntimeImpl implements SimRuntime {
     else this.#failures.delete(method);
   }
 
+  /** The last MAX_CALLS calls, oldest first. */
   calls(): readonly SimCall[] {
-    return [...this.#calls];
+    return this.#calls.slice(-MAX_CALLS);
   }
 
   get eventSubscribers(): number {
@@ -506,7 +508,8 @@ class SimRuntimeImpl implements SimRuntime {
   #record(method: CriMethod): void {
     if (this.#closed !== undefined) throw this.#closedError();
     this.#calls.push({ method, at: Date.now() });
-    if (this.#calls.length > MAX_CALLS) this.#calls.splice(0, this.#calls.length - MAX_CALLS);
+    // Trimmed by the batch: removing the oldest at every call once full moved 10,000 entries a call.
+    if (this.#calls.length >= 2 * MAX_CALLS) this.#calls.splice(0, this.#calls.length - MAX_CALLS);
   }
 
   #checkFailure(method: CriMethod): void {
