@@ -33,7 +33,6 @@ import { join } from 'node:path';
 import type { Pod } from '@splitlet/api';
 import { GrpcRuntimeService } from '@splitlet/cri';
 import { eventually } from '@splitlet/testkit';
-import type { EventuallyOptions } from '@splitlet/testkit';
 import { deletePod, getPods as cliGetPods } from '../../services/cli/src/commands/pods.ts';
 import { resolveStateDir } from '../../services/cli/src/state-dir.ts';
 import { openTarget, targetFlags } from '../../services/cli/src/target.ts';
@@ -63,11 +62,6 @@ const cliEnv = (): NodeJS.ProcessEnv => ({ SPLITLET_NATS_USER: 'cli', SPLITLET_N
 /** `splitlet <args> --nats-url <url>` on the host, as the README runs it, as the stack's `cli` user. */
 function splitlet(natsUrl: string, args: readonly string[], timeoutMs = 120_000): Promise<string> {
   return run(process.execPath, [CLI, ...args, '--nats-url', natsUrl], { ...process.env, ...cliEnv() }, timeoutMs);
-}
-
-/** {@link eventually} for a probe that returns undefined until the awaited value is there. */
-async function until<T>(fn: () => Promise<T | undefined>, options: EventuallyOptions): Promise<T> {
-  return (await eventually(fn, options)) as T;
 }
 
 /** The duration of every phase of this run, in order. */
@@ -219,7 +213,7 @@ describe('docker compose: splitlet as containers', { skip: skip ?? false, timeou
       // docker-compose 1.29 has no `cp`, so the container's id and `docker cp`, as the README says for 1.29.
       const id = (await stack.compose(['ps', '-q', 'apiserver'])).trim();
       const kubeconfig = join(work, 'kubeconfig');
-      await until(
+      await eventually(
         async () =>
           (await run('docker', ['cp', `${id}:/var/lib/splitlet-api/kubeconfig`, kubeconfig]).then(
             () => true,
@@ -246,7 +240,7 @@ describe('docker compose: splitlet as containers', { skip: skip ?? false, timeou
     assert.ok(up, 'the stack came up');
     const pod = await phase('hello: apply, Running and Ready', async () => {
       assert.match(await apply('hello.yaml', [['hello', echoing('hello from compose')]], true), /^pod\/hello created$/m);
-      return until(
+      return eventually(
         async () => {
           const p = podNamed(await pods(), 'hello');
           return p?.status?.phase === 'Running' && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? p : undefined;
@@ -257,7 +251,7 @@ describe('docker compose: splitlet as containers', { skip: skip ?? false, timeou
     const uid = pod.metadata.uid!;
     await phase('hello: get pods, logs from the host', async () => {
       assert.match(await splitlet(stack.natsUrl, ['get', 'pods']), /^hello\s+1\/1\s+Running\s+0\s/m, '`splitlet get pods` shows it');
-      const log = await until(
+      const log = await eventually(
         async () => {
           const out = await splitlet(stack.natsUrl, ['logs', 'hello']).catch(() => '');
           return out.includes('hello from compose') ? out : undefined;
@@ -268,7 +262,7 @@ describe('docker compose: splitlet as containers', { skip: skip ?? false, timeou
     });
 
     const trace = await phase('hello: creation trace at the OTLP endpoint', () =>
-      until(
+      eventually(
         async () => {
           const q = new URLSearchParams({ service: 'config-source', operation: 'config.add', tags: JSON.stringify({ 'k8s.pod.uid': uid }) });
           const found = (await (await fetch(`${stack.jaegerUrl}/api/traces?${q.toString()}`)).json()) as { data: JaegerTrace[] };
@@ -319,7 +313,7 @@ describe('docker compose: splitlet as containers', { skip: skip ?? false, timeou
       await stack.compose(['up', '-d', '--no-build', '--no-recreate', '--scale', 'pod-worker=2'], 300_000);
     });
     const all = await phase(`${SCALE_PODS} pods Running`, () =>
-      until(
+      eventually(
         async () => {
           const ps = await pods();
           return names.every((n) => podNamed(ps, n)?.status?.phase === 'Running') ? ps : undefined;
@@ -403,8 +397,12 @@ describe('docker compose: splitlet as containers', { skip: skip ?? false, timeou
 
     const log = await phase('a pod on the restarted node resolves a compose service name (pod DNS)', async () => {
       assert.match(await apply('dns.yaml', [['dns', 'nslookup nats; echo nslookup-exit=$?; exec sleep 3600']]), /^pod\/dns created$/m);
-      await until(async () => (podNamed(await pods(), 'dns')?.status?.phase === 'Running' ? true : undefined), { timeoutMs: 180_000, intervalMs: 1000, message: 'dns Running' });
-      return until(
+      await eventually(async () => (podNamed(await pods(), 'dns')?.status?.phase === 'Running' ? true : undefined), {
+        timeoutMs: 180_000,
+        intervalMs: 1000,
+        message: 'dns Running',
+      });
+      return eventually(
         async () => {
           const out = await splitlet(stack.natsUrl, ['logs', 'dns']).catch(() => '');
           return out.includes('nslookup-exit=') ? out : undefined;
@@ -460,7 +458,7 @@ describe('docker compose with the simulated runtime (docker-compose.sim.yml)', {
       }
       const target = await openTarget(targetFlags({ 'nats-url': stack.natsUrl }, cliEnv()), resolveStateDir(undefined, {}, manifests));
       try {
-        await until(async () => (podNamed(await listPods(target), 'sim')?.status?.phase === 'Running' ? true : undefined), {
+        await eventually(async () => (podNamed(await listPods(target), 'sim')?.status?.phase === 'Running' ? true : undefined), {
           timeoutMs: 180_000,
           intervalMs: 1000,
           message: 'the sim pod Running',
@@ -468,7 +466,7 @@ describe('docker compose with the simulated runtime (docker-compose.sim.yml)', {
       } finally {
         await target.close();
       }
-      const log = await until(
+      const log = await eventually(
         async () => {
           const out = await splitlet(stack.natsUrl, ['logs', 'sim']).catch(() => '');
           return out.includes('hello from the simulator') ? out : undefined;

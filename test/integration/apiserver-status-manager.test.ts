@@ -403,7 +403,6 @@ describe('status-manager → API server (integration)', () => {
       },
       { ...SLOW, message: '9 Events and one aggregate counted twice' },
     );
-    assert.ok(aggregated, '9 Events and one aggregate counted twice');
     assert.equal(aggregated.agg.message, '(combined from similar events): Readiness probe failed: attempt 11');
     assert.deepEqual(
       aggregated.ev

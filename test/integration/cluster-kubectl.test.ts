@@ -181,7 +181,6 @@ describe('kubectl → splitlet up (sim): get -w, logs, status validation, events
     ).catch(async (e: unknown) => {
       throw new Error(`BackOff events: ${JSON.stringify(await backOff())}`, { cause: e });
     });
-    assert.ok(events, 'one BackOff event with count >= 2');
     assert.match(events[0]!.name, /^crash\.[0-9a-f]+$/);
     const table = await k(['get', 'events', '--field-selector', 'involvedObject.name=crash']);
     assert.match(table.out.split('\n')[0] ?? '', /^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE$/);

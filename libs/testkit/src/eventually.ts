@@ -13,13 +13,13 @@ export interface EventuallyOptions {
 
 /**
  * Polls `fn` until it returns (or resolves to) a truthy value without throwing, and resolves with
- * that value — for state that converges asynchronously in integration tests ("the pod reaches
+ * that value (typed without `undefined` and `null`: callers need not check again) — for state that converges asynchronously in integration tests ("the pod reaches
  * Running"), never as a disguised sleep. An attempt still running at the deadline is abandoned.
  *
  * @throws {@link TestkitError} `Timeout`, whose message and `cause` carry the last error (or the
  *   last falsy value).
  */
-export async function eventually<T>(fn: () => T | Promise<T>, options: EventuallyOptions = {}): Promise<T> {
+export async function eventually<T>(fn: () => T | Promise<T>, options: EventuallyOptions = {}): Promise<NonNullable<T>> {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const intervalMs = options.intervalMs ?? 50;
   const deadline = Date.now() + timeoutMs;

@@ -84,7 +84,7 @@ describe('config-source process (real nats-server)', () => {
     assert.match(pod.metadata.annotations?.['kubernetes.io/config.seen'] ?? '', /^\d{4}-\d\d-\d\dT/);
     assert.match(u.items[0]!.trace?.['traceparent'] ?? '', /^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
     const traceId = u.items[0]!.trace!['traceparent']!.split('-')[1];
-    const span = (await eventually(() => allSpans().find((s) => s.name === 'config.add' && s.traceId === traceId), { timeoutMs: 5000 }))!;
+    const span = await eventually(() => allSpans().find((s) => s.name === 'config.add' && s.traceId === traceId), { timeoutMs: 5000 });
     assert.equal(span.attributes['k8s.pod.uid'], pod.metadata.uid);
     assert.equal(span.attributes['splitlet.config.path'], path);
     assert.equal(span.service, 'config-source');
@@ -115,7 +115,7 @@ describe('config-source process (real nats-server)', () => {
     const n = updates.msgs.length;
     const path = join(dir(), 'bad.yaml');
     await writeFile(path, manifest('x').replace('  name: x\n', ''));
-    const ev = (await eventually(() => nodeEvents.msgs.find((e) => e.message.includes('bad.yaml')), { timeoutMs: 10_000 }))!;
+    const ev = await eventually(() => nodeEvents.msgs.find((e) => e.message.includes('bad.yaml')), { timeoutMs: 10_000 });
     assert.equal(ev.eventType, 'Warning');
     assert.equal(ev.reason, 'FailedValidation');
     assert.equal(ev.message, `Could not process manifest file ${JSON.stringify(path)}: invalid pod: name is needed for the pod`);

@@ -83,7 +83,6 @@ describe('pleg (integration)', () => {
   it('a container that appears running → ContainerStarted, a cache entry and the relist mark', async () => {
     const kv = await runtimeKv();
     const firstMark = await eventually(async () => (await kv.get(Keys.relistMark(NODE)))?.value, { message: 'initial relist mark' });
-    assert.ok(firstMark, 'an initial relist mark');
     assert.equal(firstMark.type, 'kubelet.pleg.RelistMark.v1');
 
     runtimePods = [pod('uid-1', [container('c-1', 'CONTAINER_RUNNING', 'web')], [sandbox('s-1', true)], ['10.1.0.2'])];

@@ -130,7 +130,6 @@ describe('sync-loop leadership (integration)', () => {
     const key = (uid: string) => Keys.podInPartition(NODE, partitionOf(uid), uid);
     await bus.publish(PodUpdate, Subjects.config(NODE, 'file'), add('before-stop'));
     const before = await eventually(async () => (await desired.get(key('before-stop')))?.value, { message: 'desired before-stop' });
-    assert.ok(before, 'a desired pod for before-stop');
     assert.equal(before.leaderEpoch, epochA, 'the leader stamps its epoch on what it writes');
     // The poke follows the desired write: wait until it reached the server too, so nothing the leader
     // sent while it held its lease is still in its socket when it is stopped (a loaded machine).
@@ -156,7 +155,6 @@ describe('sync-loop leadership (integration)', () => {
     for (let i = 0; i < 10; i++) {
       const uid = `during-stop-${i}`;
       const d = await eventually(async () => (await desired.get(key(uid)))?.value, { message: `desired ${uid}`, timeoutMs: 30_000 });
-      assert.ok(d, `a desired pod for ${uid}`);
       assert.notEqual(d.leaderEpoch, epochA, `${uid} was not written by the paused leader`);
     }
     // Give a resumed writer time to land anything it still had, then look.

@@ -107,13 +107,13 @@ describe('volume-manager process (real nats-server)', () => {
     assert.equal(entry?.value?.mounted, true);
     assert.deepEqual(entry?.value?.volumes, reply.volumes);
     // One span per volume, each a child of the bus's SERVER span for the request.
-    const records = (await eventually(
+    const records = await eventually(
       () => {
         const rs = spans.msgs.flatMap((m) => SpanBatch.parse(m).spans);
         return rs.filter((r) => r.name.startsWith('volume.mount ')).length === 2 ? rs : undefined;
       },
       { timeoutMs: 5000 },
-    ))!;
+    );
     spans.sub.unsubscribe();
     const server = records.find((r) => r.name === 'process sl.{node}.rpc.volume.mount');
     assert.ok(server, 'the SERVER span was recorded');
