@@ -203,6 +203,99 @@ describe('FileSource loop', () => {
     await done;
   });
 
+  it('a watch event looks at the entries it names alone: the listing says what changed and equals a full listing', async () => {
+    for (let i = 0; i < 20; i += 2) await writeFile(join(tmp.path, `p${String(i).padStart(2, '0')}.yaml`), manifest(`p${i}`));
+    await writeFile(join(tmp.path, 'zz-bad.yaml'), 'kind: Pod\nspec: {}\n');
+    const listings: SourceListing[] = [];
+    const src = new FileSource({
+      path: tmp.path,
+      nodeName: NODE,
+      periodMs: 600_000,
+      clock: realClock,
+      logger: memoryLogger().logger,
+      onListing: async (l) => void listings.push(l),
+    });
+    const ac = new AbortController();
+    const done = src.run(ac.signal);
+    try {
+      const first = await eventually(() => listings[0]);
+      assert.equal(first.changes, undefined, 'the first look is a full listing');
+      assert.equal(first.pods?.length, 10);
+      const full = async (): Promise<unknown> => {
+        const l = await listManifests(tmp.path, NODE);
+        return { names: l.pods.map((p) => p.pod.metadata.name), errors: l.errors };
+      };
+      const seen = (l: SourceListing): unknown => ({ names: l.pods?.map((p) => p.pod.metadata.name), errors: l.errors });
+
+      // A new file between the others: one pod upserted, the rest the very objects of the last look.
+      await writeFile(join(tmp.path, 'p05.yaml'), manifest('p5'));
+      let l = await eventually(() => (listings.at(-1)?.pods?.length === 11 ? listings.at(-1) : undefined), { timeoutMs: 5000 });
+      assert.deepEqual(
+        l.changes?.upserted.map((p) => p.pod.metadata.name),
+        ['p5-node-a'],
+      );
+      assert.deepEqual(l.changes?.removed, []);
+      assert.deepEqual(seen(l), await full(), 'in sorted order, with the bad file still in error');
+      for (const p of first.pods)
+        assert.ok(
+          l.pods!.some((q) => q.pod === p.pod),
+          `${p.pod.metadata.name} is the object of the first look`,
+        );
+      assert.equal(l.errors.length, 1);
+
+      // A changed file: its pod upserted (a new object); a removed one: its UID removed.
+      let n = listings.length;
+      await writeFile(join(tmp.path, 'p02.yaml'), manifest('p2', 'busybox:1.37'));
+      l = await eventually(() => listings.slice(n).find((x) => x.pods?.some((p) => p.pod.metadata.name === 'p2-node-a' && p.pod.spec.containers[0]?.image === 'busybox:1.37')), {
+        timeoutMs: 5000,
+      });
+      assert.deepEqual(
+        l.changes?.upserted.map((p) => p.pod.metadata.name),
+        ['p2-node-a'],
+      );
+      const uid = first.pods.find((p) => p.pod.metadata.name === 'p4-node-a')!.pod.metadata.uid;
+      n = listings.length;
+      await rm(join(tmp.path, 'p04.yaml'));
+      l = await eventually(() => listings.slice(n).find((x) => !x.pods?.some((p) => p.pod.metadata.name === 'p4-node-a')), { timeoutMs: 5000 });
+      assert.deepEqual(l.changes, { upserted: [], removed: [uid] });
+      assert.deepEqual(seen(l), await full());
+    } finally {
+      ac.abort();
+      await done;
+    }
+  });
+
+  it('the full relist comes a period after the last one, however many watch events came between', async () => {
+    const clock = new FakeClock(0);
+    const listings: SourceListing[] = [];
+    const src = new FileSource({ path: tmp.path, nodeName: NODE, periodMs: 20_000, clock, logger: memoryLogger().logger, onListing: async (l) => void listings.push(l) });
+    const ac = new AbortController();
+    const done = src.run(ac.signal);
+    try {
+      await eventually(() => listings.length === 1);
+      clock.advance(10_000);
+      await writeFile(join(tmp.path, 'a.yaml'), manifest('a'));
+      // The event arrives in real time; the debounce runs on the fake clock.
+      const partial = await eventually(
+        () => {
+          if (listings.length === 1) clock.advance(5);
+          return listings.at(-1)?.pods?.length === 1 ? listings.at(-1) : undefined;
+        },
+        { timeoutMs: 5000 },
+      );
+      assert.ok(partial.changes !== undefined, 'a watch event is looked at alone');
+      const n = listings.length;
+      clock.advance(20_000 - clock.now() - 1);
+      assert.equal(listings.length, n, 'not before the period');
+      clock.advance(1);
+      const relisted = await eventually(() => listings[n]);
+      assert.equal(relisted.changes, undefined, 'a full relist at 20 s, not a period after the watch event');
+    } finally {
+      ac.abort();
+      await done;
+    }
+  });
+
   it('a directory that keeps changing cannot hold relists off, and a burst of writes costs few relists', async () => {
     const listings: SourceListing[] = [];
     const src = new FileSource({
