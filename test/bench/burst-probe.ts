@@ -10,6 +10,7 @@
  *
  * Usage: node --import tsx test/bench/burst-probe.ts [--pods 200] [--pod-workers 2] [--latency 0] [--splitlet-root DIR] [--json out.json]
  *        [--cpu-prof DIR] [--top 12] [--settle 3] [--up-arg=--no-apiserver …] (seconds counted after the last Running, for the tail of the work)
+ *        [--rate 10] (the pods arrive at that steady rate, as in the bench's steady row, instead of all at once)
  *        [--hold 20] (then, once the node's consumers have drained, seconds of holding the pods with no churn: CPU, messages, CRI calls and profile per second)
  *        [--spans] (every process publishes its spans; after the burst, each span's count per pod and median / p90 duration, and for
  *        each server span how long its request waited between the caller's span and the server's — where a pod's time goes when
@@ -47,6 +48,7 @@ const { values } = parseArgs({
     top: { type: 'string', default: '12' },
     settle: { type: 'string', default: '3' },
     hold: { type: 'string', default: '0' },
+    rate: { type: 'string', default: '0' },
     spans: { type: 'boolean', default: false },
     'up-arg': { type: 'string', multiple: true, default: [] },
   },
@@ -55,8 +57,10 @@ const PODS = Number(values.pods);
 const WORKERS = Number(values['pod-workers']);
 const LATENCY = Number(values.latency);
 const HOLD = Number(values.hold);
+const RATE = Number(values.rate);
 for (const [k, v] of [
   ['hold', HOLD],
+  ['rate', RATE],
   ['pods', PODS],
   ['pod-workers', WORKERS],
   ['latency', LATENCY],
@@ -92,6 +96,9 @@ async function main(): Promise<void> {
     const t0 = Date.now();
     const names: string[] = [];
     for (let i = 0; i < PODS; i++) {
+      // --rate: the pods arrive at that steady rate (the steady row's arrival) instead of all at once.
+      const wait = RATE > 0 ? t0 + (i * 1000) / RATE - Date.now() : 0;
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       node.create(`probe-${i}`);
       names.push(`probe-${i}`);
     }
@@ -109,7 +116,9 @@ async function main(): Promise<void> {
     const podsPerSec = (PODS * 1000) / (tRunning - t0);
     const lat = names.map((n) => node.runningAt.get(n)! - node.createdAt.get(n)!);
 
-    console.log(`\nburst of ${PODS} pods, ${WORKERS} pod-workers, simulator ${LATENCY} ms per CRI call: ${fmt(podsPerSec)} pods/s, p50 ${pct(lat, 50)} ms, p99 ${pct(lat, 99)} ms`);
+    console.log(
+      `\n${RATE > 0 ? `${PODS} pods arriving at ${RATE}/s` : `burst of ${PODS} pods`}, ${WORKERS} pod-workers, simulator ${LATENCY} ms per CRI call: ${fmt(podsPerSec)} pods/s, p50 ${pct(lat, 50)} ms, p99 ${pct(lat, 99)} ms`,
+    );
     console.log(`load average before ${load0.join(' ')}, after ${loadAverage().join(' ')}`);
     printCpuMs(`CPU ms per pod by process (counted until ${values.settle} s after the last Running):`, cpuMs);
 

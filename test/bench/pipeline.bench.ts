@@ -25,7 +25,8 @@ import { connect } from '@nats-io/transport-node';
 import { Buckets, Keys } from '@splitlet/api';
 import { COMMON_LIBRARIES, GRPC_LIBRARIES, GRPC_PROCESSES, memoryFloor } from './lib/memory-floor.ts';
 import { NodeUnderTest } from './lib/node-under-test.ts';
-import { cpuSeconds, fmt, gitCommit, loadAverage, machine, pct, rssSplit, type RssSplit } from './lib/stats.ts';
+import { loopbackRoundTrip } from './lib/round-trip.ts';
+import { cpuMeter, fmt, gitCommit, loadAverage, machine, pct, rssSplit, type RssSplit } from './lib/stats.ts';
 import type { BenchResult, BenchRow } from './lib/result.ts';
 
 const ROWS = ['bound', 'steady', 'burst', 'memory', 'cpu', 'delete', 'scale-out'] as const;
@@ -153,10 +154,20 @@ async function burst(node: NodeUnderTest, prefix: string, n: number): Promise<{ 
   return { names, podsPerSec: (n * 1000) / ms, p50: pct(lat, 50), p99: pct(lat, 99) };
 }
 
-/** Creates `rate × seconds` pods at a steady rate, waits for them Running, then deletes them and waits for the node to drain; created → Running latencies (ms). */
-async function steadyArrivals(node: NodeUnderTest, prefix: string, rate: number, seconds: number): Promise<number[]> {
+/** One rate of the steady row: created → Running latencies (ms), and the node's CPU while the pods arrived. */
+interface Arrivals {
+  readonly lat: number[];
+  /** Cores the node kept busy from the first pod's creation to the last one Running. */
+  readonly coresBusy: number;
+  /** The node's CPU over that window per pod (ms), by process. */
+  readonly cpuMsPerPod: Record<string, number>;
+}
+
+/** Creates `rate × seconds` pods at a steady rate, waits for them Running, then deletes them and waits for the node to drain. */
+async function steadyArrivals(node: NodeUnderTest, prefix: string, rate: number, seconds: number): Promise<Arrivals> {
   const names: string[] = [];
   const t0 = Date.now();
+  const arrivalCpu = cpuMeter(node.processes());
   const total = Math.round(rate * seconds);
   for (let i = 0; i < total; i++) {
     const wait = t0 + (i * 1000) / rate - Date.now();
@@ -165,11 +176,17 @@ async function steadyArrivals(node: NodeUnderTest, prefix: string, rate: number,
     names.push(`${prefix}-${i}`);
   }
   await node.waitRunning(names, 120_000 + total * 200);
+  const used = arrivalCpu();
   const lat = names.map((n) => node.runningAt.get(n)! - node.createdAt.get(n)!);
   for (const n of names) node.delete(n);
   await node.waitGone(120_000 + total * 200);
   await node.waitDrained(120_000 + total * 200);
-  return lat;
+  return { lat, coresBusy: used.totalS / used.wallS, cpuMsPerPod: msPerPod(used.byProcess, total) };
+}
+
+/** CPU seconds by process as ms per pod, to 0.1 ms. */
+function msPerPod(byProcess: Record<string, number>, pods: number): Record<string, number> {
+  return Object.fromEntries(Object.entries(byProcess).map(([k, v]) => [k, Math.round((10000 * v) / pods) / 10]));
 }
 
 async function mainNodeRows(): Promise<void> {
@@ -194,22 +211,34 @@ async function mainNodeRows(): Promise<void> {
       });
     }
     if (selected.has('steady')) {
+      // What a hop costs this machine below splitlet: a loopback round trip, busy and idle between.
+      const rtt = await loopbackRoundTrip(quick ? 1000 : 5000, quick ? 100 : 300);
+      console.log(
+        `    a loopback round trip between two processes: ${fmt(rtt.busyMicros, 0)} µs of CPU back to back, ${fmt(rtt.idleMicros, 0)} µs ${rtt.gapMs} ms apart (${fmt(rtt.idleMicros / rtt.busyMicros, 1)}×)`,
+      );
       // The latency curve: the same steady arrival at each rate of the sweep (the target's rate last).
-      const curve: Array<{ rate: number; p50: number; p90: number; p99: number; max: number }> = [];
+      const curve: Array<{ rate: number; p50: number; p90: number; p99: number; max: number; coresBusy: number; cpuMsPerPod: Record<string, number>; cpuMsPerPodTotal: number }> =
+        [];
       for (const rate of [...new Set([...SWEEP.filter((x) => x < RATE), RATE])]) {
-        const lat = await steadyArrivals(node, `steady-${rate}`, rate, SECONDS);
-        curve.push({ rate, p50: pct(lat, 50), p90: pct(lat, 90), p99: pct(lat, 99), max: Math.max(...lat) });
-        console.log(`    ${String(rate).padStart(4)} pods/s: p50 ${fmt(pct(lat, 50), 0)} ms, p90 ${fmt(pct(lat, 90), 0)} ms, p99 ${fmt(pct(lat, 99), 0)} ms`);
+        const { lat, coresBusy, cpuMsPerPod } = await steadyArrivals(node, `steady-${rate}`, rate, SECONDS);
+        const cpuMsPerPodTotal = Math.round(10 * Object.values(cpuMsPerPod).reduce((a, x) => a + x, 0)) / 10;
+        curve.push({ rate, p50: pct(lat, 50), p90: pct(lat, 90), p99: pct(lat, 99), max: Math.max(...lat), coresBusy, cpuMsPerPod, cpuMsPerPodTotal });
+        console.log(
+          `    ${String(rate).padStart(4)} pods/s: p50 ${fmt(pct(lat, 50), 0)} ms, p90 ${fmt(pct(lat, 90), 0)} ms, p99 ${fmt(pct(lat, 99), 0)} ms; ` +
+            `the node's CPU ${fmt(coresBusy, 2)} of ${machine().cpus} cores, ${fmt(cpuMsPerPodTotal)} CPU ms per pod`,
+        );
       }
       const at = curve[curve.length - 1]!;
       report({
         id: 'steady',
         measure: `created → Running reported at a steady ${RATE} pods/s for ${SECONDS} s`,
-        value: `p50 ${fmt(at.p50, 0)} ms, p99 ${fmt(at.p99, 0)} ms`,
-        ...(curve.length > 1 ? { reference: `the curve: ${curve.map((c) => `${c.rate}/s p50 ${fmt(c.p50, 0)} p99 ${fmt(c.p99, 0)} ms`).join('; ')}` } : {}),
+        value: `p50 ${fmt(at.p50, 0)} ms, p99 ${fmt(at.p99, 0)} ms (the node's CPU ${fmt(at.coresBusy, 2)} of ${machine().cpus} cores, ${fmt(at.cpuMsPerPodTotal)} CPU ms per pod)`,
+        reference:
+          (curve.length > 1 ? `the curve: ${curve.map((c) => `${c.rate}/s p50 ${fmt(c.p50, 0)} p99 ${fmt(c.p99, 0)} ms`).join('; ')}. ` : '') +
+          `A loopback round trip between two processes: ${fmt(rtt.busyMicros, 0)} µs of CPU back to back, ${fmt(rtt.idleMicros, 0)} µs ${rtt.gapMs} ms apart`,
         target: 'p50 ≤ 25 ms, p99 ≤ 100 ms',
         met: at.p50 <= 25 && at.p99 <= 100,
-        data: { rate: RATE, seconds: SECONDS, p50: at.p50, p90: at.p90, p99: at.p99, max: at.max, curve },
+        data: { rate: RATE, seconds: SECONDS, p50: at.p50, p90: at.p90, p99: at.p99, max: at.max, curve, roundTrip: rtt },
       });
     }
     const needBurst = ['burst', 'memory', 'cpu', 'delete'].some((r) => selected.has(r as RowId));
@@ -223,8 +252,7 @@ async function mainNodeRows(): Promise<void> {
       ({ rss: idle, split: idleSplit } = memorySample(node));
     }
     const before = await node.writeCounters();
-    const procs = node.processes();
-    const cpu0 = procs.map((p) => cpuSeconds(p.pid));
+    const burstCpu = cpuMeter(node.processes());
     const b = await burst(node, 'burst', PODS);
     // The burst's events and statuses are reported after its last pod is Running: its work (CPU,
     // writes) is counted until the node has drained them, and the rows after it start then.
@@ -232,8 +260,7 @@ async function mainNodeRows(): Promise<void> {
     const lastRunningAt = Math.max(...b.names.map((x) => node.runningAt.get(x)!));
     const drainedMs = Date.now() - lastRunningAt;
     // CPU per pod by process: less sensitive to the machine's load than the wall-clock rate.
-    const cpuMsPerPod: Record<string, number> = {};
-    procs.forEach((p, i) => (cpuMsPerPod[p.name] = Math.round((10000 * (cpuSeconds(p.pid) - cpu0[i]!)) / PODS) / 10));
+    const cpuMsPerPod = msPerPod(burstCpu().byProcess, PODS);
     const cpuMsPerPodTotal = Math.round(10 * Object.values(cpuMsPerPod).reduce((a, x) => a + x, 0)) / 10;
     const after = await node.writeCounters();
     const writesPerPod = (after.messages - before.messages + after.kvWrites - before.kvWrites) / PODS;
@@ -322,16 +349,13 @@ async function mainNodeRows(): Promise<void> {
       await new Promise((r) => setTimeout(r, Math.max(0, steadyFrom - Date.now())));
       let syncs = 0;
       const workerWrites = node.nc.subscribe(`$KV.${Buckets.worker}.${Keys.nodePrefix(node.name)}`, { callback: () => void syncs++ });
-      const procs = node.processes();
-      const c0 = procs.map((p) => cpuSeconds(p.pid));
-      const t0 = Date.now();
+      const holdCpu = cpuMeter(node.processes());
       await new Promise((r) => setTimeout(r, CPU_SECONDS * 1000));
-      const wall = (Date.now() - t0) / 1000;
+      const held = holdCpu();
       workerWrites.unsubscribe();
-      const syncsPerSecond = syncs / wall;
+      const syncsPerSecond = syncs / held.wallS;
       const expectedSyncs = (PODS * 1000) / ((RESYNC_MIN_MS + RESYNC_MAX_MS) / 2);
-      const per: Record<string, number> = {};
-      procs.forEach((p, i) => (per[p.name] = (100 * (cpuSeconds(p.pid) - c0[i]!)) / wall));
+      const per = Object.fromEntries(Object.entries(held.byProcess).map(([k, v]) => [k, (100 * v) / held.wallS]));
       const total = Object.values(per).reduce((a, x) => a + x, 0);
       report({
         id: 'cpu',
@@ -346,16 +370,23 @@ async function mainNodeRows(): Promise<void> {
     }
     if (selected.has('delete')) {
       const t0 = Date.now();
+      const deleteCpu = cpuMeter(node.processes());
       for (const n of b.names) node.delete(n);
       await node.waitGone(120_000 + PODS * 500);
       const rate = (PODS * 1000) / (Date.now() - t0);
+      const used = deleteCpu();
+      const byProcess = msPerPod(used.byProcess, PODS);
+      const total = (1000 * used.totalS) / PODS;
+      const cores = machine().cpus;
+      const cpuBound = (cores * 1000) / total;
       report({
         id: 'delete',
         measure: `${PODS} pods deleted → gone`,
-        value: `${fmt(rate)} pods/s`,
+        value: `${fmt(rate)} pods/s (${fmt(total)} CPU ms per pod; the node's CPU ${fmt(used.totalS / used.wallS, 2)} of ${cores} cores)`,
+        reference: `CPU bound ${cores} cores ÷ ${fmt(total)} CPU ms per pod = ${fmt(cpuBound)} pods/s; ratio ${fmt((100 * rate) / cpuBound)} %`,
         target: '≥ 200 pods/s',
         met: rate >= 200,
-        data: { pods: PODS, podsPerSec: rate },
+        data: { pods: PODS, podsPerSec: rate, cpuMsPerPod: byProcess, cpuMsPerPodTotal: total, cpuBoundPodsPerSec: cpuBound, coresBusy: used.totalS / used.wallS },
       });
     }
   } finally {
@@ -381,12 +412,11 @@ async function scaleOutRow(): Promise<void> {
       env: { MAX_CONCURRENT_SYNCS: String(SCALE_SYNCS) },
     });
     try {
-      const procs = node.processes();
-      const cpu0 = procs.map((p) => cpuSeconds(p.pid));
       const t0 = Date.now();
+      const scaleCpu = cpuMeter(node.processes());
       const b = await burst(node, 'scale', SCALE_PODS);
       const wallS = (Math.max(...b.names.map((x) => node.runningAt.get(x)!)) - t0) / 1000;
-      const cpuS = procs.reduce((a, p, i) => a + cpuSeconds(p.pid) - cpu0[i]!, 0);
+      const cpuS = scaleCpu().totalS;
       perWorkers[String(w)] = b.podsPerSec;
       cpuCores[String(w)] = Math.round((100 * cpuS) / wallS) / 100;
       cpuMsPerPod[String(w)] = Math.round((10000 * cpuS) / SCALE_PODS) / 10;

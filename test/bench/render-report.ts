@@ -320,6 +320,68 @@ if (scale !== undefined && scale.data['cpuCores'] !== undefined) {
     '',
   );
 }
+if (steady !== undefined && steady.data['curve'] !== undefined) {
+  type Point = { rate: number; p50: number; p99: number; coresBusy?: number; cpuMsPerPodTotal?: number; cpuMsPerPod?: Record<string, number> };
+  const { curve, roundTrip } = steady.data as { curve: Point[]; roundTrip?: { busyMicros: number; idleMicros: number; gapMs: number } };
+  const at = curve[curve.length - 1]!;
+  const low = curve[0]!;
+  if (at.coresBusy !== undefined && at.cpuMsPerPodTotal !== undefined && at.cpuMsPerPod !== undefined) {
+    const cores = r.machine.cpus;
+    lines.push(
+      '### What limits the latency',
+      '',
+      `A pod's path from its manifest to Running is serial: config-source, sync-loop, a pod-worker, volume-manager, cri-adapter and its CRI calls, then status-manager — ` +
+        `at ${low.rate} pods/s it took p50 ${low.p50} ms. Each pod also costs the node CPU in every process, and at ${at.rate} pods/s × ${at.cpuMsPerPodTotal} CPU ms per pod ` +
+        `the node's processes kept ${at.coresBusy.toFixed(2)} of ${cores} cores busy (${((100 * at.coresBusy) / cores).toFixed(0)} %): every hop of a pod's path waits its turn for a core behind the other pods' work, ` +
+        `and the wait grows steeply as the cores fill. p50 ≤ 25 ms at ${at.rate} pods/s needs both a shorter path and far less CPU per pod (the burst's limit, above).`,
+      '',
+    );
+    if (roundTrip !== undefined) {
+      const burstCpu = (r.rows.find((x) => x.id === 'burst')?.data as { cpuMsPerPodTotal?: number } | undefined)?.cpuMsPerPodTotal;
+      const probe = existsSync(profilePath) ? (JSON.parse(readFileSync(profilePath, 'utf8')) as BurstProbeResult) : undefined;
+      const messages = probe === undefined ? undefined : Object.values(probe.messagesPerPod).reduce((a, b) => a + b, 0);
+      lines.push(
+        `A pod costs more CPU the slower pods arrive (${low.cpuMsPerPodTotal} ms at ${low.rate} pods/s${burstCpu !== undefined ? `, ${burstCpu} ms in the burst` : ''}), and the machine says why: ` +
+          `a 1 KiB message between two processes over loopback, written back, costs them ${roundTrip.busyMicros.toFixed(0)} µs of CPU when they stay busy and ` +
+          `${roundTrip.idleMicros.toFixed(0)} µs when they go idle between messages (${roundTrip.gapMs} ms apart, ${(roundTrip.idleMicros / roundTrip.busyMicros).toFixed(1)}×) — waking a process on this machine is dear. ` +
+          `A pod's path is ${messages === undefined ? 'many' : `about ${messages.toFixed(0)}`} bus messages (the burst probe's count), and at a steady arrival nearly every one of them wakes an idle process, where a burst keeps them busy.`,
+        '',
+      );
+    }
+    lines.push(
+      '| pods/s | p50 ms | p99 ms | cores busy | CPU ms per pod |',
+      '|---|---|---|---|---|',
+      ...curve.map((c) => `| ${c.rate} | ${c.p50} | ${c.p99} | ${c.coresBusy?.toFixed(2) ?? '—'} | ${c.cpuMsPerPodTotal ?? '—'} |`),
+      '',
+      `CPU ms per pod by process at ${at.rate} pods/s: ` +
+        Object.entries(at.cpuMsPerPod)
+          .sort((a, b) => b[1] - a[1])
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ') +
+        '.',
+      '',
+    );
+  }
+}
+const del = r.rows.find((x) => x.id === 'delete');
+if (del !== undefined && del.data['cpuMsPerPod'] !== undefined) {
+  const d = del.data as { podsPerSec: number; cpuMsPerPod: Record<string, number>; cpuMsPerPodTotal: number; cpuBoundPodsPerSec: number; coresBusy: number };
+  const cores = r.machine.cpus;
+  lines.push(
+    '### What limits deletion',
+    '',
+    `Deleting a pod is its kill through the CRI, its final status and events, and its removal from the node's stores — ${d.cpuMsPerPodTotal.toFixed(1)} CPU ms per pod for the whole node, ` +
+      `so ${cores} cores allow at most **${d.cpuBoundPodsPerSec.toFixed(1)} pods/s**; the deletion reached ${d.podsPerSec.toFixed(1)} pods/s with ${d.coresBusy.toFixed(2)} of ${cores} cores busy. ` +
+      `200 pods/s needs at most ${((cores * 1000) / 200).toFixed(1)} CPU ms per deleted pod.`,
+    '',
+    '| process | CPU ms per deleted pod |',
+    '|---|---|',
+    ...Object.entries(d.cpuMsPerPod)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, v]) => `| ${k} | ${v} |`),
+    '',
+  );
+}
 if (existsSync(profilePath)) {
   const p = JSON.parse(readFileSync(profilePath, 'utf8')) as BurstProbeResult;
   if (existsSync(beforePath)) lines.push(...beforeAfter(JSON.parse(readFileSync(beforePath, 'utf8')) as BurstProbeResult, p));

@@ -67,6 +67,24 @@ export function cpuSeconds(pid: number): number {
   }
 }
 
+/** What a {@link cpuMeter} read: CPU seconds by process since it started, their sum, and the wall seconds. */
+export interface CpuReading {
+  readonly byProcess: Record<string, number>;
+  readonly totalS: number;
+  readonly wallS: number;
+}
+
+/** Starts counting the CPU of `procs`; each call of the returned function reads it since the start. */
+export function cpuMeter(procs: ReadonlyArray<{ readonly name: string; readonly pid: number }>): () => CpuReading {
+  const t0 = Date.now();
+  const c0 = procs.map((p) => cpuSeconds(p.pid));
+  return () => {
+    const byProcess: Record<string, number> = {};
+    procs.forEach((p, i) => (byProcess[p.name] = cpuSeconds(p.pid) - c0[i]!));
+    return { byProcess, totalS: Object.values(byProcess).reduce((a, x) => a + x, 0), wallS: (Date.now() - t0) / 1000 };
+  };
+}
+
 /** The short commit of the checkout at `dir` (the build under test), or `unknown` outside git. */
 export function gitCommit(dir: string): string {
   try {
