@@ -128,6 +128,52 @@ describe('ObjectStore compaction and watches (real nats-server)', { timeout: 60_
       replies.unsubscribe();
     }
   });
+  it('a compaction removes many keys at once, each key oldest first, and keeps a key created again', async () => {
+    const bucket = 'sl_api_removal';
+    // The store's message deletes, counted where they are made: how many were in flight at most, and
+    // in which order the messages went.
+    const jsm = await jetstreamManager(nc);
+    const deleteMessage = jsm.streams.deleteMessage.bind(jsm.streams);
+    let outstanding = 0;
+    let most = 0;
+    const order: number[] = [];
+    jsm.streams.deleteMessage = async (stream, seq, erase) => {
+      most = Math.max(most, ++outstanding);
+      order.push(seq);
+      try {
+        return await deleteMessage(stream, seq, erase);
+      } finally {
+        outstanding--;
+      }
+    };
+    const removing = await ObjectStore.open(nc, jsm, bucket);
+    const names = Array.from({ length: 40 }, (_, i) => `gone-${i}`);
+    const history = new Map<string, number[]>();
+    for (const name of names) {
+      const key = objectKey('configmaps', 'default', name);
+      const c = await removing.create(key, cm(name), what(name));
+      const u = await removing.update(key, { ...cm(name), data: { v: '2' } }, c.revision, what(name));
+      const d = await removing.delete(key, u.object, u.revision, what(name));
+      history.set(name, [c.revision, u.revision, d.revision]);
+    }
+    // gone-0 is created again after its deletion: its history stays.
+    const back = objectKey('configmaps', 'default', 'gone-0');
+    await removing.create(back, cm('gone-0'), what('gone-0'));
+    assert.equal(await removing.compact(Date.now() + TOMBSTONE_TTL_MS + 1000, TOMBSTONE_TTL_MS, true), names.length - 1);
+    assert.ok(most > 1, `the compaction removed its ${names.length - 1} keys one at a time (at most ${most} deletes outstanding)`);
+    for (const name of names.slice(1)) {
+      const seqs = history.get(name)!;
+      assert.deepEqual(
+        order.filter((seq) => seqs.includes(seq)),
+        seqs,
+        `${name}: oldest first, the tombstone last`,
+      );
+    }
+    assert.ok(!order.some((seq) => history.get('gone-0')!.includes(seq)), 'nothing of the key created again is deleted');
+    const si = await jsm.streams.info(`KV_${bucket}`, { subjects_filter: `$KV.${bucket}.configmaps.>` });
+    assert.deepEqual(Object.keys(si.state.subjects ?? {}), [`$KV.${bucket}.${back}`], 'only the key created again has messages left');
+    assert.equal((await removing.get(back))?.object.metadata?.['name'], 'gone-0');
+  });
   it('between full scans a compaction reads only the tombstones it knows; a full scan finds another process`s', async () => {
     const reads = { n: 0 };
     const sub = nc.subscribe('$JS.API.DIRECT.GET.KV_sl_api_test.>', { callback: () => void reads.n++ });

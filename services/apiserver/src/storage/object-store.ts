@@ -72,12 +72,12 @@ export const FULL_COMPACTION_SCAN_EVERY = 60;
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
-/** How many keys a listing or a compaction scan reads at once. */
+/** How many keys a listing or a compaction scan reads (or a compaction removes) at once. */
 const READ_BATCH = 64;
 
-/** `read` of every key, in order, READ_BATCH requests in flight at a time; the caller may stop early. */
-async function* inBatches<T>(keys: readonly string[], read: (key: string) => Promise<T>): AsyncGenerator<T> {
-  for (let i = 0; i < keys.length; i += READ_BATCH) yield* await Promise.all(keys.slice(i, i + READ_BATCH).map(read));
+/** `read` of every item, in order, READ_BATCH calls in flight at a time; the caller may stop early. */
+async function* inBatches<K, T>(items: readonly K[], read: (item: K) => Promise<T>): AsyncGenerator<T> {
+  for (let i = 0; i < items.length; i += READ_BATCH) yield* await Promise.all(items.slice(i, i + READ_BATCH).map(read));
 }
 
 /** A metadata field as text (`name`, `namespace`, `uid`, `resourceVersion`): '' when absent, JSON when not a string. */
@@ -318,8 +318,9 @@ export class ObjectStore {
    * Removes the tombstones older than `ttlMs` with their keys' history (at most
    * MAX_COMPACTED_PER_PASS a pass). The removal is announced first, in `meta._.compacted`: the
    * compacted revision (watches from an older one are refused) and the removed (key, revision)
-   * pairs, which running watches check against what they delivered. Messages are deleted one by
-   * one, oldest first (the tombstone last, so the key never reads as its older value): on
+   * pairs, which running watches check against what they delivered. A key's messages are deleted
+   * one by one, oldest first (the tombstone last, so the key never reads as its older value), many
+   * keys at once: on
    * nats-server 2.9 a filtered purge or a rollup moves every lagging consumer of the stream past
    * other keys' writes (see `deleteStoredMessage` in libs/bus). Returns how many keys were removed.
    * Run periodically by one process. A pass reads the tombstones it knows of (see
@@ -361,7 +362,10 @@ export class ObjectStore {
     await this.#kv.put(META_COMPACTED, enc.encode(JSON.stringify(announced)));
     // This process's watches at once; the bucket's watch brings it to them again (idempotent) and to other processes.
     this.#announce(announced);
-    for (const [key, tombstone] of removed) {
+    // Each key's history oldest first, its tombstone last; READ_BATCH keys at a time: one key after
+    // another, the removal of a node's 1,000 deleted pods and their events was ~10,000 round trips
+    // in a row.
+    const removeHistory = async ([key, tombstone]: [string, number]): Promise<void> => {
       const seqs: number[] = [];
       for (let seq = 1; ;) {
         const m = await this.#jsm.direct.getMessage(stream, { next_by_subj: `${prefix}${key}`, seq });
@@ -371,7 +375,8 @@ export class ObjectStore {
       }
       for (const seq of seqs) await deleteStoredMessage(this.#jsm, stream, seq);
       this.#tombstones.delete(key);
-    }
+    };
+    for await (const done of inBatches(removed, removeHistory)) void done;
     return removed.length;
   }
 
