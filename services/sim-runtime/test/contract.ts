@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { isCriError, type ContainerStatus, type CriInput, type ContainerConfig, type ImageService, type PodSandboxConfig, type RuntimeService } from '@splitlet/cri';
 import { readCriLog } from '@splitlet/cri/testing';
+import { eventually } from '@splitlet/testkit';
 import type { SimRuntime } from '../src/simulator.js';
 
 export type Cri = RuntimeService & ImageService;
@@ -24,22 +25,14 @@ export interface ContractTarget {
 
 let seq = 0;
 
-/** Polls until `check` returns a value (not a timing assertion: it only bounds the wait). */
-export async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 export async function waitExited(rt: Cri, containerId: string): Promise<ContainerStatus> {
-  return eventually(async () => {
-    const { status } = await rt.ContainerStatus({ containerId });
-    return status?.state === 'CONTAINER_EXITED' ? status : undefined;
-  }, `container ${containerId} to exit`);
+  return eventually(
+    async () => {
+      const { status } = await rt.ContainerStatus({ containerId });
+      return status?.state === 'CONTAINER_EXITED' ? status : undefined;
+    },
+    { message: `container ${containerId} to exit` },
+  );
 }
 
 export function runContract(name: string, setup: () => Promise<ContractTarget>): void {
@@ -495,7 +488,7 @@ export function runContract(name: string, setup: () => Promise<ContractTarget>):
         for (const id of ids) await rt.StartContainer({ containerId: id });
         for (const id of [trapped, shell, ignored, foreground]) {
           const logPath = (await rt.ContainerStatus({ containerId: id })).status?.logPath as string;
-          await eventually(async () => (readCriLog(logPath).some((r) => r.text === 'ready') ? true : undefined), `${logPath} says ready`);
+          await eventually(async () => (readCriLog(logPath).some((r) => r.text === 'ready') ? true : undefined), { message: `${logPath} says ready` });
         }
         const started = Date.now();
         const took = new Map<string, number>();
@@ -561,10 +554,13 @@ export function runContract(name: string, setup: () => Promise<ContractTarget>):
         const pod = await newPod();
         const id = await newContainer(pod, 'app', { command: ['sh', '-c', 'echo hi > /tmp/state; sleep infinity'] });
         await rt.StartContainer({ containerId: id });
-        const r = await eventually(async () => {
-          const out = await rt.ExecSync({ containerId: id, cmd: ['cat', '/tmp/state'], timeout: '5' });
-          return out.exitCode === 0 ? out : undefined;
-        }, 'the container to write /tmp/state');
+        const r = await eventually(
+          async () => {
+            const out = await rt.ExecSync({ containerId: id, cmd: ['cat', '/tmp/state'], timeout: '5' });
+            return out.exitCode === 0 ? out : undefined;
+          },
+          { message: 'the container to write /tmp/state' },
+        );
         assert.equal(Buffer.from(r.stdout).toString(), 'hi\n');
         const failed = await rt.ExecSync({ containerId: id, cmd: ['sh', '-c', 'echo out; echo err >&2; exit 3'], timeout: '5' });
         assert.equal(failed.exitCode, 3);

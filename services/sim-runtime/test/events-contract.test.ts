@@ -11,8 +11,8 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { GrpcRuntimeService, isCriError, type ContainerEventResponse, type ContainerEventStream, type CriInput, type PodSandboxConfig } from '@splitlet/cri';
 import { startFakeCri, type FakeProgram } from '@splitlet/cri/testing';
+import { eventually } from '@splitlet/testkit';
 import { createSimRuntime, startSimCri } from '../src/simulator.js';
-import { eventually } from './contract.js';
 
 /** What an event says, with ids replaced by names (the two runtimes make different ids). */
 interface SeenEvent {
@@ -55,7 +55,10 @@ async function podLife(endpoint: string, logDir: string): Promise<SeenEvent[]> {
       return containerId;
     };
     const exited = (id: string) =>
-      eventually(async () => ((await rt.ContainerStatus({ containerId: id })).status?.state === 'CONTAINER_EXITED' ? true : undefined), `${names.get(id)} to exit`, 30_000);
+      eventually(async () => ((await rt.ContainerStatus({ containerId: id })).status?.state === 'CONTAINER_EXITED' ? true : undefined), {
+        message: `${names.get(id)} to exit`,
+        timeoutMs: 30_000,
+      });
     const app = await create('app', ['sleep', '3600']);
     await rt.StartContainer({ containerId: app });
     const job = await create('job', ['sh', '-c', 'exit 3']);
@@ -99,8 +102,7 @@ function collect(stream: ContainerEventStream): { until: (last: (e: ContainerEve
           const i = seen.findIndex(last);
           return i < 0 ? undefined : seen.slice(0, i + 1);
         },
-        'the last event',
-        30_000,
+        { message: 'the last event', timeoutMs: 30_000 },
       ),
   };
 }
@@ -222,7 +224,7 @@ describe('GetContainerEvents: subscribers', () => {
       assert.equal(events.length, 2);
       abort.abort();
       // The simulator's subscriber set empties once the server sees the cancels (no leak: events to nobody are not even built).
-      await eventually(async () => (sim.sim.eventSubscribers === 0 ? true : undefined), 'every subscriber to be gone', 30_000);
+      await eventually(async () => (sim.sim.eventSubscribers === 0 ? true : undefined), { message: 'every subscriber to be gone', timeoutMs: 30_000 });
     } finally {
       client.close();
       await sim.close();

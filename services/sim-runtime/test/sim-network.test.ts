@@ -6,26 +6,10 @@
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { errorMessage } from '@splitlet/api';
+import { eventually } from '@splitlet/testkit';
 import type { ContainerConfig, CriInput } from '@splitlet/cri';
 import { knownImageConfig } from '../src/images/known-images.js';
 import { createSimRuntime, type SimRuntime } from '../src/simulator.js';
-
-/** Polls until `check` returns a value (bounds the wait; not a timing assertion). */
-async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last === undefined ? '' : `: ${errorMessage(last)}`}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** Sends `text` over TCP and resolves with everything the server answers until it closes (or `untilText` arrives). */
 function tcp(host: string, port: number, text: string, untilText?: string): Promise<string> {
@@ -69,7 +53,7 @@ describe('simulated pod network', () => {
 
   it('busybox httpd serves the container’s files on podIP:port to a real HTTP client', async () => {
     const { ip, containerId } = await run('busybox:1.36', { command: ['sh', '-c', 'mkdir -p /www; echo hello from httpd > /www/index.html; httpd -f -p 8080 -h /www'] });
-    const res = await eventually(async () => fetch(`http://${ip}:8080/`), `httpd on ${ip}:8080`);
+    const res = await eventually(async () => fetch(`http://${ip}:8080/`), { message: `httpd on ${ip}:8080` });
     assert.equal(res.status, 200);
     assert.equal(await res.text(), 'hello from httpd\n');
     assert.equal((await fetch(`http://${ip}:8080/nope`)).status, 404);
@@ -85,17 +69,20 @@ describe('simulated pod network', () => {
 
   it('httpd without -f daemonizes: the shell goes on and the server lives as long as the container', async () => {
     const { ip } = await run('busybox:1.36', { command: ['sh', '-c', 'echo up > /index.html; httpd -p 8081 -h /; echo started; sleep 3600'] });
-    const res = await eventually(async () => fetch(`http://${ip}:8081/index.html`), `httpd on ${ip}:8081`);
+    const res = await eventually(async () => fetch(`http://${ip}:8081/index.html`), { message: `httpd on ${ip}:8081` });
     assert.equal(await res.text(), 'up\n');
   });
 
   it('nc -l -p PORT receives what a real TCP client sends', async () => {
     const { ip, containerId } = await run('busybox:1.36', { command: ['sh', '-c', 'nc -l -p 9000; echo nc exited $?'] });
-    await eventually(async () => tcp(ip, 9000, 'ping over tcp\n').then(() => true), `nc on ${ip}:9000`);
-    const status = await eventually(async () => {
-      const s = (await sim.ContainerStatus({ containerId })).status;
-      return s?.state === 'CONTAINER_EXITED' ? s : undefined;
-    }, 'the nc container to exit');
+    await eventually(async () => tcp(ip, 9000, 'ping over tcp\n').then(() => true), { message: `nc on ${ip}:9000` });
+    const status = await eventually(
+      async () => {
+        const s = (await sim.ContainerStatus({ containerId })).status;
+        return s?.state === 'CONTAINER_EXITED' ? s : undefined;
+      },
+      { message: 'the nc container to exit' },
+    );
     assert.equal(status.exitCode, 0);
     const probe = await sim.ExecSync({ containerId: (await run('busybox:1.36', { command: ['sleep', '3600'] })).containerId, cmd: ['nc', '-z', ip, '9000'], timeout: '5' });
     assert.equal(probe.exitCode, 1, 'nothing listens any more');
@@ -103,7 +90,7 @@ describe('simulated pod network', () => {
 
   it('nginx runs its server on :80 (no command: the image’s entrypoint and CMD) and stops on SIGQUIT with 0', async () => {
     const { ip, containerId } = await run('nginx:1.27');
-    const res = await eventually(async () => fetch(`http://${ip}/`), `nginx on ${ip}:80`);
+    const res = await eventually(async () => fetch(`http://${ip}/`), { message: `nginx on ${ip}:80` });
     assert.equal(res.status, 200);
     assert.match(await res.text(), /<title>Welcome to nginx!<\/title>/);
     await sim.StopContainer({ containerId, timeout: '10' });
@@ -113,7 +100,7 @@ describe('simulated pod network', () => {
 
   it('redis answers PING on 6379', async () => {
     const { ip } = await run('redis:7');
-    const answer = await eventually(async () => tcp(ip, 6379, 'PING\r\n', '\r\n'), `redis on ${ip}:6379`);
+    const answer = await eventually(async () => tcp(ip, 6379, 'PING\r\n', '\r\n'), { message: `redis on ${ip}:6379` });
     assert.equal(answer, '+PONG\r\n');
   });
 
@@ -154,7 +141,7 @@ describe('killall in a simulated container', () => {
         },
       });
       await sim.StartContainer({ containerId });
-      await eventually(async () => fetch(`http://${ip}:8082/index.html`), 'httpd answers');
+      await eventually(async () => fetch(`http://${ip}:8082/index.html`), { message: 'httpd answers' });
       const killed = await sim.ExecSync({ containerId, cmd: ['killall', 'httpd'], timeout: '5' });
       assert.equal(killed.exitCode, 0);
       await eventually(
@@ -163,7 +150,7 @@ describe('killall in a simulated container', () => {
             () => undefined,
             () => true,
           ),
-        'httpd is gone',
+        { message: 'httpd is gone' },
       );
       const none = await sim.ExecSync({ containerId, cmd: ['killall', 'nosuch'], timeout: '5' });
       assert.deepEqual([Buffer.from(none.stderr).toString(), none.exitCode], ['killall: nosuch: no process killed\n', 1]);
@@ -171,14 +158,16 @@ describe('killall in a simulated container', () => {
       // that one too ends the script, whose last status (143) is the container's exit code.
       assert.equal((await sim.ExecSync({ containerId, cmd: ['killall', '-TERM', 'sleep'], timeout: '5' })).exitCode, 0);
       assert.equal((await sim.ContainerStatus({ containerId })).status?.state, 'CONTAINER_RUNNING', 'PID 1 (sh) lives on');
-      await eventually(
-        async () => ((await sim.ExecSync({ containerId, cmd: ['killall', 'sleep'], timeout: '5' })).exitCode === 0 ? true : undefined),
-        'the foreground sleep is killed',
+      await eventually(async () => ((await sim.ExecSync({ containerId, cmd: ['killall', 'sleep'], timeout: '5' })).exitCode === 0 ? true : undefined), {
+        message: 'the foreground sleep is killed',
+      });
+      const exited = await eventually(
+        async () => {
+          const s = (await sim.ContainerStatus({ containerId })).status;
+          return s?.state === 'CONTAINER_EXITED' ? s : undefined;
+        },
+        { message: 'the script ends' },
       );
-      const exited = await eventually(async () => {
-        const s = (await sim.ContainerStatus({ containerId })).status;
-        return s?.state === 'CONTAINER_EXITED' ? s : undefined;
-      }, 'the script ends');
       assert.equal(exited.exitCode, 143);
     } finally {
       await sim.close();
