@@ -101,7 +101,8 @@ export async function run(opts: SuiteOptions & { types?: readonly string[]; tria
           good ? 'ok' : describeProblems(r.o),
         ]);
         log(`chaos: ${rows[rows.length - 1]!.join(' | ')}`);
-        const stuck = [...r.o.notConverged, ...r.o.leftovers, ...r.o.statusBehind][0]?.split(':')[0];
+        // The first pod in trouble, a pod started too often included (once seen after a nats-server kill, unexplained).
+        const stuck = [...r.o.notConverged, ...r.o.leftovers, ...r.o.statusBehind, ...r.o.startedTwice][0]?.split(':')[0];
         if (!good && stuck !== undefined) log(await logTrail(stack, stuck));
       }
     }
