@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { realClock } from '@splitlet/service';
 import { FakeClock } from '@splitlet/service/testing';
 import { eventually, makeTempDir, type TempDir } from '@splitlet/testkit';
-import { FileSource, listManifests, readManifestFile } from '../src/sources/file-source.js';
+import { FileSource, listManifests, readManifestFile, type FileSourceOptions } from '../src/sources/file-source.js';
 import type { SourceListing } from '../src/sources/listing.js';
 import { MAX_CONFIG_LENGTH } from '../src/sources/manifest-decoder.js';
 import { manifest, memoryLogger } from './helpers.js';
@@ -144,22 +144,36 @@ describe('FileSource loop', () => {
   });
   afterEach(async () => tmp.cleanup());
 
-  it('lists at start and every period (fake clock), sending SET [] for a missing dir', async () => {
-    const clock = new FakeClock(0);
+  /**
+   * Runs a FileSource on the test's directory (10 min period, the real clock, unless `o` says
+   * otherwise), collecting every listing it hands on; `stop` aborts it and waits for its end.
+   */
+  const startSource = (o: Partial<FileSourceOptions> = {}): { listings: SourceListing[]; stop: () => Promise<void> } => {
     const listings: SourceListing[] = [];
-    let progress = 0;
     const src = new FileSource({
-      path: join(tmp.path, 'manifests'),
+      path: tmp.path,
       nodeName: NODE,
-      periodMs: 20_000,
-      watch: false,
-      clock,
+      periodMs: 600_000,
+      clock: realClock,
       logger: memoryLogger().logger,
       onListing: async (l) => void listings.push(l),
-      onProgress: () => progress++,
+      ...o,
     });
     const ac = new AbortController();
     const done = src.run(ac.signal);
+    return {
+      listings,
+      stop: async () => {
+        ac.abort();
+        await done;
+      },
+    };
+  };
+
+  it('lists at start and every period (fake clock), sending SET [] for a missing dir', async () => {
+    const clock = new FakeClock(0);
+    let progress = 0;
+    const { listings, stop } = startSource({ path: join(tmp.path, 'manifests'), periodMs: 20_000, watch: false, clock, onProgress: () => progress++ });
     await eventually(() => listings.length === 1);
     assert.deepEqual(listings[0], { source: 'file', pods: [], errors: [] });
     await mkdir(join(tmp.path, 'manifests'));
@@ -173,24 +187,13 @@ describe('FileSource loop', () => {
       ['a-node-a'],
     );
     assert.equal(progress, 2);
-    ac.abort();
-    await done;
+    await stop();
     assert.equal(clock.pendingTimers, 0);
   });
 
   it('relists on inotify events (add, modify, delete) well before the period', async () => {
-    const listings: SourceListing[] = [];
     // The period (10 min) never elapses within the test: only watch events cause relists.
-    const src = new FileSource({
-      path: tmp.path,
-      nodeName: NODE,
-      periodMs: 600_000,
-      clock: realClock,
-      logger: memoryLogger().logger,
-      onListing: async (l) => void listings.push(l),
-    });
-    const ac = new AbortController();
-    const done = src.run(ac.signal);
+    const { listings, stop } = startSource();
     await eventually(() => listings.length === 1);
     const names = (): string[] => listings.at(-1)?.pods?.map((p) => p.pod.metadata.name) ?? [];
     await writeFile(join(tmp.path, 'a.yaml'), manifest('a'));
@@ -199,24 +202,13 @@ describe('FileSource loop', () => {
     await eventually(() => listings.at(-1)?.pods?.[0]?.pod.spec.containers[0]?.image === 'busybox:1.37', { timeoutMs: 5000 });
     await rm(join(tmp.path, 'a.yaml'));
     await eventually(() => names().length === 0, { timeoutMs: 5000 });
-    ac.abort();
-    await done;
+    await stop();
   });
 
   it('a watch event looks at the entries it names alone: the listing says what changed and equals a full listing', async () => {
     for (let i = 0; i < 20; i += 2) await writeFile(join(tmp.path, `p${String(i).padStart(2, '0')}.yaml`), manifest(`p${i}`));
     await writeFile(join(tmp.path, 'zz-bad.yaml'), 'kind: Pod\nspec: {}\n');
-    const listings: SourceListing[] = [];
-    const src = new FileSource({
-      path: tmp.path,
-      nodeName: NODE,
-      periodMs: 600_000,
-      clock: realClock,
-      logger: memoryLogger().logger,
-      onListing: async (l) => void listings.push(l),
-    });
-    const ac = new AbortController();
-    const done = src.run(ac.signal);
+    const { listings, stop } = startSource();
     try {
       const first = await eventually(() => listings[0]);
       assert.equal(first.changes, undefined, 'the first look is a full listing');
@@ -260,17 +252,13 @@ describe('FileSource loop', () => {
       assert.deepEqual(l.changes, { upserted: [], removed: [uid] });
       assert.deepEqual(seen(l), await full());
     } finally {
-      ac.abort();
-      await done;
+      await stop();
     }
   });
 
   it('the full relist comes a period after the last one, however many watch events came between', async () => {
     const clock = new FakeClock(0);
-    const listings: SourceListing[] = [];
-    const src = new FileSource({ path: tmp.path, nodeName: NODE, periodMs: 20_000, clock, logger: memoryLogger().logger, onListing: async (l) => void listings.push(l) });
-    const ac = new AbortController();
-    const done = src.run(ac.signal);
+    const { listings, stop } = startSource({ periodMs: 20_000, clock });
     try {
       await eventually(() => listings.length === 1);
       clock.advance(10_000);
@@ -291,24 +279,12 @@ describe('FileSource loop', () => {
       const relisted = await eventually(() => listings[n]);
       assert.equal(relisted.changes, undefined, 'a full relist at 20 s, not a period after the watch event');
     } finally {
-      ac.abort();
-      await done;
+      await stop();
     }
   });
 
   it('a directory that keeps changing cannot hold relists off, and a burst of writes costs few relists', async () => {
-    const listings: SourceListing[] = [];
-    const src = new FileSource({
-      path: tmp.path,
-      nodeName: NODE,
-      periodMs: 600_000,
-      debounceMs: 20,
-      clock: realClock,
-      logger: memoryLogger().logger,
-      onListing: async (l) => void listings.push(l),
-    });
-    const ac = new AbortController();
-    const done = src.run(ac.signal);
+    const { listings, stop } = startSource({ debounceMs: 20 });
     let writing = true;
     let writer: Promise<void> = Promise.resolve();
     try {
@@ -333,8 +309,7 @@ describe('FileSource loop', () => {
     } finally {
       writing = false;
       await writer;
-      ac.abort();
-      await done;
+      await stop();
     }
   });
 });
