@@ -29,6 +29,7 @@ export {
   PodSource,
   PodUpdateItem,
   PodUpdate,
+  UpdateOrigin,
   SyncPodType,
   DesiredPod,
   KillReason,

@@ -44,6 +44,16 @@ export const PodUpdateItem = z.object({ pod: BoundPod, trace: TraceCarrier.optio
 export type PodUpdateItem = z.infer<typeof PodUpdateItem>;
 
 /**
+ * Which config-source process published a PodUpdate, and its place in that process's sequence:
+ * `publisher` is unique per process start, `seq` counts 1, 2, 3… in publish order. SL_CONFIG hands
+ * sync-loop the updates one at a time in that order, so an update at or below the last `seq` applied
+ * from its publisher is a replay (nats-server killed with -9 loses recent consumer acks and delivers
+ * the stream again from an older ack floor), and sync-loop skips it.
+ */
+export const UpdateOrigin = z.object({ publisher: z.string().min(1), seq: z.number().int().min(1) });
+export type UpdateOrigin = z.infer<typeof UpdateOrigin>;
+
+/**
  * kubetypes.PodUpdate as the merged PodConfig emits it (incremental mode). An ADD with no pods is the
  * "source ready" signal on a source's first SET. `sources` lists every source config-source runs, so
  * sync-loop knows when all sources have been seen.
@@ -55,6 +65,8 @@ export const PodUpdate = z.object({
   sources: z.array(PodSource),
   items: z.array(PodUpdateItem),
   sentAt: z.string(),
+  /** Absent from updates made by hand (tests, tools): those are always applied. */
+  origin: UpdateOrigin.optional(),
 });
 export type PodUpdate = z.infer<typeof PodUpdate>;
 
@@ -78,6 +90,8 @@ export const DesiredPod = z.object({
   creationTrace: TraceCarrier.optional(),
   /** The trace of the update that produced this record. */
   trace: TraceCarrier.optional(),
+  /** The origin of the config update that produced this record: a restarted sync-loop knows from it which updates it applied. */
+  configOrigin: UpdateOrigin.optional(),
   /** The sync-loop leader epoch (its lease revision) that wrote this record; a fenced old leader cannot write. */
   leaderEpoch: z.number().int().min(0).optional(),
   /** When that leader's fence admitted the write (ms since the Unix epoch, the writer's clock): a write arriving late was admitted while the term could still write. */

@@ -191,13 +191,21 @@ describe('PodConfig', () => {
     assert.deepEqual(ops(), ['ADD:a-node-a.example', 'REMOVE:a-node-a.example', 'ADD:b-node-a.example']);
   });
 
-  it('a failed publish is retried with the same msgID until acknowledged; order is kept', async () => {
+  it('a failed publish is retried with the same msgID and origin until acknowledged; order is kept', async () => {
     failNext = 2;
     const first = pc.apply(fileListing({ '/m/a.yaml': manifest('a') }));
     const second = pc.apply(fileListing({ '/m/a.yaml': manifest('a'), '/m/b.yaml': manifest('b') }));
     await Promise.all([first, second]);
     assert.deepEqual(attempts, ['inst-1', 'inst-1', 'inst-1', 'inst-2']);
     assert.deepEqual(ops(), ['ADD:a-node-a.example', 'ADD:b-node-a.example']);
+    // sync-loop tells a replay by the origin: the publisher and its count of updates, in publish order.
+    assert.deepEqual(
+      published.map((p) => p.update.origin),
+      [
+        { publisher: 'inst', seq: 1 },
+        { publisher: 'inst', seq: 2 },
+      ],
+    );
     assert.equal(log.records.filter((r) => r['msg'] === 'publishing a pod update failed, retrying').length, 2);
   });
 

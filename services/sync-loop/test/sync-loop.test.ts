@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { TraceFlags, trace } from '@opentelemetry/api';
-import { hasErrorCode } from '@splitlet/api';
+import { hasErrorCode, type BoundPod, type PodUpdate } from '@splitlet/api';
 import { aNode } from '@splitlet/kube/testing';
 import { harness, item, metric, pod, runtimeEntry, START, update, worker } from './fakes.js';
 
@@ -405,6 +405,85 @@ describe('housekeeping (HandlePodCleanups)', () => {
     const line = h.logs.find((l) => l.includes('Housekeeping took longer than expected'));
     assert.ok(line);
     assert.match(line, /"expected":"1s","actual":"1.5s"/);
+  });
+});
+
+describe('config updates delivered again (PodUpdate.origin)', () => {
+  const from = (publisher: string, seq: number, u: PodUpdate): PodUpdate => ({ ...u, origin: { publisher, seq } });
+  const image = (uid: string, img: string): BoundPod => {
+    const p = pod(uid);
+    p.spec.containers[0]!.image = img;
+    return p;
+  };
+
+  it('skips an ADD or UPDATE at or below the last seq applied from its publisher: the pod keeps its newer spec, nothing is poked', async () => {
+    const h = await harness({ sources: READY });
+    const add = from('cs-1', 1, update('ADD', [item(image('a', 'busybox:1'))]));
+    const upd = from('cs-1', 2, update('UPDATE', [item(image('a', 'busybox:2'))]));
+    await h.loop.handlePodUpdate(add);
+    await h.loop.handlePodUpdate(upd);
+    assert.deepEqual(h.poker.take(), ['create:a', 'update:a']);
+    // nats-server lost the acks: both come again, in order.
+    await h.loop.handlePodUpdate(add);
+    await h.loop.handlePodUpdate(upd);
+    assert.deepEqual(h.poker.take(), []);
+    assert.equal(h.desired.map.get('a')?.pod.spec.containers[0]?.image, 'busybox:2');
+    assert.deepEqual(h.desired.map.get('a')?.configOrigin, { publisher: 'cs-1', seq: 2 });
+    assert.equal(await metric(h.registry, 'splitlet_config_updates_replayed_total'), 2);
+    const line = h.logs.find((l) => l.includes('skipping a pod update applied already'));
+    assert.match(line ?? '', /"op":"ADD".*"publisher":"cs-1","seq":1,"lastApplied":2/);
+    // The next update of that publisher, and any of a new one (config-source restarted), are applied.
+    await h.loop.handlePodUpdate(from('cs-1', 3, update('UPDATE', [item(image('a', 'busybox:3'))])));
+    await h.loop.handlePodUpdate(from('cs-2', 1, update('UPDATE', [item(image('a', 'busybox:4'))])));
+    assert.deepEqual(h.poker.take(), ['update:a', 'update:a']);
+    assert.equal(h.desired.map.get('a')?.pod.spec.containers[0]?.image, 'busybox:4');
+  });
+
+  it('a replayed ADD does not bring back a pod removed since, also from an older publisher', async () => {
+    const h = await harness({ sources: READY });
+    const add = from('cs-1', 7, update('ADD', [item(pod('a'))]));
+    await h.loop.handlePodUpdate(add);
+    await h.loop.handlePodUpdate(from('cs-2', 1, update('REMOVE', [item(pod('a'))])));
+    assert.deepEqual(h.poker.take(), ['create:a', 'kill:a']);
+    await h.loop.handlePodUpdate(add);
+    assert.deepEqual(h.poker.take(), []);
+    assert.equal(h.loop.desiredPod('a'), undefined);
+  });
+
+  it('an update whose write failed is not counted as applied: delivered again, it is applied', async () => {
+    const h = await harness();
+    const add = from('cs-1', 1, update('ADD', [item(pod('a'))]));
+    h.desired.failPut = true;
+    await assert.rejects(h.loop.handlePodUpdate(add));
+    h.desired.failPut = false;
+    await h.loop.handlePodUpdate(add);
+    assert.deepEqual(h.poker.take(), ['create:a']);
+  });
+
+  it('a restarted sync loop knows the updates its desired pods came from, all but the latest of each publisher (it may have been cut off)', async () => {
+    const first = await harness({ sources: READY });
+    const add = from('cs-1', 4, update('ADD', [item(pod('a')), item(pod('b'))]));
+    const upd = from('cs-1', 5, update('UPDATE', [item(image('a', 'busybox:2'))]));
+    await first.loop.handlePodUpdate(add);
+    // The leader was killed after writing a's record, before its poke.
+    first.poker.fail = true;
+    await assert.rejects(first.loop.handlePodUpdate(upd));
+    assert.deepEqual(first.desired.map.get('a')?.configOrigin, { publisher: 'cs-1', seq: 5 });
+    const second = await harness({ sources: READY, desired: [...first.desired.map.values()] });
+    await second.loop.handlePodUpdate(add);
+    assert.deepEqual(second.poker.take(), []);
+    await second.loop.handlePodUpdate(upd);
+    assert.deepEqual(second.poker.take(), ['update:a']);
+    await second.loop.handlePodUpdate(upd);
+    assert.deepEqual(second.poker.take(), []);
+  });
+
+  it('updates without an origin (made by hand) are always applied', async () => {
+    const h = await harness({ sources: READY });
+    await h.loop.handlePodUpdate(from('cs-1', 9, update('ADD', [item(pod('a'))])));
+    await h.loop.handlePodUpdate(update('UPDATE', [item(pod('a'))]));
+    await h.loop.handlePodUpdate(update('UPDATE', [item(pod('a'))]));
+    assert.deepEqual(h.poker.take(), ['create:a', 'update:a', 'update:a']);
   });
 });
 

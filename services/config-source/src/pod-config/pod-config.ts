@@ -40,7 +40,7 @@ export interface PodConfigOptions {
   readonly logger: Logger;
   readonly tracer: Tracer;
   readonly metrics?: ConfigMetrics;
-  /** Prefix of publish msgIDs; unique per process start. */
+  /** `PodUpdate.origin.publisher` and the prefix of publish msgIDs; unique per process start. */
   readonly instanceId: string;
   /** Aborts publish retries at shutdown. */
   readonly signal: AbortSignal;
@@ -230,10 +230,11 @@ export class PodConfig {
       sources: [...sources],
       items,
       sentAt: new Date(clock.now()).toISOString(),
+      origin: { publisher: this.#o.instanceId, seq: ++this.#seq },
     };
     const first = spans[0];
     const ctx = first === undefined ? ROOT_CONTEXT : trace.setSpan(ROOT_CONTEXT, first);
-    const msgID = `${this.#o.instanceId}-${++this.#seq}`;
+    const msgID = `${this.#o.instanceId}-${this.#seq}`;
     try {
       await this.#publishWithRetry(msg, ctx, msgID);
       this.#o.logger.info('pod update published', { op: u.op, source: u.source, pods: items.map((i) => i.pod.metadata.name) });

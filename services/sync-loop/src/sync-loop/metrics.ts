@@ -17,6 +17,8 @@ export interface SyncLoopMetrics {
   readonly restartedPods: Counter<'static'>;
   /** splitlet_housekeeping_duration_seconds (the kubelet only logs slow runs). */
   readonly housekeepingDuration: Histogram;
+  /** splitlet_config_updates_replayed_total: config updates skipped because they were applied already. */
+  readonly replayedUpdates: Counter;
 }
 
 /** Registers the sync loop's metrics on `registry`. Call once per registry. */
@@ -62,6 +64,11 @@ export function createSyncLoopMetrics(registry: Registry): SyncLoopMetrics {
       name: 'splitlet_housekeeping_duration_seconds',
       help: 'Duration in seconds of one housekeeping pass (HandlePodCleanups).',
       buckets: [...DefBuckets],
+      registers,
+    }),
+    replayedUpdates: new Counter({
+      name: 'splitlet_config_updates_replayed_total',
+      help: 'Config updates the bus delivered again after they were applied (nats-server lost their acks); skipped.',
       registers,
     }),
   };

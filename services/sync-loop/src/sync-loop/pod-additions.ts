@@ -6,7 +6,7 @@
  *
  * Models pkg/kubelet/kubelet.go (HandlePodAdditions, canAdmitPod, rejectPod).
  */
-import type { BoundPod, DesiredPod, KubeEvent, PodStatus, PodUpdate, PodUpdateItem } from '@splitlet/api';
+import type { BoundPod, DesiredPod, KubeEvent, PodStatus, PodUpdate, PodUpdateItem, UpdateOrigin } from '@splitlet/api';
 import { errorMessage } from '@splitlet/api';
 import { ConfigAnnotations, canAdmitPod, isMirrorPod, parseTime, rejectedPodStatus } from '@splitlet/kube';
 import { injectContext } from '@splitlet/telemetry';
@@ -44,13 +44,13 @@ export class PodAdditions {
         writes.push(this.#c.handleMirrorPod(item.pod));
         continue;
       }
-      writes.push(this.#admitPod(item, decided, startTime));
+      writes.push(this.#admitPod(item, decided, startTime, update.origin));
     }
     await allOrFirstError(writes);
   }
 
   /** Admission of one pod in span `admitPod`; the decision is made before this returns its promise. */
-  #admitPod(item: PodUpdateItem, decided: Map<string, DesiredPod>, startTime: string): Promise<void> {
+  #admitPod(item: PodUpdateItem, decided: Map<string, DesiredPod>, startTime: string, origin: UpdateOrigin | undefined): Promise<void> {
     const pod = item.pod;
     const uid = pod.metadata.uid;
     const { span, ctx } = startPodSpan(this.#c.o.tracer, 'admitPod', item, 'create');
@@ -66,6 +66,7 @@ export class PodAdditions {
     }
     const base: DesiredPod = { type: 'kubelet.podworker.DesiredPod.v1', pod, updateType: 'create', startTime };
     if (item.trace !== undefined) base.trace = item.trace;
+    if (origin !== undefined) base.configOrigin = origin;
     const creationTrace = previous?.creationTrace ?? item.trace;
     if (creationTrace !== undefined) base.creationTrace = creationTrace;
 

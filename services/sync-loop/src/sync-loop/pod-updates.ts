@@ -31,6 +31,7 @@ export class PodUpdates {
         const previous = this.#c.podManager.get(uid);
         const desired: DesiredPod = { type: 'kubelet.podworker.DesiredPod.v1', pod: item.pod, updateType: 'update', startTime };
         if (item.trace !== undefined) desired.trace = item.trace;
+        if (update.origin !== undefined) desired.configOrigin = update.origin;
         const creationTrace = previous?.creationTrace ?? item.trace;
         if (creationTrace !== undefined) desired.creationTrace = creationTrace;
         if (previous?.rejected !== undefined) desired.rejected = previous.rejected;
@@ -61,6 +62,7 @@ export class PodUpdates {
             desired.creationTrace = item.trace;
           }
         }
+        if (update.origin !== undefined) desired.configOrigin = update.origin;
         await this.#c.putDesired(desired);
         this.#c.podManager.set(desired);
       }),

@@ -30,6 +30,7 @@ import type { DesiredPod, PodLifecycleEvent, PodUpdate, TraceCarrier } from '@sp
 import { errorMessage } from '@splitlet/api';
 import { extractContext, unsampledContext } from '@splitlet/telemetry';
 import { podContentToKeep, type PodStateForGC } from './container-gc.js';
+import { AppliedUpdates } from './applied-updates.js';
 import { Mutex } from './mutex.js';
 import { PodAdditions } from './pod-additions.js';
 import { PodCleanups } from './pod-cleanups.js';
@@ -48,6 +49,7 @@ export class SyncLoop {
   #sourcesReady = new SourcesReady();
   /** The `nextSyncAt` already poked per pod (the work queue hands out each item once). */
   readonly #poked = new Map<string, number>();
+  #applied = new AppliedUpdates();
   readonly #lock = new Mutex();
   readonly #additions: PodAdditions;
   readonly #updates: PodUpdates;
@@ -63,7 +65,9 @@ export class SyncLoop {
 
   /** Rebuilds the pod manager from `sl_desired` and the seen sources from `sl_node`. */
   async start(): Promise<void> {
-    this.podManager.reset(await this.#o.desired.list());
+    const desired = await this.#o.desired.list();
+    this.podManager.reset(desired);
+    this.#applied = AppliedUpdates.fromDesired(desired);
     this.#sourcesReady = new SourcesReady(await this.#o.sources.load());
     this.#o.logger.info('sync loop state loaded', {
       desiredPods: this.podManager.size,
@@ -89,11 +93,25 @@ export class SyncLoop {
 
   /**
    * syncLoopIteration's configCh case: dispatches by operation, then marks the source seen.
-   * Updates are handled one at a time (also against housekeeping).
+   * Updates are handled one at a time (also against housekeeping); one applied already (see
+   * applied-updates.ts) is skipped.
    * @throws KubeletError `SyncLoopWriteFailed` (retryable) when a KV write or a publish failed.
    */
   handlePodUpdate(update: PodUpdate): Promise<void> {
     return this.#lock.run(async () => {
+      const { origin } = update;
+      if (origin !== undefined && this.#applied.isReplay(origin)) {
+        this.#o.logger.warn('skipping a pod update applied already (delivered again by the bus)', {
+          op: update.op,
+          source: update.source,
+          publisher: origin.publisher,
+          seq: origin.seq,
+          lastApplied: this.#applied.last(origin.publisher),
+          pods: update.items.map((i) => i.pod.metadata.uid),
+        });
+        this.#o.metrics.replayedUpdates.inc();
+        return;
+      }
       switch (update.op) {
         case 'ADD':
           await this.#additions.handle(update);
@@ -116,6 +134,7 @@ export class SyncLoop {
           throw writeFailed('could not persist the seen sources', e);
         }
       }
+      if (origin !== undefined) this.#applied.record(origin);
     });
   }
 

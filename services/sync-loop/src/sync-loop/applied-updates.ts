@@ -1,0 +1,54 @@
+/**
+ * The config updates the sync loop has applied: per publisher (a config-source process), the last
+ * `PodUpdate.origin.seq`. SL_CONFIG delivers one update at a time in publish order, so an update at or
+ * below that number was applied already and is a replay: nats-server killed with -9 forgets the acks
+ * of up to a minute and delivers the stream again from an older ack floor. Applied again, a replayed
+ * ADD would turn a pod back to an older spec (its containers restarted twice) or bring back a pod
+ * removed since.
+ *
+ * The kubelet has no such check: its config channel is in memory and never replays.
+ */
+import type { DesiredPod, UpdateOrigin } from '@splitlet/api';
+
+/** Publishers remembered: one per config-source start, the oldest forgotten first. */
+export const REMEMBERED_PUBLISHERS = 64;
+
+/** The last applied update's `seq` per publisher. Single-threaded use (the sync loop, under its lock). */
+export class AppliedUpdates {
+  readonly #last = new Map<string, number>();
+
+  /**
+   * Rebuilt from `sl_desired` when the loop starts: each record names the update that wrote it. The
+   * latest of a publisher may have been cut off after its record was written (a killed leader: its
+   * poke not sent yet), so it counts as not applied and is handled again when it comes; every earlier
+   * one was done, updates being handled one at a time. Updates whose pods are all gone since
+   * (removed) are not known again: a replay of those is applied.
+   */
+  static fromDesired(pods: Iterable<DesiredPod>): AppliedUpdates {
+    const applied = new AppliedUpdates();
+    for (const d of pods) if (d.configOrigin !== undefined) applied.record({ publisher: d.configOrigin.publisher, seq: d.configOrigin.seq - 1 });
+    return applied;
+  }
+
+  /** The last seq applied from `publisher`, if known. */
+  last(publisher: string): number | undefined {
+    return this.#last.get(publisher);
+  }
+
+  /** True when an update from this origin was applied already. */
+  isReplay(origin: UpdateOrigin): boolean {
+    const last = this.#last.get(origin.publisher);
+    return last !== undefined && origin.seq <= last;
+  }
+
+  /** Records an applied update. */
+  record(origin: UpdateOrigin): void {
+    const last = this.#last.get(origin.publisher);
+    if (last !== undefined) {
+      if (origin.seq > last) this.#last.set(origin.publisher, origin.seq);
+      return;
+    }
+    this.#last.set(origin.publisher, origin.seq);
+    if (this.#last.size > REMEMBERED_PUBLISHERS) this.#last.delete(this.#last.keys().next().value as string);
+  }
+}
