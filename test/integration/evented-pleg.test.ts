@@ -157,6 +157,12 @@ describe('evented PLEG: sim-runtime → cri-adapter → pleg over a real nats-se
     );
     assert.equal(died.exitCode, 3);
     assert.equal(died.reason, 'Error');
+    // Each event names the sl_runtime write it came from (sync-loop pokes once per write): the
+    // start's and the exit's are two writes, neither newer than the entry now.
+    const revisionOf = (event: string): number | undefined => events.find((e) => e.uid === 'uid-quick' && e.event === event && e.data === jobId)?.cacheRevision;
+    const [started, exited] = [revisionOf('ContainerStarted'), revisionOf('ContainerDied')];
+    const now = (await (await runtimeKv()).get(Keys.pod(NODE, 'uid-quick')))?.revision ?? 0;
+    assert.ok(started !== undefined && exited !== undefined && started < exited && exited <= now, `revisions: started ${started}, exited ${exited}, entry ${now}`);
     assert.equal(await relists(), relistsBefore, 'no relist ran meanwhile');
     assert.equal(pokes, 0, 'cri-adapter poked nobody: the events covered its changes');
     // The global cache time moves with the stream's heartbeat.

@@ -309,6 +309,13 @@ export const PodLifecycleEvent = z.object({
   data: z.string().optional(),
   containerName: z.string().optional(),
   at: z.string(),
+  /**
+   * The `sl_runtime` revision of the cache write the event came from (absent when the write removed
+   * the pod's entry). A write's events are one relist's news about one pod: the sync one of them
+   * starts reads that entry whole, so sync-loop pokes once per write, as the kubelet's pod worker
+   * folds updates that arrive while one is pending.
+   */
+  cacheRevision: z.number().int().min(1).optional(),
 });
 export type PodLifecycleEvent = z.infer<typeof PodLifecycleEvent>;
 

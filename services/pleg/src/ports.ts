@@ -22,8 +22,8 @@ export interface RuntimeCacheSnapshot {
 export interface RuntimeCacheStore {
   /** Every entry of this node, to start from what the previous pleg saw (no event replay after a restart). */
   load(): Promise<RuntimeCacheSnapshot>;
-  /** cache.Set: the pod's status as observed at `entry.timestamp`. */
-  put(entry: RuntimeCacheEntry): Promise<void>;
+  /** cache.Set: the pod's status as observed at `entry.timestamp`. Resolves to the entry's revision. */
+  put(entry: RuntimeCacheEntry): Promise<number>;
   /** cache.Delete: the pod has no sandbox or container left. */
   delete(uid: string): Promise<void>;
   /** cache.UpdateTime: every pod's entry is at least as new as `mark.timestamp`. */

@@ -49,10 +49,10 @@ export class MemoryCache implements RuntimeCacheStore {
   async load(): Promise<RuntimeCacheSnapshot> {
     return { entries: new Map(this.entries), mark: this.mark };
   }
-  async put(entry: RuntimeCacheEntry): Promise<void> {
+  async put(entry: RuntimeCacheEntry): Promise<number> {
     if (this.failPutFor.has(entry.uid)) throw new Error('kv unavailable');
-    this.writes++;
     this.entries.set(entry.uid, structuredClone(entry));
+    return ++this.writes;
   }
   async delete(uid: string): Promise<void> {
     this.writes++;

@@ -35,6 +35,11 @@ describe('GenericPleg.relist', () => {
     const r = await t.pleg.relist();
     assert.equal(r.ok, true);
     // ContainerChanged (c3, unknown) is filtered out, as generic.go does.
+    // Each event names the cache write it came from: one per pod, the same for a pod's events.
+    const revisions = new Map(t.sink.events.map((e) => [`${e.uid}/${e.data}`, e.cacheRevision]));
+    assert.equal(revisions.get('1234/c1'), revisions.get('1234/c2'));
+    assert.notEqual(revisions.get('1234/c1'), revisions.get('4567/c1'));
+    assert.deepEqual([...new Set(revisions.values())].sort(), [1, 2]);
     assert.deepEqual(t.sink.take(), ['1234/ContainerDied/c1', '1234/ContainerStarted/c2', '4567/ContainerDied/c1'].sort());
     assert.equal(t.cache.entries.get('1234')?.timestamp, 1_000_000);
     assert.equal(t.cache.entries.get('4567')?.status.containers[0]?.id, 'c1');
@@ -85,7 +90,7 @@ describe('GenericPleg.relist', () => {
     assert.equal(t.cache.mark?.timestamp, 1_000_300);
   });
 
-  it('stamps events with the relist time and the container name', async () => {
+  it('stamps events with the relist time, the container name and the cache write', async () => {
     const t = setup(Date.UTC(2024, 0, 1));
     t.lister.pods = [pod('p', [container('id1', 'CONTAINER_RUNNING', 'web')])];
     await t.pleg.relist();
@@ -96,6 +101,7 @@ describe('GenericPleg.relist', () => {
       data: 'id1',
       containerName: 'web',
       at: '2024-01-01T00:00:00.000Z',
+      cacheRevision: 1,
     });
   });
 

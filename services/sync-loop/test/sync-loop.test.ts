@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { TraceFlags, trace } from '@opentelemetry/api';
-import { hasErrorCode, type BoundPod, type PodUpdate } from '@splitlet/api';
+import { hasErrorCode, type BoundPod, type PodLifecycleEvent, type PodUpdate } from '@splitlet/api';
 import { aNode } from '@splitlet/kube/testing';
 import { harness, item, metric, pod, runtimeEntry, START, update, worker } from './fakes.js';
 
@@ -254,6 +254,35 @@ describe('PLEG events (HandlePodSyncs)', () => {
     await h.loop.handlePlegEvent(ev('nobody', 'ContainerStarted'));
     await h.loop.handlePlegEvent(ev('r', 'ContainerStarted'));
     assert.deepEqual(h.poker.take(), ['sync:a', 'sync:a']);
+  });
+
+  it('events of one runtime cache write poke once; a failed poke is retried by the event delivered again', async () => {
+    const h = await harness();
+    await h.loop.handlePodUpdate(update('ADD', [item(pod('a')), item(pod('b'))]));
+    h.poker.take();
+    const ev = (uid: string, data: string, cacheRevision?: number): PodLifecycleEvent => ({
+      type: 'kubelet.pleg.PodLifecycleEvent.v1',
+      uid,
+      event: 'ContainerStarted',
+      data,
+      at: new Date(START).toISOString(),
+      ...(cacheRevision === undefined ? {} : { cacheRevision }),
+    });
+    // The sandbox and the container seen started in one relist: one write, one poke — concurrently too.
+    await Promise.all([h.loop.handlePlegEvent(ev('a', 'sandbox', 7)), h.loop.handlePlegEvent(ev('a', 'c1', 7))]);
+    await h.loop.handlePlegEvent(ev('b', 'sandbox', 7));
+    assert.deepEqual(h.poker.take(), ['sync:a', 'sync:b']);
+    // A later write, and events that name no write, each poke.
+    await h.loop.handlePlegEvent(ev('a', 'c1', 9));
+    await h.loop.handlePlegEvent(ev('a', 'c1'));
+    await h.loop.handlePlegEvent(ev('a', 'c1'));
+    assert.deepEqual(h.poker.take(), ['sync:a', 'sync:a', 'sync:a']);
+    h.poker.fail = true;
+    await assert.rejects(h.loop.handlePlegEvent(ev('a', 'sandbox', 11)));
+    h.poker.fail = false;
+    await h.loop.handlePlegEvent(ev('a', 'c1', 11));
+    await h.loop.handlePlegEvent(ev('a', 'sandbox', 11));
+    assert.deepEqual(h.poker.take(), ['sync:a']);
   });
 });
 

@@ -30,8 +30,8 @@ export function createKvRuntimeCache(kv: KvBucket<RuntimeKvValue>, node: string)
       }
       return { entries, mark };
     },
-    async put(entry: RuntimeCacheEntry): Promise<void> {
-      await kv.put(Keys.pod(node, entry.uid), entry);
+    async put(entry: RuntimeCacheEntry): Promise<number> {
+      return kv.put(Keys.pod(node, entry.uid), entry);
     },
     async delete(uid: string): Promise<void> {
       await kv.delete(Keys.pod(node, uid));

@@ -383,9 +383,10 @@ export class GenericPleg {
   async #writeAndPublish(w: PodWork, episode: Episode | undefined): Promise<number> {
     const { cache, logger, metrics } = this.#o;
     const { uid, next, events, stamp } = w;
+    let revision: number | undefined;
     try {
       if (next === undefined) await cache.delete(uid);
-      else await cache.put({ type: 'kubelet.pleg.RuntimeCacheEntry.v1', uid, timestamp: stamp, status: next, ...(episode !== undefined ? { episode } : {}) });
+      else revision = await cache.put({ type: 'kubelet.pleg.RuntimeCacheEntry.v1', uid, timestamp: stamp, status: next, ...(episode !== undefined ? { episode } : {}) });
     } catch (e) {
       // Keep the old record so the next relist sees the change (and its events) again.
       logger.error('PLEG: Ignoring events for pod: could not update the runtime cache', { podUID: uid, err: errorMessage(e) });
@@ -410,6 +411,7 @@ export class GenericPleg {
       if (e.event === 'ContainerChanged') continue;
       const msg: PodLifecycleEvent = { type: 'kubelet.pleg.PodLifecycleEvent.v1', uid: e.uid, event: e.event, data: e.data, at };
       if (e.containerName !== undefined) msg.containerName = e.containerName;
+      if (revision !== undefined) msg.cacheRevision = revision;
       try {
         await this.#o.events.publish(msg);
         published++;

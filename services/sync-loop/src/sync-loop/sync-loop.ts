@@ -50,6 +50,8 @@ export class SyncLoop {
   /** The `nextSyncAt` already poked per pod (the work queue hands out each item once). */
   readonly #poked = new Map<string, number>();
   #applied = new AppliedUpdates();
+  /** The runtime cache write (`PodLifecycleEvent.cacheRevision`) last poked per pod. */
+  readonly #plegPoked = new Map<string, number>();
   readonly #lock = new Mutex();
   readonly #additions: PodAdditions;
   readonly #updates: PodUpdates;
@@ -138,15 +140,27 @@ export class SyncLoop {
     });
   }
 
-  /** syncLoopIteration's plegCh case: a lifecycle event of a desired pod is a sync (HandlePodSyncs). */
+  /**
+   * syncLoopIteration's plegCh case: a lifecycle event of a desired pod is a sync (HandlePodSyncs).
+   * Events of one runtime cache write (`cacheRevision`: a sandbox and its container started, seen in
+   * one relist) get one poke: the sync it starts reads that entry whole. The kubelet's pod worker
+   * folds them the same way when the second arrives while the first sync is pending.
+   */
   async handlePlegEvent(event: PodLifecycleEvent): Promise<void> {
     if (event.event === 'ContainerRemoved') return;
-    const desired = this.podManager.get(event.uid);
+    const { uid, cacheRevision } = event;
+    const desired = this.podManager.get(uid);
     if (desired === undefined || desired.rejected !== undefined) return;
+    if (cacheRevision !== undefined) {
+      if (this.#plegPoked.get(uid) === cacheRevision) return;
+      this.#plegPoked.set(uid, cacheRevision);
+    }
     try {
-      await this.#o.work.poke(event.uid, 'sync');
+      await this.#o.work.poke(uid, 'sync');
     } catch (e) {
-      throw writeFailed(`could not poke pod ${event.uid}`, e);
+      // The event is delivered again (nak) and pokes then; its siblings skipped meanwhile count on that.
+      if (cacheRevision !== undefined && this.#plegPoked.get(uid) === cacheRevision) this.#plegPoked.delete(uid);
+      throw writeFailed(`could not poke pod ${uid}`, e);
     }
   }
 
@@ -193,6 +207,7 @@ export class SyncLoop {
       this.#o.logger.debug("SyncLoop (housekeeping, skipped): sources aren't ready yet");
       return Promise.resolve(false);
     }
+    for (const uid of this.#plegPoked.keys()) if (!this.podManager.has(uid)) this.#plegPoked.delete(uid);
     return this.#lock.run(() => untraced(() => this.#cleanups.run()).then(() => true));
   }
 
