@@ -228,6 +228,21 @@ const lines = [
 // Its output, when saved beside the report (`npm run bench:containerd > docs/benchmarks-containerd.txt`).
 const containerdPath = join(docs, 'benchmarks-containerd.txt');
 if (existsSync(containerdPath)) lines.push('Its last run (`docs/benchmarks-containerd.txt`):', '', '```', readFileSync(containerdPath, 'utf8').trim(), '```', '');
+// The containerd probe's output (`node --import tsx test/bench/containerd-probe.ts --pods 10 > docs/benchmarks-containerd-probe.txt`): its summary, up to the span tables.
+const containerdProbePath = join(docs, 'benchmarks-containerd-probe.txt');
+if (existsSync(containerdProbePath)) {
+  const summary = readFileSync(containerdProbePath, 'utf8').split('\n\n')[0]!.trim();
+  lines.push(
+    '### What limits the containerd ratio',
+    '',
+    "`test/bench/containerd-probe.ts` makes the same busybox pods one at a time, directly and through splitlet, with every process's spans on the bus, and splits each splitlet pod's time at cri-adapter's `kuberuntime.SyncPod`: the hops before the CRI (the manifest's file watch, config-source, sync-loop, a pod-worker and its volume mount), the CRI calls, cri-adapter's own work between them, and the hops after (the reply, the pod-worker's status, status-manager's record). The direct path pays none of the hops. Its last run (`docs/benchmarks-containerd-probe.txt`, with every span's median and one pod's waterfall):",
+    '',
+    '```',
+    summary,
+    '```',
+    '',
+  );
+}
 const mem = r.rows.find((x) => x.id === 'memory');
 if (mem !== undefined) {
   type Split = { rss: number; anon: number; file: number };
