@@ -35,7 +35,7 @@ import {
 import { NodeUnderTest } from './lib/node-under-test.ts';
 import type { BurstProbeResult } from './lib/result.ts';
 import { printSpanSummary } from './lib/span-summary.ts';
-import { cpuSeconds, fmt, loadAverage, pct, rssMiB } from './lib/stats.ts';
+import { cpuMeter, fmt, loadAverage, pct, rssMiB } from './lib/stats.ts';
 
 const { values } = parseArgs({
   options: {
@@ -89,7 +89,7 @@ async function main(): Promise<void> {
     const { counts, firstSeen } = spy;
     const procs = node.processes();
     const rssIdle = procs.map((p) => rssMiB(p.pid));
-    const cpu0 = procs.map((p) => cpuSeconds(p.pid));
+    const burstCpu = cpuMeter(procs);
     const cri0 = await node.criCalls();
     spy.recording = true;
     const mono0 = monotonicMicros();
@@ -112,7 +112,7 @@ async function main(): Promise<void> {
     const cri1 = await node.criCalls();
     window = { from: mono0, to: mono1, names: new Map(procs.map((p) => [p.pid, p.name])) };
     const cpuMs: Record<string, number> = {};
-    procs.forEach((p, i) => (cpuMs[p.name] = (1000 * (cpuSeconds(p.pid) - cpu0[i]!)) / PODS));
+    for (const [name, s] of Object.entries(burstCpu().byProcess)) cpuMs[name] = (1000 * s) / PODS;
     const podsPerSec = (PODS * 1000) / (tRunning - t0);
     const lat = names.map((n) => node.runningAt.get(n)! - node.createdAt.get(n)!);
 
@@ -158,7 +158,7 @@ async function main(): Promise<void> {
       const drainMs = await node.waitDrained(120_000 + PODS * 200);
       console.log(`\nthe node's consumers drained ${fmt(drainMs / 1000)} s after the settle`);
       counts.clear();
-      const cpuH0 = procs.map((p) => cpuSeconds(p.pid));
+      const holdCpu = cpuMeter(procs);
       const criH0 = await node.criCalls();
       const monoH0 = monotonicMicros();
       spy.recording = true;
@@ -167,7 +167,9 @@ async function main(): Promise<void> {
       holdWindow = { from: monoH0, to: monotonicMicros() };
       const criH1 = await node.criCalls();
       console.log(`\nholding ${PODS} Running pods for ${HOLD} s, no churn: CPU % of one core by process`);
-      const perProc = procs.map((p, i) => [p.name, (100 * (cpuSeconds(p.pid) - cpuH0[i]!)) / HOLD] as const).sort((a, b) => b[1] - a[1]);
+      const perProc = Object.entries(holdCpu().byProcess)
+        .map(([name, s]) => [name, (100 * s) / HOLD] as const)
+        .sort((a, b) => b[1] - a[1]);
       for (const [k, v] of perProc) console.log(`  ${k.padEnd(18)} ${fmt(v, 1).padStart(6)} %`);
       console.log(
         `  ${'total'.padEnd(18)} ${fmt(
