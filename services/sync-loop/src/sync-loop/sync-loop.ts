@@ -25,7 +25,7 @@
  *       restart unknown desired pods, volume cleanup, gauges
  *     container GC (its own period, see container-gc.ts) reads podStateForGC
  */
-import { ROOT_CONTEXT } from '@opentelemetry/api';
+import { ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import type { DesiredPod, PodLifecycleEvent, PodUpdate, TraceCarrier } from '@splitlet/api';
 import { errorMessage } from '@splitlet/api';
 import { extractContext, unsampledContext } from '@splitlet/telemetry';
@@ -152,7 +152,13 @@ export class SyncLoop {
     const desired = this.podManager.get(uid);
     if (desired === undefined || desired.rejected !== undefined) return;
     if (cacheRevision !== undefined) {
-      if (this.#plegPoked.get(uid) === cacheRevision) return;
+      // On the event's `process` span: a trace shows which write an event came from, and why no poke followed it.
+      const span = trace.getActiveSpan();
+      span?.setAttribute('splitlet.pleg.cache_revision', cacheRevision);
+      if (this.#plegPoked.get(uid) === cacheRevision) {
+        span?.setAttribute('splitlet.pleg.folded', true);
+        return;
+      }
       this.#plegPoked.set(uid, cacheRevision);
     }
     try {
