@@ -196,6 +196,8 @@ describe('status-manager → API server (integration)', () => {
     const reported = async (message: string): Promise<void> => {
       await publish(pod, status(message), true);
       await eventually(async () => ((await getPod('web-assumed')).body?.status?.message === message ? true : undefined), { ...SLOW, message: `${message} patched` });
+      // The patch is logged once its response is in: the line can reach us after the API server shows the status.
+      await eventually(async () => patchLine(message), { ...SLOW, message: `${message} patch logged` });
     };
     await reported('first-status');
     await reported('second-status');
