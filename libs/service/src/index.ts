@@ -18,6 +18,7 @@ export { KeyedMutex } from './keyed-mutex.js';
 export { exposedGc, startHeapTrimmer } from './heap-trimmer.js';
 export type { ExposedGc, HeapTrim, HeapTrimmerOptions } from './heap-trimmer.js';
 export { realClock, sleep } from './clock.js';
+export { TokenBucket } from './token-bucket.js';
 export type { Clock, TimerHandle } from './clock.js';
 export { LOG_LEVELS, NodeNameSchema, NodeProcessEnv, ProcessEnv, natsServers, otelEnv, parseStreamMaxAges } from './node-process-env.js';
 export type { NodeProcessSettings, ProcessSettings } from './node-process-env.js';

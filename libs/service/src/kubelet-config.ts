@@ -75,6 +75,10 @@ const Honoured = z.object({
   nodeStatusUpdateFrequency: duration(1, 'must be greater than 0'),
   nodeStatusReportFrequency: duration(1, 'must be greater than 0'),
   nodeLeaseDurationSeconds: int32.min(1, 'must be greater than 0'),
+  kubeAPIQPS: int32.min(1, 'must be greater than 0'),
+  kubeAPIBurst: int32.min(1, 'must be greater than 0'),
+  eventRecordQPS: int32.min(0, 'must be >= 0 (0: no limit)'),
+  eventBurst: int32.min(1, 'must be greater than 0'),
   clusterDNS: z.array(z.string().refine((ip) => IPV4.test(ip) || IPV6.test(ip), 'must be an IP address')),
   clusterDomain: z.string().refine((d) => d === '' || DNS1123_SUBDOMAIN.test(d.replace(/\.$/, '')), 'must be a DNS subdomain such as cluster.local'),
   resolvConf: z.string(),
@@ -117,8 +121,6 @@ const UNSUPPORTED = new Set([
   'authorization',
   'imagePullCredentialsVerificationPolicy',
   'preloadedImagesVerificationAllowlist',
-  'eventRecordQPS',
-  'eventBurst',
   'enableDebuggingHandlers',
   'enableContentionProfiling',
   'healthzPort',
@@ -152,8 +154,6 @@ const UNSUPPORTED = new Set([
   'cpuCFSQuotaPeriod',
   'maxOpenFiles',
   'contentType',
-  'kubeAPIQPS',
-  'kubeAPIBurst',
   'maxParallelImagePulls',
   'evictionSoft',
   'evictionSoftGracePeriod',
@@ -272,6 +272,10 @@ export const KUBELET_CONFIG_FLAGS: Readonly<Record<string, FlagSpec>> = {
   'serialize-image-pulls': { field: 'serializeImagePulls', kind: 'bool' },
   'registry-qps': { field: 'registryPullQPS', kind: 'int' },
   'registry-burst': { field: 'registryBurst', kind: 'int' },
+  'kube-api-qps': { field: 'kubeAPIQPS', kind: 'int' },
+  'kube-api-burst': { field: 'kubeAPIBurst', kind: 'int' },
+  'event-qps': { field: 'eventRecordQPS', kind: 'int' },
+  'event-burst': { field: 'eventBurst', kind: 'int' },
   'runtime-request-timeout': { field: 'runtimeRequestTimeout', kind: 'duration' },
   'container-runtime-endpoint': { field: 'containerRuntimeEndpoint', kind: 'string' },
   'eviction-hard': { field: 'evictionHard', kind: 'thresholds' },
@@ -364,6 +368,10 @@ export function kubeletConfigEnv(c: KubeletConfig): Record<KubeletConfigProcess,
   set('status-manager', 'NODE_STATUS_UPDATE_FREQUENCY_MS', c.nodeStatusUpdateFrequency);
   set('status-manager', 'NODE_STATUS_REPORT_FREQUENCY_MS', c.nodeStatusReportFrequency);
   set('status-manager', 'NODE_LEASE_DURATION_SECONDS', c.nodeLeaseDurationSeconds);
+  set('status-manager', 'KUBE_API_QPS', c.kubeAPIQPS);
+  set('status-manager', 'KUBE_API_BURST', c.kubeAPIBurst);
+  set('status-manager', 'EVENT_RECORD_QPS', c.eventRecordQPS);
+  set('status-manager', 'EVENT_BURST', c.eventBurst);
   set('cri-adapter', 'CLUSTER_DNS', c.clusterDNS?.join(','));
   set('cri-adapter', 'CLUSTER_DOMAIN', c.clusterDomain);
   set('cri-adapter', 'RESOLV_CONF', c.resolvConf);

@@ -39,6 +39,10 @@ describe('KubeletConfiguration', () => {
       nodeStatusUpdateFrequency: '4s',
       nodeStatusReportFrequency: '1m',
       nodeLeaseDurationSeconds: 20,
+      kubeAPIQPS: 20,
+      kubeAPIBurst: 40,
+      eventRecordQPS: 0,
+      eventBurst: 10,
       clusterDNS: ['10.96.0.10'],
       clusterDomain: 'cluster.local',
       resolvConf: '/run/systemd/resolve/resolv.conf',
@@ -73,7 +77,15 @@ describe('KubeletConfiguration', () => {
       },
       prober: { RUNTIME_REQUEST_TIMEOUT_MS: '120000', CRI_ENDPOINT: 'unix:///run/containerd/containerd.sock' },
       'volume-manager': { NODE_MAX_PODS: '7', EVICTION_HARD: 'memory.available<200Mi,nodefs.available<5%,pid.available<10%', EVICTION_PRESSURE_TRANSITION_PERIOD_MS: '30000' },
-      'status-manager': { NODE_STATUS_UPDATE_FREQUENCY_MS: '4000', NODE_STATUS_REPORT_FREQUENCY_MS: '60000', NODE_LEASE_DURATION_SECONDS: '20' },
+      'status-manager': {
+        NODE_STATUS_UPDATE_FREQUENCY_MS: '4000',
+        NODE_STATUS_REPORT_FREQUENCY_MS: '60000',
+        NODE_LEASE_DURATION_SECONDS: '20',
+        KUBE_API_QPS: '20',
+        KUBE_API_BURST: '40',
+        EVENT_RECORD_QPS: '0',
+        EVENT_BURST: '10',
+      },
       'pod-worker': { SYNC_FREQUENCY_MS: '30000' },
     });
   });
@@ -111,6 +123,14 @@ describe('KubeletConfiguration', () => {
       configError(() => parseKubeletConfig({ ...head, nodeLeaseDurationSeconds: 0 })),
       'invalid configuration: nodeLeaseDurationSeconds: must be greater than 0',
     );
+    assert.equal(
+      configError(() => parseKubeletConfig({ ...head, eventRecordQPS: -1 })),
+      'invalid configuration: eventRecordQPS: must be >= 0 (0: no limit)',
+    );
+    assert.equal(
+      configError(() => parseKubeletConfig({ ...head, kubeAPIQPS: 0 })),
+      'invalid configuration: kubeAPIQPS: must be greater than 0',
+    );
     assert.match(
       configError(() => parseKubeletConfig({ ...head, syncFrequency: '1 minute' })),
       /^invalid configuration: syncFrequency: must be a duration such as 20s/,
@@ -147,6 +167,9 @@ describe('KubeletConfiguration', () => {
       {
         'max-pods': '12',
         'registry-qps': '0',
+        'kube-api-qps': '25',
+        'event-qps': '0',
+        'event-burst': '7',
         'cluster-dns': '10.0.0.10, 10.0.0.11',
         'serialize-image-pulls': 'false',
         'eviction-hard': 'memory.available<1Gi,nodefs.available<20%',
@@ -157,6 +180,9 @@ describe('KubeletConfiguration', () => {
     assert.deepEqual(config, {
       maxPods: 12,
       registryPullQPS: 0,
+      kubeAPIQPS: 25,
+      eventRecordQPS: 0,
+      eventBurst: 7,
       clusterDomain: 'cluster.local',
       clusterDNS: ['10.0.0.10', '10.0.0.11'],
       serializeImagePulls: false,

@@ -22,6 +22,16 @@ export const StatusManagerEnv = z.object({
   NODE_STATUS_REPORT_FREQUENCY_MS: z.coerce.number().int().positive().default(300_000),
   /** nodeLeaseDurationSeconds: the Lease's duration; it is renewed every quarter of it. */
   NODE_LEASE_DURATION_SECONDS: z.coerce.number().int().positive().default(40),
+  /**
+   * kubeAPIQPS / kubeAPIBurst: the requests per second (and the burst above that) status-manager
+   * sends the API server for pods (status patches, reads, deletions, mirror pods). A request waits
+   * for its turn; the Node's status and Lease are not held behind pod traffic.
+   */
+  KUBE_API_QPS: z.coerce.number().positive().default(50),
+  KUBE_API_BURST: z.coerce.number().int().positive().default(100),
+  /** eventRecordQPS / eventBurst: the events posted per second (and the burst above that); 0: no limit. */
+  EVENT_RECORD_QPS: z.coerce.number().min(0).default(50),
+  EVENT_BURST: z.coerce.number().int().positive().default(100),
 });
 
 /** status-manager's typed configuration. */

@@ -42,6 +42,8 @@ await runNodeProcess({
           reportMs: config.NODE_STATUS_REPORT_FREQUENCY_MS,
           leaseDurationSeconds: config.NODE_LEASE_DURATION_SECONDS,
         },
+        limits: { kubeApiQps: config.KUBE_API_QPS, kubeApiBurst: config.KUBE_API_BURST, eventQps: config.EVENT_RECORD_QPS, eventBurst: config.EVENT_BURST },
+        registry,
         logger,
         signal,
       });

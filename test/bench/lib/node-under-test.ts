@@ -212,9 +212,10 @@ export class NodeUnderTest {
 
   /**
    * Waits until the node has worked off what it was given: every consumer of splitlet's streams has
-   * nothing pending and nothing unacknowledged, twice in a row half a second apart (the events and
-   * statuses of a burst are still being reported well after its last pod is Running). Returns the
-   * milliseconds waited; throws after `timeoutMs`.
+   * nothing pending and nothing unacknowledged, and status-manager has no pod status sync to the API
+   * server running or waiting for its kubeAPIQPS token, twice in a row half a second apart (the events
+   * and statuses of a burst are reported at the kubelet's eventRecordQPS and kubeAPIQPS, well after
+   * its last pod is Running). Returns the milliseconds waited; throws after `timeoutMs`.
    */
   async waitDrained(timeoutMs: number): Promise<number> {
     const jsm = await jetstreamManager(this.nc);
@@ -228,6 +229,7 @@ export class NodeUnderTest {
           if (c.num_pending + c.num_ack_pending > 0) busy = true;
         }
       }
+      if ((await this.metric('status-manager', 'splitlet_status_api_syncs_pending')) > 0) busy = true;
       quietSamples = busy ? 0 : quietSamples + 1;
       await sleep(500);
     }
@@ -240,15 +242,27 @@ export class NodeUnderTest {
     return [...info.processes.map((p) => ({ name: p.name, pid: p.pid })), { name: 'nats-server', pid: this.nats.pid }];
   }
 
+  /** The text of process `name`'s /metrics. */
+  async #metricsText(name: string): Promise<string> {
+    const info = JSON.parse(readFileSync(join(this.stateDir, 'instance.json'), 'utf8')) as { processes: Array<{ name: string; healthPort?: number }> };
+    const port = info.processes.find((p) => p.name === name)?.healthPort;
+    if (port === undefined) throw new Error(`${name} has no health port in instance.json`);
+    const res = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(10_000) });
+    if (!res.ok) throw new Error(`${name} /metrics: HTTP ${res.status}`);
+    return res.text();
+  }
+
+  /** The value of process `name`'s unlabelled metric `metric`; 0 when it has none (e.g. status-manager without an API server). */
+  async metric(name: string, metric: string): Promise<number> {
+    const line = (await this.#metricsText(name)).split('\n').find((l) => l.startsWith(`${metric} `));
+    return line === undefined ? 0 : Number(line.slice(metric.length + 1));
+  }
+
   /** The CRI calls cri-adapter made so far, by method (`kubelet_runtime_operations_total{operation_type}` from its /metrics). */
   async criCalls(): Promise<Map<string, number>> {
-    const info = JSON.parse(readFileSync(join(this.stateDir, 'instance.json'), 'utf8')) as { processes: Array<{ name: string; healthPort?: number }> };
-    const port = info.processes.find((p) => p.name === 'cri-adapter')?.healthPort;
-    if (port === undefined) throw new Error('cri-adapter has no health port in instance.json');
-    const res = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(10_000) });
-    if (!res.ok) throw new Error(`cri-adapter /metrics: HTTP ${res.status}`);
     const out = new Map<string, number>();
-    for (const m of (await res.text()).matchAll(/^kubelet_runtime_operations_total\{[^}]*\boperation_type="([^"]+)"[^}]*\} (\S+)$/gm)) out.set(m[1]!, Number(m[2]));
+    for (const m of (await this.#metricsText('cri-adapter')).matchAll(/^kubelet_runtime_operations_total\{[^}]*\boperation_type="([^"]+)"[^}]*\} (\S+)$/gm))
+      out.set(m[1]!, Number(m[2]));
     return out;
   }
 

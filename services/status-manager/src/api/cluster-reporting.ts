@@ -6,10 +6,12 @@
 import { existsSync } from 'node:fs';
 import { Buckets, Keys, NodeCapacity, NodeRuntimeStatus, errorMessage, type PodStatusRecord } from '@splitlet/api';
 import type { Bus } from '@splitlet/bus';
-import { realClock, sleep } from '@splitlet/service';
+import { realClock, sleep, TokenBucket } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
 import type { StatusManager } from '../status/status-manager.js';
+import { Gauge, Histogram, type Registry } from 'prom-client';
 import { createKubeRest } from './kube-rest.js';
+import { rateLimitedRest } from './rate-limited-rest.js';
 import { postEventsToApi } from './event-poster.js';
 import { MirrorPods } from './mirror-pods.js';
 import { NodePods } from './node-pods.js';
@@ -35,6 +37,10 @@ export interface ClusterReportingOptions {
   readonly runtimeVersion?: string | undefined;
   /** nodeStatusUpdateFrequency, nodeStatusReportFrequency (ms) and nodeLeaseDurationSeconds. */
   readonly nodeStatus?: { readonly updateMs: number; readonly reportMs: number; readonly leaseDurationSeconds: number };
+  /** kubeAPIQPS / kubeAPIBurst and eventRecordQPS / eventBurst (eventQps 0: events are not limited). @default no limits */
+  readonly limits?: { readonly kubeApiQps: number; readonly kubeApiBurst: number; readonly eventQps: number; readonly eventBurst: number };
+  /** Where rest_client_rate_limiter_duration_seconds is registered. @default not recorded */
+  readonly registry?: Registry;
   readonly logger: Logger;
   readonly signal: AbortSignal;
 }
@@ -49,6 +55,23 @@ export async function startClusterReporting(o: ClusterReportingOptions): Promise
     if (!(await sleep(500, o.signal))) break;
   }
   const api = await createKubeRest(o.kubeconfig);
+  const host = api.host;
+  const waited =
+    o.registry === undefined
+      ? undefined
+      : new Histogram({
+          name: 'rest_client_rate_limiter_duration_seconds',
+          help: 'Client side rate limiter latency in seconds. Broken down by verb, and host.',
+          labelNames: ['verb', 'host'],
+          buckets: [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60],
+          registers: [o.registry],
+        });
+  const observe = (verb: string, seconds: number): void => waited?.observe({ verb, host }, seconds);
+  const limits = o.limits;
+  // The kubelet's main client (kubeAPIQPS) carries the pods' traffic; its event client (eventRecordQPS)
+  // the events. Its heartbeat client, the Node's Lease, has no limit: the node reporter is not limited.
+  const podApi = limits === undefined ? api : rateLimitedRest(api, new TokenBucket(limits.kubeApiQps, limits.kubeApiBurst, realClock), observe);
+  const eventApi = limits === undefined || limits.eventQps === 0 ? api : rateLimitedRest(api, new TokenBucket(limits.eventQps, limits.eventBurst, realClock), observe);
   const capacityKv = await o.bus.kv(Buckets.nodeCapacity, NodeCapacity);
   const runtimeKv = await o.bus.kv(Buckets.nodeRuntime, NodeRuntimeStatus);
   const reporter: NodeReporter = new NodeReporter({
@@ -64,11 +87,21 @@ export async function startClusterReporting(o: ClusterReportingOptions): Promise
       : { statusUpdateMs: o.nodeStatus.updateMs, statusReportMs: o.nodeStatus.reportMs, leaseDurationSeconds: o.nodeStatus.leaseDurationSeconds }),
   });
   // The resync compares against the watched API copy of the node's pods instead of GETting each.
-  const nodePods = new NodePods(api, o.node, o.logger);
+  const nodePods = new NodePods(podApi, o.node, o.logger);
   const podsDone = nodePods.run(o.signal);
-  const syncer = new PodStatusSyncer(api, new MirrorPods(api, o.node, () => reporter.nodeUid), o.logger, nodePods);
+  const syncer = new PodStatusSyncer(podApi, new MirrorPods(podApi, o.node, () => reporter.nodeUid), o.logger, nodePods);
+  if (o.registry !== undefined) {
+    new Gauge({
+      name: 'splitlet_status_api_syncs_pending',
+      help: "Pods whose status sync to the API server is running or waiting (behind the pod's sync in flight, or for a kubeAPIQPS token).",
+      registers: [o.registry],
+      collect() {
+        this.set(syncer.pending);
+      },
+    });
+  }
   const nodeDone = reporter.run(o.signal);
-  const events = await postEventsToApi(o.bus, api, { node: o.node, logger: o.logger, signal: o.signal });
+  const events = await postEventsToApi(o.bus, eventApi, { node: o.node, logger: o.logger, signal: o.signal });
   // A pod removed from its source is no longer reported (the kubelet's status manager finds no
   // pod-manager pod for it); its mirror pod goes once its status is removed.
   const reportable = function* (): Generator<PodStatusRecord> {

@@ -55,10 +55,11 @@ export const STRATEGIC_MERGE_PATCH = 'application/strategic-merge-patch+json';
 const REQUEST_TIMEOUT_MS = 30_000;
 
 /**
- * Loads the kubeconfig at `path` and returns a client for its current context.
+ * Loads the kubeconfig at `path` and returns a client for its current context (`host`: its API
+ * server's host and port, as client-go labels its metrics).
  * @throws Error naming the file when it cannot be read or has no current cluster.
  */
-export async function createKubeRest(path: string): Promise<KubeRest & KubeWatch> {
+export async function createKubeRest(path: string): Promise<KubeRest & KubeWatch & { readonly host: string }> {
   let endpoint: KubeEndpoint;
   try {
     endpoint = await loadKubeEndpoint(path);
@@ -77,6 +78,7 @@ export async function createKubeRest(path: string): Promise<KubeRest & KubeWatch
     pool === undefined ? { ...tls, ...(clientNodeAgent === undefined ? {} : { agent: clientNodeAgent }) } : { agent: pool, ...(tls.auth === undefined ? {} : { auth: tls.auth }) };
   const baseHeaders: Readonly<Record<string, string>> = { ...(authHeaders as Record<string, string>), accept: 'application/json' };
   return {
+    host: endpoint.server.host,
     request(method, path, body, contentType = 'application/json') {
       const payload = body === undefined ? undefined : JSON.stringify(body);
       const url = apiUrl(endpoint, path);

@@ -103,6 +103,11 @@ export class PodStatusSyncer {
     this.#copy = copy;
   }
 
+  /** Pods with a sync running or waiting (behind the pod's sync in flight, or for the rate limiter's token). */
+  get pending(): number {
+    return this.#running.size;
+  }
+
   /**
    * Drops what is known about a pod (its status was removed); a static pod's mirror pod is deleted —
    * after the pod's sync in flight (or waiting) ended, so that sync cannot create it again.
