@@ -254,6 +254,10 @@ async function mainNodeRows(): Promise<void> {
     const before = await node.writeCounters();
     const burstCpu = cpuMeter(node.processes());
     const b = await burst(node, 'burst', PODS);
+    // What the node spent until the last pod was Running is what bounds the burst's rate; the rest
+    // (events and API statuses at the kubelet's eventRecordQPS and kubeAPIQPS) comes after it.
+    const toRunningMsPerPod = msPerPod(burstCpu().byProcess, PODS);
+    const cpuMsPerPodToRunning = Math.round(10 * Object.values(toRunningMsPerPod).reduce((a, x) => a + x, 0)) / 10;
     // The burst's events and statuses are reported after its last pod is Running: its work (CPU,
     // writes) is counted until the node has drained them, and the rows after it start then.
     await node.waitDrained(120_000 + PODS * 200);
@@ -269,14 +273,14 @@ async function mainNodeRows(): Promise<void> {
       const share = b.podsPerSec / boundRate;
       // The machine's other bound: its cores divided by the CPU a pod costs the whole node.
       const cores = machine().cpus;
-      const cpuBoundPodsPerSec = (cores * 1000) / cpuMsPerPodTotal;
+      const cpuBoundPodsPerSec = (cores * 1000) / cpuMsPerPodToRunning;
       report({
         id: 'burst',
         measure: `burst of ${PODS} pods to Running, ${WORKERS} pod-workers`,
-        value: `${fmt(b.podsPerSec)} pods/s (latency p50 ${fmt(b.p50, 0)} ms, p99 ${fmt(b.p99, 0)} ms; ${fmt(cpuMsPerPodTotal)} CPU ms per pod; events and statuses reported ${fmt(drainedMs / 1000)} s after the last Running)`,
+        value: `${fmt(b.podsPerSec)} pods/s (latency p50 ${fmt(b.p50, 0)} ms, p99 ${fmt(b.p99, 0)} ms; ${fmt(cpuMsPerPodToRunning)} CPU ms per pod until the last Running, ${fmt(cpuMsPerPodTotal)} with the events and statuses reported ${fmt(drainedMs / 1000)} s after it)`,
         reference:
           `bus bound ${fmt(bound, 0)} writes/s ÷ ${fmt(writesPerPod)} writes per pod = ${fmt(boundRate)} pods/s; ratio ${fmt(100 * share)} %. ` +
-          `CPU bound ${cores} cores ÷ ${fmt(cpuMsPerPodTotal)} CPU ms per pod = ${fmt(cpuBoundPodsPerSec)} pods/s; ratio ${fmt((100 * b.podsPerSec) / cpuBoundPodsPerSec)} %`,
+          `CPU bound ${cores} cores ÷ ${fmt(cpuMsPerPodToRunning)} CPU ms per pod until the last Running = ${fmt(cpuBoundPodsPerSec)} pods/s; ratio ${fmt((100 * b.podsPerSec) / cpuBoundPodsPerSec)} %`,
         target: '≥ 300 pods/s and ≥ 25 % of the bound',
         met: b.podsPerSec >= 300 && share >= 0.25,
         data: {
@@ -289,6 +293,8 @@ async function mainNodeRows(): Promise<void> {
           shareOfBound: share,
           cpuMsPerPodTotal,
           cpuMsPerPod,
+          cpuMsPerPodToRunning,
+          toRunningMsPerPod,
           cpuBoundPodsPerSec,
           drainedMs,
         },
@@ -377,16 +383,28 @@ async function mainNodeRows(): Promise<void> {
       const used = deleteCpu();
       const byProcess = msPerPod(used.byProcess, PODS);
       const total = (1000 * used.totalS) / PODS;
+      // The deletions' events and API writes go out at the kubelet's rates after the pods are gone.
+      const drainedMs = await node.waitDrained(120_000 + PODS * 200);
+      const withReports = (1000 * deleteCpu().totalS) / PODS;
       const cores = machine().cpus;
       const cpuBound = (cores * 1000) / total;
       report({
         id: 'delete',
         measure: `${PODS} pods deleted → gone`,
-        value: `${fmt(rate)} pods/s (${fmt(total)} CPU ms per pod; the node's CPU ${fmt(used.totalS / used.wallS, 2)} of ${cores} cores)`,
+        value: `${fmt(rate)} pods/s (${fmt(total)} CPU ms per pod, ${fmt(withReports)} with the events and API writes reported ${fmt(drainedMs / 1000)} s after the last was gone; the node's CPU ${fmt(used.totalS / used.wallS, 2)} of ${cores} cores)`,
         reference: `CPU bound ${cores} cores ÷ ${fmt(total)} CPU ms per pod = ${fmt(cpuBound)} pods/s; ratio ${fmt((100 * rate) / cpuBound)} %`,
         target: '≥ 200 pods/s',
         met: rate >= 200,
-        data: { pods: PODS, podsPerSec: rate, cpuMsPerPod: byProcess, cpuMsPerPodTotal: total, cpuBoundPodsPerSec: cpuBound, coresBusy: used.totalS / used.wallS },
+        data: {
+          pods: PODS,
+          podsPerSec: rate,
+          cpuMsPerPod: byProcess,
+          cpuMsPerPodTotal: total,
+          cpuMsPerPodWithReports: withReports,
+          drainedMs,
+          cpuBoundPodsPerSec: cpuBound,
+          coresBusy: used.totalS / used.wallS,
+        },
       });
     }
   } finally {

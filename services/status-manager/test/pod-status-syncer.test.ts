@@ -81,9 +81,11 @@ describe('PodStatusSyncer', () => {
     // Wait for the first sync's GET: it is in flight.
     while (count(api, 'GET') === 0) await new Promise((r) => setImmediate(r));
     const later = [2, 3, 4, 5, 6, 7, 8, 9].map((v) => syncer.sync(record(v)));
+    assert.equal(syncer.pending, 1, 'one pod with a sync in flight and one waiting');
     release();
     api.hold = undefined;
     const outcomes = await Promise.all([first, ...later]);
+    assert.equal(syncer.pending, 0);
     assert.deepEqual(outcomes, ['patched', ...later.map(() => 'patched')]);
     assert.equal(count(api, 'GET'), 1, 'one GET for the sync in flight; the statuses written meanwhile are patched against what it wrote');
     const patches = api.calls.filter((c) => c.method === 'PATCH').map((c) => (c.body as { status: { message: string } }).status.message);

@@ -103,9 +103,12 @@ export class PodStatusSyncer {
     this.#copy = copy;
   }
 
-  /** Pods with a sync running or waiting (behind the pod's sync in flight, or for the rate limiter's token). */
+  /** Mirror pod deletions running or waiting for a token. */
+  #forgetting = 0;
+
+  /** Pods with a sync or a mirror pod deletion running or waiting (behind the pod's sync in flight, or for the rate limiter's token). */
   get pending(): number {
-    return this.#running.size;
+    return this.#running.size + this.#forgetting;
   }
 
   /**
@@ -113,13 +116,18 @@ export class PodStatusSyncer {
    * after the pod's sync in flight (or waiting) ended, so that sync cannot create it again.
    */
   async forget(uid: string): Promise<void> {
-    await this.#running.get(uid)?.catch(() => undefined);
-    this.#drop(uid);
-    const mirror = this.#mirrored.get(uid);
-    if (mirror === undefined) return;
-    this.#mirrored.delete(uid);
-    await this.#mirrors.delete(mirror.namespace, mirror.name, mirror.uid);
-    this.#logger.info('Deleting mirror pod', { pod: `${mirror.namespace}/${mirror.name}`, podUID: mirror.uid });
+    this.#forgetting++;
+    try {
+      await this.#running.get(uid)?.catch(() => undefined);
+      this.#drop(uid);
+      const mirror = this.#mirrored.get(uid);
+      if (mirror === undefined) return;
+      this.#mirrored.delete(uid);
+      await this.#mirrors.delete(mirror.namespace, mirror.name, mirror.uid);
+      this.#logger.info('Deleting mirror pod', { pod: `${mirror.namespace}/${mirror.name}`, podUID: mirror.uid });
+    } finally {
+      this.#forgetting--;
+    }
   }
 
   /**
