@@ -27,10 +27,14 @@ export const StatusManagerEnv = z.object({
    * sends the API server for pods (status patches, reads, deletions, mirror pods). A request waits
    * for its turn; the Node's status and Lease are not held behind pod traffic.
    */
-  KUBE_API_QPS: z.coerce.number().positive().default(50),
+  KUBE_API_QPS: z.coerce.number().int().positive().default(50),
   KUBE_API_BURST: z.coerce.number().int().positive().default(100),
-  /** eventRecordQPS / eventBurst: the events posted per second (and the burst above that); 0: no limit. */
-  EVENT_RECORD_QPS: z.coerce.number().min(0).default(50),
+  /**
+   * eventRecordQPS / eventBurst: the events posted per second (and the burst above that); 0: no limit.
+   * Whole numbers, as the kubelet's: an event waits at most a second for its token, well within its
+   * delivery's ack wait.
+   */
+  EVENT_RECORD_QPS: z.coerce.number().int().min(0).default(50),
   EVENT_BURST: z.coerce.number().int().positive().default(100),
 });
 
