@@ -104,6 +104,8 @@ async function main(): Promise<void> {
     }
     await node.waitRunning(names, 120_000 + PODS * 500);
     const tRunning = Date.now();
+    const toRunningMs: Record<string, number> = {};
+    for (const [name, s] of Object.entries(burstCpu().byProcess)) toRunningMs[name] = (1000 * s) / PODS;
     // Let the follow-up work of the last pods (pleg events, their syncs, status reports) finish before
     // counting: the settle time, then until the node has drained (its events and API statuses go out
     // at the kubelet's eventRecordQPS and kubeAPIQPS, long after the last Running).
@@ -123,7 +125,8 @@ async function main(): Promise<void> {
       `\n${RATE > 0 ? `${PODS} pods arriving at ${RATE}/s` : `burst of ${PODS} pods`}, ${WORKERS} pod-workers, simulator ${LATENCY} ms per CRI call: ${fmt(podsPerSec)} pods/s, p50 ${pct(lat, 50)} ms, p99 ${pct(lat, 99)} ms`,
     );
     console.log(`load average before ${load0.join(' ')}, after ${loadAverage().join(' ')}`);
-    printCpuMs(`CPU ms per pod by process (counted until the node drained, ${fmt(drainedMs / 1000)} s after the last Running):`, cpuMs);
+    printCpuMs('CPU ms per pod by process until the last pod was Running:', toRunningMs);
+    printCpuMs(`CPU ms per pod by process in all, counted until the node drained ${fmt(drainedMs / 1000)} s after the last Running:`, cpuMs);
 
     console.log(`\nRSS by process (MiB): idle before the burst, once the node drained after it:`);
     procs.forEach((p, i) => console.log(`  ${p.name.padEnd(18)} ${fmt(rssIdle[i]!, 1).padStart(7)} ${fmt(rssAfter[i]!, 1).padStart(7)}`));
@@ -195,6 +198,7 @@ async function main(): Promise<void> {
       podsPerSec,
       load: [load0, loadAverage()],
       cpuMsPerPod: cpuMs,
+      cpuMsPerPodToRunning: toRunningMs,
       rssMiB: Object.fromEntries(procs.map((p, i) => [p.name, { idle: rssIdle[i]!, afterBurst: rssAfter[i]! }])),
       messagesPerPod: Object.fromEntries([...counts].map(([k, v]) => [k, v / PODS])),
       criCallsPerPod: Object.fromEntries(criPerPod),

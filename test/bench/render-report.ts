@@ -191,6 +191,7 @@ function beforeAfter(before: BurstProbeResult, after: BurstProbeResult): string[
   };
   const row = (name: string, b: number | undefined, a: number | undefined, d = 2): string => `| ${name} | ${b?.toFixed(d) ?? '—'} | ${a?.toFixed(d) ?? '—'} | ${change(b, a)} |`;
   const procs = [...new Set([...Object.keys(after.cpuMsPerPod), ...Object.keys(before.cpuMsPerPod)])].filter((k) => k !== 'total');
+  // The per-process rows are the whole burst's, its reports to the API server included.
   procs.sort((x, y) => (before.cpuMsPerPod[y] ?? 0) - (before.cpuMsPerPod[x] ?? 0));
   return [
     `## Before and after: one burst of ${after.pods} pods (burst-probe)`,
@@ -201,6 +202,9 @@ function beforeAfter(before: BurstProbeResult, after: BurstProbeResult): string[
     '|---|---|---|---|',
     ...procs.map((k) => row(k, before.cpuMsPerPod[k], after.cpuMsPerPod[k])),
     row('**CPU ms per pod, whole node**', before.cpuMsPerPod['total'] ?? total(before.cpuMsPerPod), after.cpuMsPerPod['total'] ?? total(after.cpuMsPerPod)),
+    ...(before.cpuMsPerPodToRunning !== undefined && after.cpuMsPerPodToRunning !== undefined
+      ? [row('CPU ms per pod until the last Running, whole node', total(before.cpuMsPerPodToRunning), total(after.cpuMsPerPodToRunning))]
+      : []),
     row('bus messages per pod', total(before.messagesPerPod), total(after.messagesPerPod), 1),
     row('pods/s', before.podsPerSec, after.podsPerSec, 1),
     '',

@@ -42,7 +42,10 @@ export interface BurstProbeResult {
   readonly latencyMs: number;
   readonly podsPerSec: number;
   readonly load: readonly (readonly number[])[];
+  /** CPU ms per pod by process, counted until the node drained after the burst (its events and API statuses included). */
   readonly cpuMsPerPod: Record<string, number>;
+  /** The same until the last pod was Running (absent in files written before it was recorded). */
+  readonly cpuMsPerPodToRunning?: Record<string, number>;
   /** Per process: RSS in MiB when idle before the burst and when the burst has settled. */
   readonly rssMiB?: Record<string, { readonly idle: number; readonly afterBurst: number }>;
   readonly messagesPerPod: Record<string, number>;

@@ -70,8 +70,8 @@ export async function startClusterReporting(o: ClusterReportingOptions): Promise
   const limits = o.limits;
   // The kubelet's main client (kubeAPIQPS) carries the pods' traffic; its event client (eventRecordQPS)
   // the events. Its heartbeat client, the Node's Lease, has no limit: the node reporter is not limited.
-  const podApi = limits === undefined ? api : rateLimitedRest(api, new TokenBucket(limits.kubeApiQps, limits.kubeApiBurst, realClock), observe);
-  const eventApi = limits === undefined || limits.eventQps === 0 ? api : rateLimitedRest(api, new TokenBucket(limits.eventQps, limits.eventBurst, realClock), observe);
+  const podApi = limits === undefined ? api : rateLimitedRest(api, new TokenBucket(limits.kubeApiQps, limits.kubeApiBurst, realClock), { observe });
+  const eventApi = limits === undefined || limits.eventQps === 0 ? api : rateLimitedRest(api, new TokenBucket(limits.eventQps, limits.eventBurst, realClock), { observe });
   const capacityKv = await o.bus.kv(Buckets.nodeCapacity, NodeCapacity);
   const runtimeKv = await o.bus.kv(Buckets.nodeRuntime, NodeRuntimeStatus);
   const reporter: NodeReporter = new NodeReporter({
