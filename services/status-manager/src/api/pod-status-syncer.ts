@@ -2,8 +2,8 @@
  * Reports the cached pod statuses to the API server (cluster mode).
  *
  * Models the status manager's send loop (pkg/kubelet/status/status_manager.go syncBatch / syncPod /
- * canBeDeleted): a written status is patched at once when its version is newer than the one last
- * sent; every 10 s (syncPeriod) the cached pods that need it are reconciled (needsUpdate /
+ * canBeDeleted): a written status whose version is newer than the one last sent is patched as soon
+ * as the client's rate limit (kubeAPIQPS) lets it; every 10 s (syncPeriod) the cached pods that need it are reconciled (needsUpdate /
  * needsReconcile against the watched API copy of the node's pods, see {@link reconcileReason}). Per pod: GET the
  * pod (404 or another UID → its API state is dropped), keep a terminal API phase, strategic-merge
  * patch `pods/status` with a `metadata.uid` precondition unless nothing changed, then — once the pod
