@@ -445,15 +445,17 @@ async function scaleOutRow(): Promise<void> {
   }
   const r2 = perWorkers['2']! / perWorkers['1']!;
   const r4 = perWorkers['4']! / perWorkers['1']!;
-  // What the cores allow at the cost per pod measured with one pod-worker, as a multiple of its rate.
-  const cpuCeiling = (cores * 1000) / cpuMsPerPod['1']!;
+  // What the cores allow at the lowest cost per pod measured (a pod costs less CPU the faster pods
+  // come: fewer idle wake-ups), as a multiple of the one-pod-worker rate.
+  const cheapest = Math.min(...Object.values(cpuMsPerPod));
+  const cpuCeiling = (cores * 1000) / cheapest;
   report({
     id: 'scale-out',
     measure: `scale-out, burst of ${SCALE_PODS} pods, simulator ${SCALE_LATENCY} ms per CRI call, each pod-worker ${SCALE_SYNCS} syncs at once`,
     value: `1 → 2 → 4 pod-workers: ${fmt(perWorkers['1']!)} → ${fmt(perWorkers['2']!)} → ${fmt(perWorkers['4']!)} pods/s (the node's CPU ${fmt(cpuCores['1']!, 2)} → ${fmt(cpuCores['2']!, 2)} → ${fmt(cpuCores['4']!, 2)} of ${cores} cores)`,
     reference:
       `1 pod-worker; ratios ${fmt(r2, 2)}× and ${fmt(r4, 2)}×. ` +
-      `CPU bound ${cores} cores ÷ ${fmt(cpuMsPerPod['1']!)} CPU ms per pod = ${fmt(cpuCeiling)} pods/s, ${fmt(cpuCeiling / perWorkers['1']!, 2)}× the 1-pod-worker rate`,
+      `CPU bound ${cores} cores ÷ ${fmt(cheapest)} CPU ms per pod (the lowest of the three) = ${fmt(cpuCeiling)} pods/s, ${fmt(cpuCeiling / perWorkers['1']!, 2)}× the 1-pod-worker rate`,
     target: '≥ 1.9× and ≥ 3.5×',
     met: r2 >= 1.9 && r4 >= 3.5,
     data: {
