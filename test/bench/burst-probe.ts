@@ -68,6 +68,9 @@ for (const [k, v] of [
   if (!Number.isFinite(v) || v < 0) throw new Error(`--${k} must be a number ≥ 0`);
 }
 
+/** Seconds the idle node's CPU rate is measured before the burst. */
+const IDLE_SECONDS = 5;
+
 async function main(): Promise<void> {
   const load0 = loadAverage();
   const profDir = values['cpu-prof'] === undefined ? undefined : resolve(values['cpu-prof']);
@@ -88,6 +91,12 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 3000));
     const { counts, firstSeen } = spy;
     const procs = node.processes();
+    // The idle node's CPU rate (its periodic work: leases, relists, resyncs, heartbeats), so that the
+    // burst's CPU can be told apart from what the node spends anyway over a longer or shorter tail.
+    const idleMeter = cpuMeter(procs);
+    await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
+    const idle = idleMeter();
+    const idleCpuMsPerS = (1000 * idle.totalS) / idle.wallS;
     const rssIdle = procs.map((p) => rssMiB(p.pid));
     const burstCpu = cpuMeter(procs);
     const cri0 = await node.criCalls();
@@ -127,6 +136,11 @@ async function main(): Promise<void> {
     console.log(`load average before ${load0.join(' ')}, after ${loadAverage().join(' ')}`);
     printCpuMs('CPU ms per pod by process until the last pod was Running:', toRunningMs);
     printCpuMs(`CPU ms per pod by process in all, counted until the node drained ${fmt(drainedMs / 1000)} s after the last Running:`, cpuMs);
+    const windowS = (Date.now() - t0) / 1000;
+    const idleShare = (idleCpuMsPerS * windowS) / PODS;
+    console.log(
+      `  the idle node spends ${fmt(idleCpuMsPerS)} CPU ms/s (measured over ${IDLE_SECONDS} s before the burst): ${fmt(idleShare)} of them per pod over the ${fmt(windowS)} s counted`,
+    );
 
     console.log(`\nRSS by process (MiB): idle before the burst, once the node drained after it:`);
     procs.forEach((p, i) => console.log(`  ${p.name.padEnd(18)} ${fmt(rssIdle[i]!, 1).padStart(7)} ${fmt(rssAfter[i]!, 1).padStart(7)}`));
@@ -199,6 +213,8 @@ async function main(): Promise<void> {
       load: [load0, loadAverage()],
       cpuMsPerPod: cpuMs,
       cpuMsPerPodToRunning: toRunningMs,
+      idleCpuMsPerS,
+      countedSeconds: windowS,
       rssMiB: Object.fromEntries(procs.map((p, i) => [p.name, { idle: rssIdle[i]!, afterBurst: rssAfter[i]! }])),
       messagesPerPod: Object.fromEntries([...counts].map(([k, v]) => [k, v / PODS])),
       criCallsPerPod: Object.fromEntries(criPerPod),

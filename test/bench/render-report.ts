@@ -190,8 +190,11 @@ function beforeAfter(before: BurstProbeResult, after: BurstProbeResult): string[
     return p === 0 ? '0 %' : `${p < 0 ? '−' : '+'}${Math.abs(p)} %`;
   };
   const row = (name: string, b: number | undefined, a: number | undefined, d = 2): string => `| ${name} | ${b?.toFixed(d) ?? '—'} | ${a?.toFixed(d) ?? '—'} | ${change(b, a)} |`;
-  const procs = [...new Set([...Object.keys(after.cpuMsPerPod), ...Object.keys(before.cpuMsPerPod)])].filter((k) => k !== 'total');
+  /** The whole burst's CPU per pod less what the idle node spends over the same time. */
+  const lessIdle = (x: BurstProbeResult): number | undefined =>
+    x.idleCpuMsPerS === undefined || x.countedSeconds === undefined ? undefined : (x.cpuMsPerPod['total'] ?? total(x.cpuMsPerPod)) - (x.idleCpuMsPerS * x.countedSeconds) / x.pods;
   // The per-process rows are the whole burst's, its reports to the API server included.
+  const procs = [...new Set([...Object.keys(after.cpuMsPerPod), ...Object.keys(before.cpuMsPerPod)])].filter((k) => k !== 'total');
   procs.sort((x, y) => (before.cpuMsPerPod[y] ?? 0) - (before.cpuMsPerPod[x] ?? 0));
   return [
     `## Before and after: one burst of ${after.pods} pods (burst-probe)`,
@@ -204,6 +207,12 @@ function beforeAfter(before: BurstProbeResult, after: BurstProbeResult): string[
     row('**CPU ms per pod, whole node**', before.cpuMsPerPod['total'] ?? total(before.cpuMsPerPod), after.cpuMsPerPod['total'] ?? total(after.cpuMsPerPod)),
     ...(before.cpuMsPerPodToRunning !== undefined && after.cpuMsPerPodToRunning !== undefined
       ? [row('CPU ms per pod until the last Running, whole node', total(before.cpuMsPerPodToRunning), total(after.cpuMsPerPodToRunning))]
+      : []),
+    ...(lessIdle(before) !== undefined && lessIdle(after) !== undefined
+      ? [row("CPU ms per pod, whole node, less the idle node's rate over the time counted", lessIdle(before), lessIdle(after))]
+      : []),
+    ...(before.countedSeconds !== undefined && after.countedSeconds !== undefined
+      ? [row('seconds counted (until the node drained)', before.countedSeconds, after.countedSeconds, 1)]
       : []),
     row('bus messages per pod', total(before.messagesPerPod), total(after.messagesPerPod), 1),
     row('pods/s', before.podsPerSec, after.podsPerSec, 1),

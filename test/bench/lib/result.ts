@@ -46,6 +46,10 @@ export interface BurstProbeResult {
   readonly cpuMsPerPod: Record<string, number>;
   /** The same until the last pod was Running (absent in files written before it was recorded). */
   readonly cpuMsPerPodToRunning?: Record<string, number>;
+  /** The whole idle node's CPU ms per second, measured before the burst (absent in older files). */
+  readonly idleCpuMsPerS?: number;
+  /** Seconds `cpuMsPerPod` was counted over: from the first pod's creation until the node drained (absent in older files). */
+  readonly countedSeconds?: number;
   /** Per process: RSS in MiB when idle before the burst and when the burst has settled. */
   readonly rssMiB?: Record<string, { readonly idle: number; readonly afterBurst: number }>;
   readonly messagesPerPod: Record<string, number>;
