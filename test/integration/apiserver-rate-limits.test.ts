@@ -8,18 +8,15 @@
  */
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { KubeEvent, PodStatusUpdate, Subjects, type BoundPod } from '@splitlet/api';
 import { connectBus, type NatsBus } from '@splitlet/bus';
 import { aRunningStatus } from '@splitlet/kube/testing';
 import { createLogger } from '@splitlet/telemetry';
-import { eventually, spawnProcess, type SpawnedProcess } from '@splitlet/testkit';
-import { startApiServer, type ApiServerUnderTest } from './apiserver/harness.js';
+import { eventually, type SpawnedProcess } from '@splitlet/testkit';
+import { startApiServer, startStatusManager, statusManagerPortFile, type ApiServerUnderTest } from './apiserver/harness.js';
 
 const NODE = 'node-limits';
-const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const SLOW = { timeoutMs: 60_000 };
 
 describe('status-manager → API server: kubeAPIQPS and eventRecordQPS (integration)', () => {
@@ -30,27 +27,7 @@ describe('status-manager → API server: kubeAPIQPS and eventRecordQPS (integrat
   before(async () => {
     api = await startApiServer();
     bus = await connectBus({ servers: api.nats.url, process: 'test', node: NODE, logger: createLogger({ service: 'test', stream: { write: () => true } }) });
-    proc = await spawnProcess({
-      cmd: process.execPath,
-      args: ['--import', 'tsx', join(repoRoot, 'services/status-manager/src/main.ts')],
-      cwd: repoRoot,
-      name: 'status-manager',
-      env: {
-        NATS_URL: api.nats.url,
-        NODE_NAME: NODE,
-        KUBECONFIG: api.kubeconfig,
-        KUBE_API_QPS: '2',
-        KUBE_API_BURST: '1',
-        EVENT_RECORD_QPS: '2',
-        EVENT_BURST: '1',
-        HEALTH_PORT: '0',
-        HEALTH_PORT_FILE: join(api.dir.path, 'status-manager.port'),
-        LOG_LEVEL: 'debug',
-        PUBLISH_SPANS: 'false',
-        OTEL_SDK_DISABLED: 'true',
-      },
-    });
-    await proc.waitForLine('status-manager started', 60_000);
+    proc = await startStatusManager(api, NODE, { KUBE_API_QPS: '2', KUBE_API_BURST: '1', EVENT_RECORD_QPS: '2', EVENT_BURST: '1' });
   });
 
   after(async () => {
@@ -62,7 +39,7 @@ describe('status-manager → API server: kubeAPIQPS and eventRecordQPS (integrat
 
   /** rest_client_rate_limiter_duration_seconds of `verb`: its count and sum. */
   async function limiterWaits(verb: string): Promise<{ count: number; sum: number }> {
-    const port = (await readFile(join(api.dir.path, 'status-manager.port'), 'utf8')).trim();
+    const port = (await readFile(statusManagerPortFile(api), 'utf8')).trim();
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const value = (series: string): number => {
       const line = text.split('\n').find((l) => l.startsWith(`rest_client_rate_limiter_duration_seconds_${series}{`) && l.includes(`verb="${verb}"`));

@@ -9,9 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import {
   Buckets,
   KubeEvent,
@@ -28,11 +26,10 @@ import {
 import { connectBus, type NatsBus } from '@splitlet/bus';
 import { aRunningStatus, aTerminatedStatus } from '@splitlet/kube/testing';
 import { createLogger } from '@splitlet/telemetry';
-import { eventually, spawnProcess, type SpawnedProcess } from '@splitlet/testkit';
-import { startApiServer, type ApiServerUnderTest } from './apiserver/harness.js';
+import { eventually, type SpawnedProcess } from '@splitlet/testkit';
+import { startApiServer, startStatusManager, statusManagerPortFile, type ApiServerUnderTest } from './apiserver/harness.js';
 
 const NODE = 'node-a';
-const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const SLOW = { timeoutMs: 60_000 };
 
 describe('status-manager → API server (integration)', () => {
@@ -63,27 +60,12 @@ describe('status-manager → API server (integration)', () => {
     };
     await writeRecord();
     heartbeat = setInterval(() => void writeRecord().catch(() => undefined), 3000);
-    proc = await spawnProcess({
-      cmd: process.execPath,
-      args: ['--import', 'tsx', join(repoRoot, 'services/status-manager/src/main.ts')],
-      cwd: repoRoot,
-      name: 'status-manager',
-      env: {
-        NATS_URL: api.nats.url,
-        NODE_NAME: NODE,
-        KUBECONFIG: api.kubeconfig,
-        CONTAINER_RUNTIME_VERSION: 'containerd://2.0.0',
-        NODE_STATUS_UPDATE_FREQUENCY_MS: '1000',
-        NODE_STATUS_REPORT_FREQUENCY_MS: '3000',
-        NODE_LEASE_DURATION_SECONDS: '8',
-        HEALTH_PORT: '0',
-        HEALTH_PORT_FILE: join(api.dir.path, 'status-manager.port'),
-        LOG_LEVEL: 'debug',
-        PUBLISH_SPANS: 'false',
-        OTEL_SDK_DISABLED: 'true',
-      },
+    proc = await startStatusManager(api, NODE, {
+      CONTAINER_RUNTIME_VERSION: 'containerd://2.0.0',
+      NODE_STATUS_UPDATE_FREQUENCY_MS: '1000',
+      NODE_STATUS_REPORT_FREQUENCY_MS: '3000',
+      NODE_LEASE_DURATION_SECONDS: '8',
     });
-    await proc.waitForLine('status-manager started', 60_000);
   });
 
   after(async () => {
@@ -451,7 +433,7 @@ describe('status-manager → API server (integration)', () => {
     const t0 = Date.parse(first.spec.renewTime);
     await eventually(async () => Date.parse((await api.request('GET', path)).body?.spec?.renewTime) > t0, { ...SLOW, message: 'Lease renewed' });
     // Health includes the lease check, and it passes.
-    const port = (await readFile(join(api.dir.path, 'status-manager.port'), 'utf8')).trim();
+    const port = (await readFile(statusManagerPortFile(api), 'utf8')).trim();
     const health = await fetch(`http://127.0.0.1:${port}/healthz?verbose`);
     const text = await health.text();
     assert.equal(health.status, 200, text);

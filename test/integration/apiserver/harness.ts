@@ -116,3 +116,35 @@ export async function startApiServer(logLevel = 'info'): Promise<ApiServerUnderT
   };
   return t;
 }
+
+const REPO_ROOT = new URL('../../../', import.meta.url).pathname;
+const STATUS_MANAGER_MAIN = join(REPO_ROOT, 'services/status-manager/src/main.ts');
+
+/** Where {@link startStatusManager}'s process writes its health port (`/healthz`, `/metrics`). */
+export const statusManagerPortFile = (api: ApiServerUnderTest): string => join(api.dir.path, 'status-manager.port');
+
+/**
+ * The real status-manager process in cluster mode, reporting node `node` to `api` (debug logging, no
+ * spans), once it has started; `env` adds to or overrides its settings.
+ */
+export async function startStatusManager(api: ApiServerUnderTest, node: string, env: Readonly<Record<string, string>> = {}): Promise<SpawnedProcess> {
+  const proc = await spawnProcess({
+    cmd: process.execPath,
+    args: ['--import', 'tsx', STATUS_MANAGER_MAIN],
+    cwd: REPO_ROOT,
+    name: 'status-manager',
+    env: {
+      NATS_URL: api.nats.url,
+      NODE_NAME: node,
+      KUBECONFIG: api.kubeconfig,
+      HEALTH_PORT: '0',
+      HEALTH_PORT_FILE: statusManagerPortFile(api),
+      LOG_LEVEL: 'debug',
+      PUBLISH_SPANS: 'false',
+      OTEL_SDK_DISABLED: 'true',
+      ...env,
+    },
+  });
+  await proc.waitForLine('status-manager started', 60_000);
+  return proc;
+}
