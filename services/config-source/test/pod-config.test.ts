@@ -139,6 +139,29 @@ describe('PodConfig', () => {
     assert.deepEqual(tracing.spansNamed('config.add')[1]!.links, []);
   });
 
+  it("a mirror pod's status change is not published (sync-loop's HandlePodReconcile ignores it); another API pod's RECONCILE is", async () => {
+    const regular = pods('/m/web.yaml', manifest('web', 'nginx:1.27', '  uid: web-uid\n'))[0]!;
+    const mirror = pods('/m/static.yaml', manifest('static', 'nginx:1.27', '  uid: mirror-uid\n'))[0]!;
+    mirror.metadata.annotations = { ...mirror.metadata.annotations, 'kubernetes.io/config.mirror': 'mirror-uid' };
+    const api = (...listed: BoundPod[]): SourceListing => ({ source: 'api', pods: listed.map((pod) => ({ pod, origin: 'api' })), errors: [] });
+    const withPhase = (p: BoundPod, phase: 'Running' | 'Succeeded'): BoundPod => ({ ...structuredClone(p), status: { phase } });
+    await pc.apply(api(regular, mirror));
+    await pc.apply(api(withPhase(regular, 'Running'), withPhase(mirror, 'Running')));
+    await pc.apply(api(withPhase(regular, 'Running'), withPhase(mirror, 'Succeeded')));
+    assert.deepEqual(ops(), ['ADD:web-node-a.example,static-node-a.example', 'RECONCILE:web-node-a.example']);
+    assert.deepEqual(
+      published.map((p) => p.update.origin?.seq),
+      [1, 2],
+      'nothing published, no sequence number used',
+    );
+    // The mirror pod's other operations are published: here its update with the newest status.
+    const relabelled = withPhase(mirror, 'Succeeded');
+    relabelled.metadata.labels = { app: 'static' };
+    await pc.apply(api(withPhase(regular, 'Running'), relabelled));
+    assert.deepEqual(ops().slice(2), ['UPDATE:static-node-a.example']);
+    assert.equal(published[2]!.update.items[0]!.pod.status?.phase, 'Succeeded');
+  });
+
   it('editing a manifest without a uid is REMOVE then ADD (the UID is a content hash)', async () => {
     await pc.apply(fileListing({ '/m/a.yaml': manifest('a') }));
     await pc.apply(fileListing({ '/m/a.yaml': manifest('a', 'busybox:1.37') }));

@@ -20,7 +20,7 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/ap
 import type { Link, Span, SpanContext, Tracer } from '@opentelemetry/api';
 import { nodeToken } from '@splitlet/api';
 import type { BoundPod, KubeEvent, PodSource, PodUpdate, PodUpdateItem } from '@splitlet/api';
-import { PodStorage } from '@splitlet/kube';
+import { PodStorage, isMirrorPod } from '@splitlet/kube';
 import type { PodConfigUpdate } from '@splitlet/kube';
 import type { Clock } from '@splitlet/service';
 import { sleep } from '@splitlet/service';
@@ -193,8 +193,11 @@ export class PodConfig {
    * Publishes one merged update. ADD / UPDATE / DELETE / REMOVE pods each get a new root span
    * `config.<op>` (a new trace per episode), linked to the pod's creation span when known; its
    * carrier goes into the item. RECONCILE and the empty "source ready" ADD carry no pod spans.
+   * A RECONCILE of mirror pods alone is not published (see {@link withoutMirrorReconciles}).
    */
-  async #deliver(u: PodConfigUpdate): Promise<void> {
+  async #deliver(update: PodConfigUpdate): Promise<void> {
+    const u = withoutMirrorReconciles(update);
+    if (u === undefined) return;
     const { tracer, sources, clock } = this.#o;
     const spans: Span[] = [];
     const items: PodUpdateItem[] = u.pods.map((pod) => {
@@ -265,4 +268,19 @@ export class PodConfig {
       }
     }
   }
+}
+
+/**
+ * The update without the mirror pods of a RECONCILE. A RECONCILE says only the pod's status
+ * changed, and a mirror pod's status is the one status-manager wrote to the API server for its
+ * static pod, come back through the watch: sync-loop's HandlePodReconcile does nothing with it (the
+ * static pod is synced on its own status, never on its mirror's). Publishing it cost the node a
+ * message of the whole pod per status patch (SL_CONFIG, its ack, sync-loop's delivery and ack),
+ * during the pod's start. Any other operation on a mirror pod (ADD, UPDATE, DELETE, REMOVE) is
+ * published: sync-loop's handleMirrorPod acts on it. Undefined when no pod is left to publish.
+ */
+export function withoutMirrorReconciles(u: PodConfigUpdate): PodConfigUpdate | undefined {
+  if (u.op !== 'RECONCILE' || !u.pods.some(isMirrorPod)) return u;
+  const pods = u.pods.filter((p) => !isMirrorPod(p));
+  return pods.length === 0 ? undefined : { ...u, pods };
 }
