@@ -21,6 +21,44 @@ beforeEach(() => tracing.reset());
 const UID = '12345678';
 
 describe('PodSyncer: SyncPod', () => {
+  it("mounts the pod's volumes while its first status is on the way to status-manager, and calls the runtime only once the status was acknowledged", async () => {
+    const h = harness(tracing);
+    h.desire(aPod());
+    let acknowledge!: () => void;
+    const send = h.status.send.bind(h.status);
+    let held = true;
+    h.status.send = (u) => {
+      if (!held) return send(u);
+      held = false;
+      return send(u).then(() => new Promise<void>((r) => (acknowledge = r)));
+    };
+    const syncing = h.sync(UID);
+    for (let i = 0; i < 50 && h.volumes.mounts.length === 0; i++) await settle();
+    assert.equal(h.volumes.mounts.length, 1, 'the volume mount was requested before the status was acknowledged');
+    assert.equal(h.status.of(UID).length, 1, 'the Pending status was sent');
+    await settle(20);
+    assert.equal(h.runtime.syncCalls.length, 0, 'no runtime SyncPod before the status was acknowledged');
+    acknowledge();
+    assert.deepEqual(await syncing, {});
+    assert.equal(h.runtime.syncCalls.length, 1);
+    assert.deepEqual(
+      h.status.of(UID).map((u) => u.status?.phase),
+      ['Pending', 'Running'],
+      'in order',
+    );
+  });
+
+  it('a first status the bus refuses fails the sync, also when the volume mount failed meanwhile; the runtime is not called', async () => {
+    for (const mountFails of [false, true]) {
+      const h = harness(tracing);
+      h.desire(aPod());
+      h.status.send = () => Promise.reject(new Error('nats: timeout'));
+      if (mountFails) h.volumes.mount = () => Promise.reject(new Error('mount failed'));
+      await assert.rejects(h.sync(UID), /nats: timeout/, `mount fails: ${mountFails}`);
+      assert.equal(h.runtime.syncCalls.length, 0);
+    }
+  });
+
   it('creates a pod: status, mount, runtime SyncPod with the fence, Running reported from the reply, requeued at the resync interval', async () => {
     const h = harness(tracing);
     const parent = tracing.tracer.startSpan('config-source');

@@ -107,7 +107,7 @@ function rememberSettled(fx: SyncEffects, ctx: SyncCtx, outcome: StateSyncOutcom
 /** Kubelet.SyncPod. `setRecord` publishes record changes (reasons cache, running observed) as they happen. */
 async function syncPod(fx: SyncEffects, ctx: SyncCtx, record: WorkerRecord, setRecord: (r: WorkerRecord) => void): Promise<StateSyncOutcome> {
   const o = fx.o;
-  const { pod, ctl, guard } = ctx;
+  const { pod } = ctx;
   const observe = (r: WorkerRecord, s: PodStatus): WorkerRecord => observeRunning(o.metrics, o.clock.now(), pod, ctx.desired?.value, r, s);
   let rec = record;
   const status = await fx.step('generateAPIPodStatus', ctx, () => fx.generate(pod, ctx.runtimeStatus, rec, ctx.oldStatus, false, ctx.probes));
@@ -118,10 +118,36 @@ async function syncPod(fx: SyncEffects, ctx: SyncCtx, record: WorkerRecord, setR
   rec = observe(rec, status);
   setRecord(rec);
   if (ctx.settled) return settledSyncPod(fx, ctx, status);
-  await fx.sendStatus(ctx, status, true);
+  // The kubelet's statusManager.SetPodStatus is a call in memory; here it is a publish that the bus
+  // acknowledges. The admission check and the volume mount do not need that acknowledgement, so
+  // they run while it is on its way. It is awaited before another status is sent, before the
+  // runtime is called and before the sync ends, whatever the path: statuses stay in order and no
+  // sync leaves one behind.
+  const statusSent = fx.sendStatus(ctx, status, true);
+  statusSent.catch(() => undefined);
+  try {
+    return await syncPodAfterStatus(fx, ctx, status, rec, setRecord, statusSent);
+  } finally {
+    await statusSent;
+  }
+}
 
+/** The rest of Kubelet.SyncPod once the pod's status was sent (`statusSent`: its acknowledgement). */
+async function syncPodAfterStatus(
+  fx: SyncEffects,
+  ctx: SyncCtx,
+  status: PodStatus,
+  record: WorkerRecord,
+  setRecord: (r: WorkerRecord) => void,
+  statusSent: Promise<void>,
+): Promise<StateSyncOutcome> {
+  const o = fx.o;
+  const { pod, ctl, guard } = ctx;
+  const observe = (r: WorkerRecord, s: PodStatus): WorkerRecord => observeRunning(o.metrics, o.clock.now(), pod, ctx.desired?.value, r, s);
+  let rec = record;
   const runnable = await fx.step('canRunPod', ctx, () => canRunPod(pod, o.allowPrivileged));
   if (!runnable.admit) {
+    await statusSent;
     await fx.sendStatus(ctx, blockedStatus(status, runnable.reason, runnable.message), true);
     await fx.event(ctx.guard, pod, 'Warning', runnable.reason, runnable.message);
     try {
@@ -158,6 +184,7 @@ async function syncPod(fx: SyncEffects, ctx: SyncCtx, record: WorkerRecord, setR
     return { terminal: false, error: msg };
   }
   checkpoint(ctl);
+  await statusSent;
 
   const pullSecrets = await fx.step('getPullSecretsForPod', ctx, () => (pod.spec.imagePullSecrets ?? []).map((s) => s.name).filter((n) => n !== ''));
 
