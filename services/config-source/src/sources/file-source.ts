@@ -14,7 +14,7 @@
  * whatever the events, and at once when an event names no entry or the watch was (re)made.
  *
  * ```
- * start ─► relist ─► wait(period due | first watch event + 5 ms | abort) ─► relist or look again ─► …
+ * start ─► relist ─► wait(period due | first watch event + 1 ms | abort) ─► relist or look again ─► …
  * ```
  */
 import { watch } from 'node:fs';
@@ -267,7 +267,12 @@ export interface FileSourceOptions {
   readonly nodeName: string;
   /** `fileCheckFrequency`. @default 20000 */
   readonly periodMs?: number;
-  /** How long after the first watch event the relist starts (the events within ride along). @default 5 */
+  /**
+   * How long after the first watch event the look starts (the events within ride along). Events
+   * during a look bring one more look right after it, so a burst of writes batches itself however
+   * short this is; it is the latency every manifest pays before its pod is seen. @default 1 (a
+   * containerd pod's start, manifest to Running, was measured with 5: 5 ms of its ~55 ms overhead)
+   */
   readonly debounceMs?: number;
   /** Watch with inotify between relists. @default true */
   readonly watch?: boolean;
@@ -430,7 +435,7 @@ export class FileSource {
       this.#debounce = undefined;
       if (this.#wake !== undefined) this.#wake();
       else this.#dirty = true;
-    }, this.#o.debounceMs ?? 5);
+    }, this.#o.debounceMs ?? 1);
   }
 
   /**
