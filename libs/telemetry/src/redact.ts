@@ -28,6 +28,21 @@ const SECRET_WORDS = new Set(['auth', 'pass', 'pwd', 'pin', 'otp']);
  * negative leaks a secret (DESIGN.md §4 invariant 6).
  */
 export function isSecretKey(key: string): boolean {
+  let secret = verdicts.get(key);
+  if (secret === undefined) {
+    secret = judgeKey(key);
+    // Keys are attribute and field names, a small set: the verdicts are kept, up to a bound.
+    if (verdicts.size >= MAX_VERDICTS) verdicts.clear();
+    verdicts.set(key, secret);
+  }
+  return secret;
+}
+
+/** At most this many keys' verdicts are kept (then the memory starts over). */
+const MAX_VERDICTS = 4096;
+const verdicts = new Map<string, boolean>();
+
+function judgeKey(key: string): boolean {
   const compact = key.toLowerCase().replace(/[^a-z0-9]/g, '');
   if (SECRET_SUBSTRINGS.some((s) => compact.includes(s))) return true;
   const words = key
