@@ -11,6 +11,7 @@
  *
  * Usage: node --import tsx test/bench/containerd-probe.ts [--pods 8] [--concurrency 1] [--splitlet-root DIR]
  *        [--gap-ms 1500] [--waterfall 3] [--json out.json] [--cpu-prof DIR] [--no-spans] [--no-direct] [--dump-config]
+ *        [--up-arg=--no-apiserver …] (extra arguments of `splitlet up`)
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -43,6 +44,7 @@ const { values } = parseArgs({
     'cpu-prof': { type: 'string' },
     spans: { type: 'boolean', default: true },
     direct: { type: 'boolean', default: true },
+    'up-arg': { type: 'string', multiple: true, default: [] },
   },
 });
 const PODS = Number(values.pods);
@@ -89,17 +91,21 @@ async function main(): Promise<void> {
   if (profDir !== undefined) mkdirSync(profDir, { recursive: true });
   let window: { from: number; to: number; names: Map<number, string> } | undefined;
   const nats = await startNatsServer();
-  const child = spawn(process.execPath, [join(root, 'services/cli/bin/splitlet.js'), 'up', '--runtime', 'containerd', '--node-name', NODE, '--pod-workers', '2'], {
-    env: {
-      ...process.env,
-      NATS_URL: nats.url,
-      SPLITLET_STATE_DIR: stateDir,
-      LOG_LEVEL: 'warn',
-      PUBLISH_SPANS: String(values.spans),
-      ...(profDir !== undefined ? { NODE_OPTIONS: `--require ${resolve(import.meta.dirname, 'lib', 'cpu-prof-preload.cjs')}`, SPLITLET_BENCH_CPU_PROF_DIR: profDir } : {}),
+  const child = spawn(
+    process.execPath,
+    [join(root, 'services/cli/bin/splitlet.js'), 'up', '--runtime', 'containerd', '--node-name', NODE, '--pod-workers', '2', ...values['up-arg']],
+    {
+      env: {
+        ...process.env,
+        NATS_URL: nats.url,
+        SPLITLET_STATE_DIR: stateDir,
+        LOG_LEVEL: 'warn',
+        PUBLISH_SPANS: String(values.spans),
+        ...(profDir !== undefined ? { NODE_OPTIONS: `--require ${resolve(import.meta.dirname, 'lib', 'cpu-prof-preload.cjs')}`, SPLITLET_BENCH_CPU_PROF_DIR: profDir } : {}),
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  );
   const gone = new Promise((r) => child.once('exit', r));
   let cleaning: Promise<void> | undefined;
   const cleanup = (): Promise<void> =>
