@@ -104,18 +104,21 @@ function rememberSettled(fx: SyncEffects, ctx: SyncCtx, outcome: StateSyncOutcom
   });
 }
 
+/** The pod's record once `status` was generated for it: its start observed when it is running (observeRunning). */
+function observe(fx: SyncEffects, ctx: SyncCtx, rec: WorkerRecord, status: PodStatus): WorkerRecord {
+  return observeRunning(fx.o.metrics, fx.o.clock.now(), ctx.pod, ctx.desired?.value, rec, status);
+}
+
 /** Kubelet.SyncPod. `setRecord` publishes record changes (reasons cache, running observed) as they happen. */
 async function syncPod(fx: SyncEffects, ctx: SyncCtx, record: WorkerRecord, setRecord: (r: WorkerRecord) => void): Promise<StateSyncOutcome> {
-  const o = fx.o;
   const { pod } = ctx;
-  const observe = (r: WorkerRecord, s: PodStatus): WorkerRecord => observeRunning(o.metrics, o.clock.now(), pod, ctx.desired?.value, r, s);
   let rec = record;
   const status = await fx.step('generateAPIPodStatus', ctx, () => fx.generate(pod, ctx.runtimeStatus, rec, ctx.oldStatus, false, ctx.probes));
   if (isTerminalPhase(status.phase)) {
     await fx.sendStatus(ctx, status, true);
     return { terminal: true, runtimeStatus: ctx.runtimeStatus };
   }
-  rec = observe(rec, status);
+  rec = observe(fx, ctx, rec, status);
   setRecord(rec);
   if (ctx.settled) return settledSyncPod(fx, ctx, status);
   // The kubelet's statusManager.SetPodStatus is a call in memory; here it is a publish that the bus
@@ -143,7 +146,6 @@ async function syncPodAfterStatus(
 ): Promise<StateSyncOutcome> {
   const o = fx.o;
   const { pod, ctl, guard } = ctx;
-  const observe = (r: WorkerRecord, s: PodStatus): WorkerRecord => observeRunning(o.metrics, o.clock.now(), pod, ctx.desired?.value, r, s);
   let rec = record;
   const runnable = await fx.step('canRunPod', ctx, () => canRunPod(pod, o.allowPrivileged));
   if (!runnable.admit) {
@@ -222,7 +224,7 @@ async function syncPodAfterStatus(
   if (rec.startedObserved !== true) rec = mergePullWindow(rec, reply);
   setRecord(rec);
   const after = fx.generate(pod, reply.podStatus, rec, status, false, ctx.probes);
-  rec = observe(rec, after);
+  rec = observe(fx, ctx, rec, after);
   setRecord(rec);
   await fx.sendStatus(ctx, after, true);
   if (isTerminalPhase(after.phase)) return { terminal: true, runtimeStatus: reply.podStatus };
