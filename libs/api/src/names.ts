@@ -155,6 +155,8 @@ export const Keys = {
   lease: (node: string, partition: number) => `${nodeToken(node)}.${partition}`,
   member: (node: string, instance: string) => `${nodeToken(node)}.${instance}`,
   node: (node: string) => nodeToken(node),
+  /** `sl_node`: the last config update sync-loop applied from each earlier config-source start. */
+  appliedUpdates: (node: string) => `${nodeToken(node)}._applied`,
   /** `sl_cri_fences`: one key per partition of the node. */
   fence: (node: string, partition: number) => `${nodeToken(node)}.${partition}`,
   apiPod: (node: string, namespace: string, name: string) => `${nodeToken(node)}.${namespace}.${name}`,

@@ -17,7 +17,7 @@ import { errorMessage } from '@splitlet/api';
 import type { Bus, ConsumeOptions, Consumption, Delivery, PublishAck, PublishOptions, ReadStreamOptions, StoredMessageMeta } from './bus.js';
 import { BusBase } from './bus-base.js';
 import type { BusOptions } from './connect-bus.js';
-import type { KvBucket } from './kv-bucket.js';
+import type { KvBucket, RawKv } from './kv-bucket.js';
 import { encodeMessage } from './codec.js';
 import { BusError } from './errors.js';
 import { isWrongLastSequence } from './js-api-codes.js';
@@ -34,7 +34,9 @@ export class NatsBus extends BusBase implements Bus {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
-  readonly #kvs = new Map<string, Promise<TypedKv<unknown>>>();
+  /** Opened buckets, and per bucket one view per schema (two schemas of one bucket each validate by their own). */
+  readonly #rawKvs = new Map<string, Promise<RawKv>>();
+  readonly #kvs = new Map<string, Map<z.ZodType, Promise<TypedKv<unknown>>>>();
   /** JetStream publishes awaiting their ack (close() lets them finish before it drains). */
   readonly #publishing = new Set<Promise<unknown>>();
   /** False between a `disconnect` and the next `reconnect` status of the connection. */
@@ -132,14 +134,28 @@ export class NatsBus extends BusBase implements Bus {
 
   /** Like {@link kv}, typed as the implementation (tests reach the raw bucket through it). */
   typedKv<S extends z.ZodType>(bucket: string, schema: S): Promise<TypedKv<z.output<S>>> {
-    let p = this.#kvs.get(bucket) as Promise<TypedKv<z.output<S>>> | undefined;
+    let views = this.#kvs.get(bucket);
+    if (views === undefined) this.#kvs.set(bucket, (views = new Map<z.ZodType, Promise<TypedKv<unknown>>>()));
+    let p = views.get(schema) as Promise<TypedKv<z.output<S>>> | undefined;
     if (!p) {
       if (!BUCKETS.some((b) => b.name === bucket)) return Promise.reject(new BusError('NotFound', `bucket ${bucket} is not in the topology (libs/bus topology.ts)`));
-      p = openNatsKv(this.nc, this.jsm, bucket).then((kv) => new TypedKv<z.output<S>>(natsRawKv(kv, bucket, this.jsm), bucket, schema as unknown as z.ZodType<z.output<S>>, this));
-      this.#kvs.set(bucket, p);
+      p = this.#rawKv(bucket).then((raw) => new TypedKv<z.output<S>>(raw, bucket, schema as unknown as z.ZodType<z.output<S>>, this));
+      views.set(schema, p);
+      const opening = p;
+      const open = views;
+      opening.catch(() => open.get(schema) === opening && open.delete(schema));
+    }
+    return p;
+  }
+
+  #rawKv(bucket: string): Promise<RawKv> {
+    let p = this.#rawKvs.get(bucket);
+    if (!p) {
+      p = openNatsKv(this.nc, this.jsm, bucket).then((kv) => natsRawKv(kv, bucket, this.jsm));
+      this.#rawKvs.set(bucket, p);
       // The open asks the server (STREAM.INFO): a failed one is not kept, the next call tries again.
       const opening = p;
-      opening.catch(() => this.#kvs.get(bucket) === opening && this.#kvs.delete(bucket));
+      opening.catch(() => this.#rawKvs.get(bucket) === opening && this.#rawKvs.delete(bucket));
     }
     return p;
   }

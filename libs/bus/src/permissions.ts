@@ -150,6 +150,7 @@ export function identityPermissions(id: Identity, scope: PermissionScope = {}): 
           ...kvWrite(Buckets.desired, keys),
           ...kvWrite(Buckets.kill, keys),
           ...kvWrite(Buckets.node, nodeKey),
+          ...kvWrite(Buckets.node, `${n}._applied`),
           ...kvWrite(Buckets.syncLoopLeader, nodeKey),
         ],
         subscribe: inbox,

@@ -439,6 +439,19 @@ export function busContract(name: string, factory: HarnessFactory): void {
       await assert.rejects(kv.put(`${node}.6.x`, { n: 1 } as unknown as Ping), (e: unknown) => isBusError(e, 'SchemaInvalid'));
     });
 
+    withBuses('KV: two schemas on one bucket each validate by their own (the first opened does not decide for the second)', async ({ a }, node) => {
+      const Pong = z.object({ type: z.literal('test.Pong.v1'), s: z.string() });
+      const pings = await a.kv(Buckets.node, Ping);
+      const pongs = await a.kv(Buckets.node, Pong);
+      await pings.put(`${node}`, ping(1));
+      await pongs.put(`${node}._pong`, { type: 'test.Pong.v1', s: 'x' });
+      assert.deepEqual((await pongs.get(`${node}._pong`))?.value, { type: 'test.Pong.v1', s: 'x' });
+      assert.equal((await pings.get(`${node}`))?.value?.n, 1);
+      await assert.rejects(pongs.get(`${node}`), (e: unknown) => isBusError(e, 'SchemaInvalid'));
+      await assert.rejects(pings.put(`${node}._ping`, { type: 'test.Pong.v1', s: 'y' } as unknown as Ping), (e: unknown) => isBusError(e, 'SchemaInvalid'));
+      assert.equal(await a.kv(Buckets.node, Ping), pings, 'one view per schema');
+    });
+
     withBuses('KV watch: replays current values, follows changes and deletes, dead-letters invalid values', async ({ a, b }, node) => {
       const kv = await a.typedKv(Buckets.worker, Ping);
       await kv.put(`${node}.1.a`, ping(1));

@@ -11,7 +11,7 @@ import type { Logger } from '@splitlet/telemetry';
 import { consumeConfig, consumePleg } from './adapters/consumers.js';
 import { createBusEventRecorder, createBusRuntimeGarbageCollector, createBusStatusSink, createBusVolumeCleaner, createBusWorkPoker } from './adapters/bus-publishers.js';
 import type { NodeCapacityView } from './adapters/kv-node-capacity.js';
-import { createKvDesiredStore, createKvKillStore, createKvSourcesStore } from './adapters/kv-stores.js';
+import { createKvAppliedUpdatesStore, createKvDesiredStore, createKvKillStore, createKvSourcesStore } from './adapters/kv-stores.js';
 import { startClusterViews } from './adapters/kv-views.js';
 import { admissionNode } from './sync-loop/admission.js';
 import { watchProbeResults } from './adapters/probe-results-watch.js';
@@ -112,6 +112,7 @@ export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSig
     events: createBusEventRecorder(bus, node),
     volumes: createBusVolumeCleaner(bus, node, VOLUME_CLEANUP_TIMEOUT_MS),
     sources: await createKvSourcesStore(bus, node),
+    applied: writes.applied(await createKvAppliedUpdatesStore(bus, node)),
     views,
     clock,
     logger,

@@ -81,6 +81,15 @@ export interface SourcesStore {
   save(snapshot: SourcesSnapshot): Promise<void>;
 }
 
+/**
+ * The last applied update's `seq` of the publishers that came before the newest (oldest first),
+ * persisted across restarts in `sl_node` (see applied-updates.ts).
+ */
+export interface AppliedUpdatesStore {
+  load(): Promise<ReadonlyArray<readonly [publisher: string, seq: number]>>;
+  save(last: ReadonlyArray<readonly [publisher: string, seq: number]>): Promise<void>;
+}
+
 /** A read-only, in-memory view of a KV bucket kept current by a watch. */
 export interface KvView<T> {
   get(uid: string): T | undefined;

@@ -26,6 +26,7 @@ import type {
   EventRecorder,
   KillStore,
   KvView,
+  AppliedUpdatesStore,
   SourcesSnapshot,
   SourcesStore,
   StatusSink,
@@ -118,6 +119,18 @@ export class MemorySources implements SourcesStore {
   }
 }
 
+export class MemoryApplied implements AppliedUpdatesStore {
+  marks: Array<readonly [string, number]> = [];
+  fail = false;
+  async load(): Promise<Array<readonly [string, number]>> {
+    return [...this.marks];
+  }
+  async save(last: ReadonlyArray<readonly [string, number]>): Promise<void> {
+    if (this.fail) throw new Error('kv put failed');
+    this.marks = [...last];
+  }
+}
+
 export class MapView<T> implements KvView<T> {
   readonly map = new Map<string, T>();
   get(uid: string): T | undefined {
@@ -141,6 +154,7 @@ export interface Harness {
   readonly events: RecordingEvents;
   readonly volumes: FakeVolumes;
   readonly sources: MemorySources;
+  readonly applied: MemoryApplied;
   readonly workers: MapView<WorkerRecord>;
   readonly runtime: MapView<RuntimeCacheEntry>;
   readonly killView: MapView<KillRequest>;
@@ -153,7 +167,9 @@ export interface Harness {
 
 export const START = Date.UTC(2024, 0, 1, 12, 0, 0);
 
-export async function harness(opts: { node?: AdmissionNode; sources?: SourcesSnapshot; desired?: DesiredPod[] } = {}): Promise<Harness> {
+export async function harness(
+  opts: { node?: AdmissionNode; sources?: SourcesSnapshot; desired?: DesiredPod[]; applied?: Array<readonly [string, number]> } = {},
+): Promise<Harness> {
   const clock = new FakeClock(START);
   const desired = new MemoryDesired();
   for (const d of opts.desired ?? []) desired.map.set(d.pod.metadata.uid, d);
@@ -164,6 +180,8 @@ export async function harness(opts: { node?: AdmissionNode; sources?: SourcesSna
   const volumes = new FakeVolumes();
   const sources = new MemorySources();
   sources.snapshot = opts.sources;
+  const applied = new MemoryApplied();
+  applied.marks = [...(opts.applied ?? [])];
   const workers = new MapView<WorkerRecord>();
   const runtime = new MapView<RuntimeCacheEntry>();
   const killView = new MapView<KillRequest>();
@@ -182,6 +200,7 @@ export async function harness(opts: { node?: AdmissionNode; sources?: SourcesSna
     events,
     volumes,
     sources,
+    applied,
     views,
     clock,
     logger,
@@ -199,6 +218,7 @@ export async function harness(opts: { node?: AdmissionNode; sources?: SourcesSna
     events,
     volumes,
     sources,
+    applied,
     workers,
     runtime,
     killView,

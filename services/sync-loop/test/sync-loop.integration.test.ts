@@ -29,7 +29,7 @@ import type { MsgHdrs } from '@nats-io/transport-node';
 import { connectBus, type NatsBus } from '@splitlet/bus';
 import { aPod } from '@splitlet/kube/testing';
 import { createLogger } from '@splitlet/telemetry';
-import { eventually, makeTempDir, spawnProcess, startNatsServer, type NatsServer, type SpawnedProcess, type TempDir } from '@splitlet/testkit';
+import { eventually, logRecords, makeTempDir, spawnProcess, startNatsServer, type NatsServer, type SpawnedProcess, type TempDir } from '@splitlet/testkit';
 
 const NODE = 'node-c.local';
 const PARTITIONS = 8;
@@ -66,6 +66,23 @@ describe('sync-loop (integration)', () => {
   const deadLetters: DeadLetter[] = [];
   const spans: SpanRecord[] = [];
 
+  const startSyncLoop = (): Promise<SpawnedProcess> =>
+    spawnProcess({
+      cmd: process.execPath,
+      args: ['--import', 'tsx', join(repoRoot, 'services/sync-loop/src/main.ts')],
+      cwd: repoRoot,
+      name: 'sync-loop',
+      env: {
+        NATS_URL: nats.url,
+        NODE_NAME: NODE,
+        HEALTH_PORT: '0',
+        HEALTH_PORT_FILE: join(dir.path, 'port'),
+        PARTITIONS: String(PARTITIONS),
+        HOUSEKEEPING_MS: '300',
+        SYNC_TICK_MS: '200',
+      },
+    });
+
   before(async () => {
     nats = await startNatsServer();
     dir = await makeTempDir('sync-loop-it-');
@@ -84,21 +101,7 @@ describe('sync-loop (integration)', () => {
     await consume<KubeEvent>(KubeEvent, Streams.events, 'test-events', Subjects.eventsAll(NODE), (d) => events.push(d.data));
     await consume<DeadLetter>(DeadLetter, Streams.deadLetter, 'test-dlq', Subjects.deadLetter(NODE, 'sync-loop'), (d) => deadLetters.push(d.data));
     await consume<SpanBatch>(SpanBatch, Streams.spans, 'test-spans', Subjects.spansAll(NODE), (d) => spans.push(...d.data.spans));
-    proc = await spawnProcess({
-      cmd: process.execPath,
-      args: ['--import', 'tsx', join(repoRoot, 'services/sync-loop/src/main.ts')],
-      cwd: repoRoot,
-      name: 'sync-loop',
-      env: {
-        NATS_URL: nats.url,
-        NODE_NAME: NODE,
-        HEALTH_PORT: '0',
-        HEALTH_PORT_FILE: join(dir.path, 'port'),
-        PARTITIONS: String(PARTITIONS),
-        HOUSEKEEPING_MS: '300',
-        SYNC_TICK_MS: '200',
-      },
-    });
+    proc = await startSyncLoop();
     // No capacity published for the node yet: sync-loop says so and admits nothing.
     await proc.waitForLine('waiting for the node capacity record', 30_000);
   });
@@ -211,5 +214,30 @@ describe('sync-loop (integration)', () => {
     const nodeKv = await bus.kv(Buckets.node, (await import('../src/adapters/kv-stores.js')).NodeSourcesRecord);
     const rec = await eventually(async () => (await nodeKv.get(Keys.node(NODE)))?.value, { message: 'sl_node record' });
     assert.deepEqual(rec.seen, ['file']);
+  });
+
+  it('a restarted sync-loop skips a replayed ADD of an earlier config-source whose pod a newer one removed', async () => {
+    const subject = Subjects.config(NODE, 'file');
+    const from = (publisher: string, seq: number, u: PodUpdate): PodUpdate => ({ ...u, origin: { publisher, seq } });
+    const oldAdd = from('cs-old', 5, podUpdate('ADD', [pod('uid-r')]));
+    await bus.publish(PodUpdate, subject, oldAdd);
+    await eventually(() => pokes.some((x) => x.poke.uid === 'uid-r' && x.poke.kind === 'create'), { message: 'uid-r created' });
+    await bus.publish(PodUpdate, subject, from('cs-new', 1, podUpdate('REMOVE', [pod('uid-r')])));
+    await eventually(() => pokes.some((x) => x.poke.uid === 'uid-r' && x.poke.kind === 'kill'), { message: 'uid-r killed' });
+    const { AppliedUpdatesRecord } = await import('../src/adapters/kv-stores.js');
+    const marks = await (await bus.kv(Buckets.node, AppliedUpdatesRecord)).get(Keys.appliedUpdates(NODE));
+    assert.deepEqual(marks?.value?.publishers, [{ publisher: 'cs-old', seq: 5 }]);
+
+    const code = await proc.stop();
+    assert.equal(code, 0, `sync-loop exited with ${code}:\n${proc.tail(30)}`);
+    proc = await startSyncLoop();
+    await proc.waitForLine('sync loop running', 30_000);
+    // What SL_CONFIG delivers again after nats-server lost its acks: no record names cs-old any more.
+    await bus.publish(PodUpdate, subject, oldAdd);
+    await eventually(() => logRecords(proc.lines, 'skipping a pod update applied already (delivered again by the bus)').some((r) => r['publisher'] === 'cs-old'), {
+      message: 'the replayed ADD skipped',
+    });
+    assert.equal(await (await bus.kv(Buckets.desired, DesiredPod)).get(key('uid-r')), null);
+    assert.equal(pokes.filter((x) => x.poke.uid === 'uid-r' && x.poke.kind === 'create').length, 1, 'no second create poke');
   });
 });

@@ -507,6 +507,53 @@ describe('config updates delivered again (PodUpdate.origin)', () => {
     assert.deepEqual(second.poker.take(), []);
   });
 
+  it('a restarted sync loop skips a replayed ADD of an earlier publisher whose records a newer one rewrote and removed', async () => {
+    const first = await harness({ sources: READY });
+    const oldAdd = from('cs-1', 3, update('ADD', [item(pod('a')), item(pod('b'))]));
+    await first.loop.handlePodUpdate(oldAdd);
+    assert.deepEqual(first.applied.marks, [], 'nothing to persist before the first publisher');
+    // config-source restarted: its first update rewrites both records, then b is removed.
+    await first.loop.handlePodUpdate(from('cs-2', 1, update('RECONCILE', [item(pod('a')), item(pod('b'))])));
+    assert.deepEqual(first.applied.marks, [['cs-1', 3]], 'cs-1 persisted before cs-2 was applied');
+    await first.loop.handlePodUpdate(from('cs-2', 2, update('REMOVE', [item(pod('b'))])));
+    await first.loop.handlePodUpdate(from('cs-2', 3, update('UPDATE', [item(pod('a'))])));
+    assert.equal(first.loop.desiredPod('b'), undefined);
+    assert.deepEqual(
+      [...first.desired.map.values()].map((d) => d.configOrigin?.publisher),
+      ['cs-2'],
+      'no record names cs-1 any more',
+    );
+    first.poker.take();
+    // Restarted (a new leader), the loop gets SL_CONFIG again from an older ack floor.
+    const second = await harness({ sources: READY, desired: [...first.desired.map.values()], applied: first.applied.marks });
+    await second.loop.handlePodUpdate(oldAdd);
+    await second.loop.handlePodUpdate(from('cs-2', 2, update('REMOVE', [item(pod('b'))])));
+    assert.equal(second.loop.desiredPod('b'), undefined, 'b stays removed');
+    assert.deepEqual(second.poker.take(), []);
+    // cs-2's last update counts as cut off (its record may have been written before the poke): applied again.
+    await second.loop.handlePodUpdate(from('cs-2', 3, update('UPDATE', [item(pod('a'))])));
+    assert.deepEqual(second.poker.take(), ['update:a']);
+    assert.deepEqual(second.applied.marks, [['cs-1', 3]], 'a known publisher writes nothing');
+  });
+
+  it('a new publisher whose earlier ones cannot be persisted is not applied (retryable), and is once they are', async () => {
+    const h = await harness({ sources: READY });
+    await h.loop.handlePodUpdate(from('cs-1', 1, update('ADD', [item(pod('a'))])));
+    h.poker.take();
+    h.applied.fail = true;
+    const next = from('cs-2', 1, update('ADD', [item(pod('b'))]));
+    await assert.rejects(h.loop.handlePodUpdate(next), (e: Error & { reason?: string }) => {
+      assert.match(e.message, /could not persist the updates applied from earlier config publishers/);
+      return true;
+    });
+    assert.equal(h.loop.desiredPod('b'), undefined);
+    assert.deepEqual(h.poker.take(), []);
+    h.applied.fail = false;
+    await h.loop.handlePodUpdate(next);
+    assert.deepEqual(h.poker.take(), ['create:b']);
+    assert.deepEqual(h.applied.marks, [['cs-1', 1]]);
+  });
+
   it('updates without an origin (made by hand) are always applied', async () => {
     const h = await harness({ sources: READY });
     await h.loop.handlePodUpdate(from('cs-1', 9, update('ADD', [item(pod('a'))])));

@@ -78,6 +78,8 @@ const MATRIX: Readonly<Record<Identity, readonly Check[]>> = {
     { op: 'pub', subject: `$KV.sl_desired.${NODE}.0.${uid}`, allowed: true, what: 'desired' },
     { op: 'pub', subject: `$KV.sl_kill.${NODE}.0.${uid}`, allowed: true, what: 'kill' },
     { op: 'pub', subject: `$KV.sl_syncloop_leader.${NODE}`, allowed: true, what: 'its leader lease' },
+    { op: 'pub', subject: `$KV.sl_node.${NODE}._applied`, allowed: true, what: 'the applied config updates' },
+    { op: 'pub', subject: `$KV.sl_node.${NODE}._other`, allowed: false, what: 'another sl_node key of the node' },
     { op: 'pub', subject: `$JS.API.CONSUMER.INFO.SL_CONFIG.sync-loop-config-${NODE}`, allowed: true, what: 'its PodUpdates durable' },
     { op: 'pub', subject: sl('config.api'), allowed: false, what: 'forge a PodUpdate' },
     { op: 'pub', subject: `$KV.sl_leases.${NODE}.0`, allowed: false, what: 'forge a partition lease' },

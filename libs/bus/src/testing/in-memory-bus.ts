@@ -102,7 +102,8 @@ export class InMemoryBus extends BusBase implements Bus {
   readonly server: InMemoryNats;
   /** Everything this bus published, for assertions. */
   readonly published: PublishedMessage[];
-  readonly #kvs = new Map<string, TypedKv<unknown>>();
+  /** Per bucket, one view per schema (as the NATS bus). */
+  readonly #kvs = new Map<string, Map<z.ZodType, TypedKv<unknown>>>();
   readonly #closing: AbortController;
 
   constructor(opts: InMemoryBusOptions = {}) {
@@ -213,12 +214,14 @@ export class InMemoryBus extends BusBase implements Bus {
   /** Like {@link kv}, typed as the implementation (tests reach the raw bucket through it). */
   async typedKv<S extends z.ZodType>(bucket: string, schema: S): Promise<TypedKv<z.output<S>>> {
     this.#open();
-    let kv = this.#kvs.get(bucket) as TypedKv<z.output<S>> | undefined;
+    const raw = this.server.buckets.get(bucket);
+    if (raw === undefined) throw new BusError('NotFound', `bucket ${bucket} is not in the topology`);
+    let views = this.#kvs.get(bucket);
+    if (views === undefined) this.#kvs.set(bucket, (views = new Map<z.ZodType, TypedKv<unknown>>()));
+    let kv = views.get(schema) as TypedKv<z.output<S>> | undefined;
     if (kv === undefined) {
-      const raw = this.server.buckets.get(bucket);
-      if (raw === undefined) throw new BusError('NotFound', `bucket ${bucket} is not in the topology`);
       kv = new TypedKv<z.output<S>>(raw, bucket, schema as unknown as z.ZodType<z.output<S>>, this);
-      this.#kvs.set(bucket, kv);
+      views.set(schema, kv);
     }
     return kv;
   }

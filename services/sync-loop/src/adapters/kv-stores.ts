@@ -1,11 +1,12 @@
 /**
- * KV adapters of sync-loop's stores: desired pods (`sl_desired`), kill requests (`sl_kill`) and the
- * seen sources (`sl_node`). Desired and kill keys are `<node>.<partition>.<uid>`.
+ * KV adapters of sync-loop's stores: desired pods (`sl_desired`), kill requests (`sl_kill`), the
+ * seen sources and the applied config updates (`sl_node`). Desired and kill keys are
+ * `<node>.<partition>.<uid>`.
  */
 import { z } from 'zod';
 import { Buckets, DesiredPod, KillRequest, Keys, PodSource, partitionOf } from '@splitlet/api';
 import { isBusError, type Bus } from '@splitlet/bus';
-import type { DesiredStore, KillStore, SourcesSnapshot, SourcesStore, StoredKill } from '../ports.js';
+import type { AppliedUpdatesStore, DesiredStore, KillStore, SourcesSnapshot, SourcesStore, StoredKill } from '../ports.js';
 
 /** `sl_node` value: the sources config-source runs and those sync-loop has seen (sourcesReady). */
 export const NodeSourcesRecord = z.object({
@@ -15,6 +16,14 @@ export const NodeSourcesRecord = z.object({
   updatedAt: z.string(),
 });
 export type NodeSourcesRecord = z.infer<typeof NodeSourcesRecord>;
+
+/** `sl_node` value at `<node>._applied`: the last update applied per earlier config publisher, oldest first. */
+export const AppliedUpdatesRecord = z.object({
+  type: z.literal('kubelet.syncloop.AppliedUpdates.v1'),
+  publishers: z.array(z.object({ publisher: z.string().min(1), seq: z.number().int().nonnegative() })),
+  updatedAt: z.string(),
+});
+export type AppliedUpdatesRecord = z.infer<typeof AppliedUpdatesRecord>;
 
 /** A {@link DesiredStore} over the node's keys of `sl_desired`. */
 export async function createKvDesiredStore(bus: Pick<Bus, 'kv'>, node: string, partitions: number): Promise<DesiredStore> {
@@ -78,6 +87,24 @@ export async function createKvSourcesStore(bus: Pick<Bus, 'kv'>, node: string): 
         type: 'kubelet.syncloop.NodeSources.v1',
         sources: [...snapshot.sources],
         seen: [...snapshot.seen],
+        updatedAt: new Date().toISOString(),
+      });
+    },
+  };
+}
+
+/** An {@link AppliedUpdatesStore} at `sl_node` key `<node>._applied`. */
+export async function createKvAppliedUpdatesStore(bus: Pick<Bus, 'kv'>, node: string): Promise<AppliedUpdatesStore> {
+  const kv = await bus.kv(Buckets.node, AppliedUpdatesRecord);
+  return {
+    async load(): Promise<Array<[string, number]>> {
+      const e = await kv.get(Keys.appliedUpdates(node));
+      return (e?.value?.publishers ?? []).map((p) => [p.publisher, p.seq]);
+    },
+    async save(last: ReadonlyArray<readonly [string, number]>): Promise<void> {
+      await kv.put(Keys.appliedUpdates(node), {
+        type: 'kubelet.syncloop.AppliedUpdates.v1',
+        publishers: last.map(([publisher, seq]) => ({ publisher, seq })),
         updatedAt: new Date().toISOString(),
       });
     },

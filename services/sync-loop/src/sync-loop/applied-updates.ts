@@ -6,6 +6,13 @@
  * ADD would turn a pod back to an older spec (its containers restarted twice) or bring back a pod
  * removed since.
  *
+ * What is skipped must be a prefix of the stream: a replay that applied an older publisher's ADD but
+ * skipped the newer publisher's REMOVE of that pod would bring the pod back for good. A restarted loop
+ * knows a publisher from the desired records it wrote, which a newer publisher may have rewritten or
+ * removed since; so when a new publisher's first update comes, the loop persists what it knows of the
+ * earlier ones (`sl_node`) before it applies that update. Publishers take turns (config-source runs
+ * once per node), so every update of those earlier ones precedes it.
+ *
  * The kubelet has no such check: its config channel is in memory and never replays.
  */
 import type { DesiredPod, UpdateOrigin } from '@splitlet/api';
@@ -13,19 +20,23 @@ import type { DesiredPod, UpdateOrigin } from '@splitlet/api';
 /** Publishers remembered: one per config-source start, the oldest forgotten first. */
 export const REMEMBERED_PUBLISHERS = 64;
 
+/** A publisher and the last `seq` applied from it. */
+export type AppliedMark = readonly [publisher: string, seq: number];
+
 /** The last applied update's `seq` per publisher. Single-threaded use (the sync loop, under its lock). */
 export class AppliedUpdates {
   readonly #last = new Map<string, number>();
 
   /**
-   * Rebuilt from `sl_desired` when the loop starts: each record names the update that wrote it. The
-   * latest of a publisher may have been cut off after its record was written (a killed leader: its
-   * poke not sent yet), so it counts as not applied and is handled again when it comes; every earlier
-   * one was done, updates being handled one at a time. Updates whose pods are all gone since
-   * (removed) are not known again: a replay of those is applied.
+   * Rebuilt when the loop starts, from the persisted marks of earlier publishers (`persisted`, oldest
+   * first) and then from `sl_desired`: each record names the update that wrote it. The latest of a
+   * publisher may have been cut off after its record was written (a killed leader: its poke not sent
+   * yet), so it counts as not applied and is handled again when it comes; every earlier one was done,
+   * updates being handled one at a time.
    */
-  static fromDesired(pods: Iterable<DesiredPod>): AppliedUpdates {
+  static fromDesired(pods: Iterable<DesiredPod>, persisted: Iterable<AppliedMark> = []): AppliedUpdates {
     const applied = new AppliedUpdates();
+    for (const [publisher, seq] of persisted) applied.record({ publisher, seq });
     for (const d of pods) if (d.configOrigin !== undefined) applied.record({ publisher: d.configOrigin.publisher, seq: d.configOrigin.seq - 1 });
     return applied;
   }
@@ -39,6 +50,15 @@ export class AppliedUpdates {
   isReplay(origin: UpdateOrigin): boolean {
     const last = this.#last.get(origin.publisher);
     return last !== undefined && origin.seq <= last;
+  }
+
+  /**
+   * The marks to persist before the first update of `publisher` is applied (oldest first), or
+   * undefined when it is known already or none is known.
+   */
+  marksBefore(publisher: string): AppliedMark[] | undefined {
+    if (this.#last.size === 0 || this.#last.has(publisher)) return undefined;
+    return [...this.#last];
   }
 
   /** Records an applied update. */

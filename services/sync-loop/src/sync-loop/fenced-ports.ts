@@ -6,18 +6,20 @@
  * redelivered to whichever instance leads now).
  */
 import type { DesiredPod, KillRequest } from '@splitlet/api';
-import type { DesiredStore, KillStore, StoredKill, WorkPoker } from '../ports.js';
+import type { AppliedUpdatesStore, DesiredStore, KillStore, StoredKill, WorkPoker } from '../ports.js';
 import type { LeaderFence, LeaderStamp } from './leader-fence.js';
 
 /** The sync-loop ports a leader writes through. */
 export interface LeaderWritePorts {
   readonly desired: DesiredStore;
   readonly kills: KillStore;
+  /** `store` writing only while the fence is open. */
+  applied(store: AppliedUpdatesStore): AppliedUpdatesStore;
   /** A poker (the loop's and the probe watch's) built on `admit`, which it calls as it builds each poke. */
   poker(inner: (admit: (what: string) => LeaderStamp) => WorkPoker): WorkPoker;
 }
 
-/** Wraps `desired` and `kills` so that they write only while `fence` is open, stamped with its epoch. */
+/** Wraps `desired` and `kills` (and, through `applied()`, a store of applied updates) so that they write only while `fence` is open; records are stamped with its epoch. */
 export function fencedPorts(fence: LeaderFence, desired: DesiredStore, kills: KillStore): LeaderWritePorts {
   return {
     desired: {
@@ -38,6 +40,15 @@ export function fencedPorts(fence: LeaderFence, desired: DesiredStore, kills: Ki
       async update(request: KillRequest, revision: number): Promise<boolean> {
         return kills.update({ ...request, ...fence.admit(`sl_kill update for pod ${request.uid}`) }, revision);
       },
+    },
+    applied(store: AppliedUpdatesStore): AppliedUpdatesStore {
+      return {
+        load: () => store.load(),
+        async save(last): Promise<void> {
+          fence.check('sl_node put of the applied config updates');
+          await store.save(last);
+        },
+      };
     },
     poker(inner: (admit: (what: string) => LeaderStamp) => WorkPoker): WorkPoker {
       return inner((what) => fence.admit(what));

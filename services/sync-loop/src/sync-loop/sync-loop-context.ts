@@ -13,7 +13,7 @@ import { KubeletError, errorMessage } from '@splitlet/api';
 import type { AdmissionNode } from '@splitlet/kube';
 import type { Clock } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
-import type { ClusterViews, DesiredStore, EventRecorder, KillStore, SourcesStore, StatusSink, VolumeCleaner, WorkPoker } from '../ports.js';
+import type { AppliedUpdatesStore, ClusterViews, DesiredStore, EventRecorder, KillStore, SourcesStore, StatusSink, VolumeCleaner, WorkPoker } from '../ports.js';
 import { shortenedKill } from './kill-grace.js';
 import type { SyncLoopMetrics } from './metrics.js';
 import type { PodManager } from './pod-manager.js';
@@ -31,6 +31,7 @@ export interface SyncLoopOptions {
   readonly events: EventRecorder;
   readonly volumes: VolumeCleaner;
   readonly sources: SourcesStore;
+  readonly applied: AppliedUpdatesStore;
   readonly views: ClusterViews;
   readonly clock: Clock;
   readonly logger: Logger;

@@ -65,11 +65,11 @@ export class SyncLoop {
     this.#cleanups = new PodCleanups(ctx);
   }
 
-  /** Rebuilds the pod manager from `sl_desired` and the seen sources from `sl_node`. */
+  /** Rebuilds the pod manager from `sl_desired`, the seen sources and the applied updates from `sl_node`. */
   async start(): Promise<void> {
     const desired = await this.#o.desired.list();
     this.podManager.reset(desired);
-    this.#applied = AppliedUpdates.fromDesired(desired);
+    this.#applied = AppliedUpdates.fromDesired(desired, await this.#o.applied.load());
     this.#sourcesReady = new SourcesReady(await this.#o.sources.load());
     this.#o.logger.info('sync loop state loaded', {
       desiredPods: this.podManager.size,
@@ -96,7 +96,8 @@ export class SyncLoop {
   /**
    * syncLoopIteration's configCh case: dispatches by operation, then marks the source seen.
    * Updates are handled one at a time (also against housekeeping); one applied already (see
-   * applied-updates.ts) is skipped.
+   * applied-updates.ts) is skipped, and before the first of a new publisher the earlier ones' are
+   * persisted.
    * @throws KubeletError `SyncLoopWriteFailed` (retryable) when a KV write or a publish failed.
    */
   handlePodUpdate(update: PodUpdate): Promise<void> {
@@ -113,6 +114,14 @@ export class SyncLoop {
         });
         this.#o.metrics.replayedUpdates.inc();
         return;
+      }
+      const earlier = origin === undefined ? undefined : this.#applied.marksBefore(origin.publisher);
+      if (earlier !== undefined) {
+        try {
+          await this.#o.applied.save(earlier);
+        } catch (e) {
+          throw writeFailed('could not persist the updates applied from earlier config publishers', e);
+        }
       }
       switch (update.op) {
         case 'ADD':
