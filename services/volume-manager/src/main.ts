@@ -63,6 +63,7 @@ await runNodeProcess({
     onClose({ name: 'node-capacity', close: () => measuring });
 
     serveVolumeRpc(bus, node, vm, signal);
+    onClose({ name: 'volume state writes', close: () => vm.settled() });
     health.register('volume-operations', () => {
       const age = vm.oldestOperationMs();
       return age <= STUCK_OPERATION_MS ? { ok: true } : { ok: false, reason: `a volume operation has been running for ${age} ms; threshold is ${STUCK_OPERATION_MS} ms` };

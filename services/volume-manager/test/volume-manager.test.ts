@@ -7,7 +7,7 @@ import type { BoundPod, Volume } from '@splitlet/api';
 import { aPod } from '@splitlet/kube/testing';
 import { FakeClock } from '@splitlet/service/testing';
 import { createTestTracing, type TestTracing } from '@splitlet/telemetry/testing';
-import { makeTempDir, type TempDir } from '@splitlet/testkit';
+import { eventually, makeTempDir, type TempDir } from '@splitlet/testkit';
 import { podPaths } from '../src/volumes/pod-dirs.js';
 import { VolumeManager, volumeType } from '../src/volumes/volume-manager.js';
 import { EventLog, FakeMounter, MemoryStore, MetricsLog, memoryLogger } from './fakes.js';
@@ -339,6 +339,40 @@ describe('VolumeManager', () => {
 
   it('refuses a UID that is not a directory name', async () => {
     await assert.rejects(vm.mount(podWith('../evil', []), fence), { code: 'InvalidRequest', retryable: false });
+  });
+
+  it("replies to a mount before its state write ends; the pod's next operation and settled() wait for the write", async () => {
+    let releasePut!: () => void;
+    const gate = new Promise<void>((resolve) => (releasePut = resolve));
+    const put = store.put.bind(store);
+    const order: string[] = [];
+    store.put = async (state) => {
+      order.push(`put ${state.mounted ? 'mounted' : 'unmounted'} start`);
+      if (state.mounted) await gate;
+      await put(state);
+      order.push(`put ${state.mounted ? 'mounted' : 'unmounted'} end`);
+    };
+    const pod = podWith('w1', [{ name: 'c', emptyDir: {} }]);
+    let replied = false;
+    const mounting = vm.mount(pod, fence).then((r) => ((replied = true), r));
+    await eventually(() => order.length === 1);
+    await new Promise((r) => setImmediate(r));
+    if (!replied) releasePut(); // (the old behaviour: let it end rather than hang)
+    assert.equal(replied, true, 'the mount replied before its write ended');
+    const reply = await mounting;
+    assert.equal(reply.volumes['c']?.hostPath, join(tmp.path, 'pods', 'w1', 'volumes', 'kubernetes.io~empty-dir', 'c'));
+    assert.equal(store.states.get('w1'), undefined, 'the write has not ended');
+    let settled = false;
+    const settling = vm.settled().then(() => (settled = true));
+    const unmounting = vm.unmount('w1', false, fence).then(() => order.push('unmounted'));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(order, ['put mounted start'], 'the unmount waits for the write');
+    assert.equal(settled, false);
+    releasePut();
+    await unmounting;
+    await settling;
+    assert.deepEqual(order, ['put mounted start', 'put mounted end', 'put unmounted start', 'put unmounted end', 'unmounted']);
+    assert.equal(store.states.get('w1')?.mounted, false);
   });
 
   it('serializes operations per pod', async () => {

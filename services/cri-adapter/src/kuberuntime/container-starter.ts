@@ -101,32 +101,39 @@ export class ContainerStarter {
       return { error: image.error, message: image.message, ...(image.retryAt !== undefined ? { retryAt: image.retryAt } : {}) };
     }
 
-    // Step 2: the restart count.
+    // Steps 2 and 3: the restart count and the config. Their file and runtime reads run side by side
+    // (each a trip to the thread pool or the runtime); a failure is reported in the kubelet's order:
+    // the log directory, runAsNonRoot, the managed mounts, the environment's objects.
     const previous = containerStatusFor(container.name, args.podStatus);
-    const restartCount = previous !== undefined ? previous.restartCount + 1 : await this.#restartCountFromLogDir(pod, container.name);
-
-    // Step 3: the config.
     let config: CriInput<ContainerConfig>;
     try {
-      await d.nodeFiles.ensureDir(buildContainerLogsDirectory(d.sandbox.podLogDir, pod, container.name)).catch((e: unknown) => {
-        throw new ContainerConfigError(`create container log directory for container ${container.name} failed: ${errorMessage(e)}`);
-      });
-      if (runsAsNonRoot(pod, container)) verifyRunAsNonRoot(pod, container, await this.#imageUser(image.imageRef));
-      const managedMounts = await this.#kubeletManagedMounts(pod, container, args.env.podIPs, args.podDir);
-      // The configMaps and secrets the environment reads, fetched here on the node (never carried on the bus).
+      const [restartCount, logDir, user, managedMounts, objects] = await Promise.allSettled([
+        previous !== undefined ? previous.restartCount + 1 : this.#restartCountFromLogDir(pod, container.name),
+        d.nodeFiles.ensureDir(buildContainerLogsDirectory(d.sandbox.podLogDir, pod, container.name)),
+        runsAsNonRoot(pod, container) ? this.#imageUser(image.imageRef) : undefined,
+        this.#kubeletManagedMounts(pod, container, args.env.podIPs, args.podDir),
+        // The configMaps and secrets the environment reads, fetched here on the node (never carried on the bus).
+        d.envObjects !== undefined ? fetchEnvObjects(pod, container, d.envObjects) : undefined,
+      ]);
+      if (logDir.status === 'rejected') throw new ContainerConfigError(`create container log directory for container ${container.name} failed: ${errorMessage(logDir.reason)}`);
+      if (user.status === 'rejected') throw user.reason;
+      if (user.value !== undefined) verifyRunAsNonRoot(pod, container, user.value);
+      if (managedMounts.status === 'rejected') throw managedMounts.reason;
+      if (objects.status === 'rejected') throw objects.reason;
+      if (restartCount.status === 'rejected') throw restartCount.reason;
       const env: EnvContext = {
         ...args.env,
-        ...(d.envObjects !== undefined ? { objects: await fetchEnvObjects(pod, container, d.envObjects) } : {}),
+        ...(objects.value !== undefined ? { objects: objects.value } : {}),
         warn: (reason, message) => d.recorder.record({ pod: ref, eventType: 'Warning', reason, message }),
       };
       config = generateContainerConfig({
         pod,
         container,
         isInit,
-        restartCount,
+        restartCount: restartCount.value,
         imageRef: image.imageRef,
         volumes: args.volumes,
-        managedMounts,
+        managedMounts: managedMounts.value,
         env,
         memoryCapacityBytes: d.memoryCapacityBytes,
       });

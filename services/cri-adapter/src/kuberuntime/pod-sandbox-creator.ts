@@ -1,6 +1,6 @@
 /**
  * Creating a pod's sandbox: its config (with the node's resolv.conf read afresh; DNS warnings
- * recorded as events), the pod log directory, then RunPodSandbox.
+ * recorded as events) and the pod log directory, side by side, then RunPodSandbox.
  *
  * Models pkg/kubelet/kuberuntime/kuberuntime_sandbox.go (createPodSandbox, generatePodSandboxConfig).
  */
@@ -50,19 +50,23 @@ export class PodSandboxCreator {
    */
   async create(pod: BoundPod, attempt: number): Promise<CreateSandboxResult> {
     const d = this.#d;
+    // The two file operations run side by side (each a trip to the thread pool); their failures are
+    // reported in the kubelet's order.
+    const logDir = d.nodeFiles.ensureDir(buildPodLogsDirectory(d.sandbox.podLogDir, pod)).then(
+      () => undefined,
+      (e: unknown) => ({ e }),
+    );
     let config: CriInput<PodSandboxConfig>;
     try {
       const generated = await this.generateConfig(pod, attempt);
       config = generated.config;
       for (const w of generated.warnings) d.recorder.record({ pod: podRef(pod), eventType: 'Warning', reason: w.reason, message: w.message });
     } catch (e) {
+      await logDir;
       return failed(`Failed to generate sandbox config for pod ${JSON.stringify(formatPod(pod))}`, e);
     }
-    try {
-      await d.nodeFiles.ensureDir(buildPodLogsDirectory(d.sandbox.podLogDir, pod));
-    } catch (e) {
-      return failed(`Failed to create log directory for pod ${JSON.stringify(formatPod(pod))}`, e);
-    }
+    const logDirFailure = await logDir;
+    if (logDirFailure !== undefined) return failed(`Failed to create log directory for pod ${JSON.stringify(formatPod(pod))}`, logDirFailure.e);
     try {
       const resp = await d.runtime.RunPodSandbox({ config });
       return { ok: true, sandboxId: resp.podSandboxId };

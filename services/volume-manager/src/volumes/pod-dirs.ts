@@ -86,14 +86,14 @@ export function podPaths(root: string): PodPaths {
 }
 
 /**
- * Creates the pod's data directories (0750) if missing. Idempotent.
+ * Creates the pod's data directories (0750) if missing: the pod's, then its three subdirectories
+ * side by side. Idempotent.
  *
  * Models Kubelet.makePodDataDirs.
  */
 export async function makePodDataDirs(paths: PodPaths, uid: string): Promise<void> {
-  for (const dir of [paths.podDir(uid), paths.podVolumesDir(uid), paths.podPluginsDir(uid), paths.podContainersDir(uid)]) {
-    await mkdir(dir, { recursive: true, mode: POD_DIR_MODE });
-  }
+  await mkdir(paths.podDir(uid), { recursive: true, mode: POD_DIR_MODE });
+  await Promise.all([paths.podVolumesDir(uid), paths.podPluginsDir(uid), paths.podContainersDir(uid)].map((dir) => mkdir(dir, { recursive: true, mode: POD_DIR_MODE })));
 }
 
 /**

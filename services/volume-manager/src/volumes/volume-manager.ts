@@ -153,6 +153,8 @@ export class VolumeManager {
   readonly #stored = new Set<string>();
   /** Whether {@link #stored} has been loaded from the bucket (by reconstruct, else the first cleanup). */
   #storedLoaded = false;
+  /** State writes of mounts that replied before the write ended. */
+  readonly #writing = new Set<Promise<void>>();
 
   constructor(deps: VolumeManagerDeps) {
     this.#d = deps;
@@ -201,7 +203,12 @@ export class VolumeManager {
     const uid = pod.metadata.uid;
     this.#fences.check(fence);
     const podDir = this.#podDir(uid);
-    return this.#mutex.run(uid, async () => {
+    // A successful mount replies once the volumes are set up, and keeps the pod's lock until its
+    // state is in `sl_volumes` (the write's outcome never changed the reply): the caller does not
+    // wait for the write, and the pod's next operation still comes after it.
+    let replyEarly!: (reply: VolumeMountReply) => void;
+    const early = new Promise<VolumeMountReply>((resolve) => (replyEarly = resolve));
+    const done = this.#mutex.run(uid, async (): Promise<VolumeMountReply> => {
       this.#fences.check(fence);
       const volumes = pod.spec.volumes ?? [];
       // A downwardAPI volume also depends on the pod's labels and annotations: a change re-projects it.
@@ -276,10 +283,23 @@ export class VolumeManager {
       }
       this.#aswSet(uid, { state, volumesKey, plugins });
       this.#publishTotals();
-      await this.#store(state);
+      const reply: VolumeMountReply = { type: 'kubelet.volume.MountReply.v1', podDir, volumes: structuredClone(mounted) };
+      replyEarly(reply);
+      await this.#track(this.#store(state));
       this.#d.logger.debug('pod volumes mounted', { uid, volumes: Object.keys(mounted) });
-      return { type: 'kubelet.volume.MountReply.v1', podDir, volumes: structuredClone(mounted) };
+      return reply;
     });
+    return Promise.race([early, done]);
+  }
+
+  /** Resolves once every state write a mount replied before has ended (the process's shutdown waits for it). */
+  async settled(): Promise<void> {
+    while (this.#writing.size > 0) await Promise.all([...this.#writing]);
+  }
+
+  #track(write: Promise<void>): Promise<void> {
+    this.#writing.add(write);
+    return write.finally(() => this.#writing.delete(write));
   }
 
   /**
