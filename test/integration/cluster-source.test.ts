@@ -9,6 +9,8 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { PodUpdate, Streams, Subjects } from '@splitlet/api';
+import { connectCliBus } from '../../services/cli/src/target.ts';
 import { KUBECTL, kubectlSkipReason, podNamed, startSplitlet, waitFor } from './harness.ts';
 import type { Instance, PodJson } from './harness.ts';
 
@@ -109,5 +111,46 @@ describe('apiserver source: kubectl → splitlet up (sim)', { skip, timeout: 300
       new RegExp(`Successfully assigned default/unscheduled to ${NODE}`),
     );
     await waitFor('unscheduled Running on the node', async () => podNamed(await s.pods(), 'unscheduled')?.status?.phase === 'Running', 120_000);
+  });
+
+  test("a static pod's mirror: its status patches come back through the watch and put no RECONCILE on SL_CONFIG", async () => {
+    await waitFor('kubeconfig', async () => existsSync(kubeconfig), 60_000);
+    await s.cli(
+      ['apply', '-f', '-'],
+      'apiVersion: v1\nkind: Pod\nmetadata:\n  name: static-mirror\nspec:\n  containers:\n  - name: c\n    image: busybox:1.36\n    command: ["sleep", "3600"]\n',
+    );
+    // Running in the API: status-manager created the mirror pod and patched its status at least twice (Pending, Running).
+    const mirror = await waitFor(
+      'the mirror pod Running',
+      async () => {
+        const out = await kubectl(['get', 'pod', `static-mirror-${NODE}`, '-o', 'json']).catch(() => undefined);
+        const p = out === undefined ? undefined : (JSON.parse(out) as PodJson);
+        return p?.status?.phase === 'Running' ? p : undefined;
+      },
+      120_000,
+    );
+    assert.ok(mirror.metadata.annotations?.['kubernetes.io/config.mirror']);
+    const bus = await connectCliBus(s.info().natsUrl, NODE, undefined, s.natsCredential('admin'));
+    try {
+      const ops = await waitFor(
+        "the mirror pod's ADD on SL_CONFIG",
+        async () => {
+          const seen: string[] = [];
+          await bus.readStream(PodUpdate, Streams.config, Subjects.configAll(NODE), (u) => {
+            if (u.items.some((i) => i.pod.metadata.uid === mirror.metadata.uid)) seen.push(u.op);
+          });
+          return seen.includes('ADD') ? seen : undefined;
+        },
+        30_000,
+        500,
+      );
+      assert.deepEqual(
+        ops.filter((op) => op === 'RECONCILE'),
+        [],
+        `config-source published the mirror pod's status changes (sync-loop ignores them): ${ops.join(', ')}`,
+      );
+    } finally {
+      await bus.close();
+    }
   });
 });
