@@ -4,6 +4,7 @@ import { TraceFlags, trace } from '@opentelemetry/api';
 import { hasErrorCode, type BoundPod, type PodLifecycleEvent, type PodUpdate } from '@splitlet/api';
 import { aNode } from '@splitlet/kube/testing';
 import { harness, item, metric, pod, runtimeEntry, START, update, worker } from './fakes.js';
+import { ALL_APPLIED } from '../src/sync-loop/applied-updates.js';
 
 const READY = { sources: ['file' as const], seen: ['file' as const] };
 const TRACE = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
@@ -514,7 +515,7 @@ describe('config updates delivered again (PodUpdate.origin)', () => {
     assert.deepEqual(first.applied.marks, [], 'nothing to persist before the first publisher');
     // config-source restarted: its first update rewrites both records, then b is removed.
     await first.loop.handlePodUpdate(from('cs-2', 1, update('RECONCILE', [item(pod('a')), item(pod('b'))])));
-    assert.deepEqual(first.applied.marks, [['cs-1', 3]], 'cs-1 persisted before cs-2 was applied');
+    assert.deepEqual(first.applied.marks, [['cs-1', ALL_APPLIED]], 'cs-1 persisted done before cs-2 was applied');
     await first.loop.handlePodUpdate(from('cs-2', 2, update('REMOVE', [item(pod('b'))])));
     await first.loop.handlePodUpdate(from('cs-2', 3, update('UPDATE', [item(pod('a'))])));
     assert.equal(first.loop.desiredPod('b'), undefined);
@@ -533,7 +534,7 @@ describe('config updates delivered again (PodUpdate.origin)', () => {
     // cs-2's last update counts as cut off (its record may have been written before the poke): applied again.
     await second.loop.handlePodUpdate(from('cs-2', 3, update('UPDATE', [item(pod('a'))])));
     assert.deepEqual(second.poker.take(), ['update:a']);
-    assert.deepEqual(second.applied.marks, [['cs-1', 3]], 'a known publisher writes nothing');
+    assert.deepEqual(second.applied.marks, [['cs-1', ALL_APPLIED]], 'a known publisher writes nothing');
   });
 
   it('a new publisher whose earlier ones cannot be persisted is not applied (retryable), and is once they are', async () => {
@@ -551,7 +552,27 @@ describe('config updates delivered again (PodUpdate.origin)', () => {
     h.applied.fail = false;
     await h.loop.handlePodUpdate(next);
     assert.deepEqual(h.poker.take(), ['create:b']);
-    assert.deepEqual(h.applied.marks, [['cs-1', 1]]);
+    assert.deepEqual(h.applied.marks, [['cs-1', ALL_APPLIED]]);
+  });
+
+  it("a loop that started since knows a publisher's latest update only as maybe cut off; a new publisher marks it done", async () => {
+    const first = await harness({ sources: READY });
+    const addX = from('cs-1', 10, update('ADD', [item(pod('x'))]));
+    await first.loop.handlePodUpdate(from('cs-1', 9, update('ADD', [item(pod('y'))])));
+    await first.loop.handlePodUpdate(addX);
+    // A new leader: from x's record it counts cs-1's 10 as maybe cut off (addX was acknowledged: not delivered again).
+    const second = await harness({ sources: READY, desired: [...first.desired.map.values()] });
+    await second.loop.handlePodUpdate(from('cs-2', 1, update('RECONCILE', [item(pod('x')), item(pod('y'))])));
+    await second.loop.handlePodUpdate(from('cs-2', 2, update('REMOVE', [item(pod('x'))])));
+    assert.deepEqual(second.applied.marks, [['cs-1', ALL_APPLIED]]);
+    second.poker.take();
+    // nats-server lost the acks; the next leader gets SL_CONFIG again from an older ack floor.
+    const third = await harness({ sources: READY, desired: [...second.desired.map.values()], applied: second.applied.marks });
+    await third.loop.handlePodUpdate(addX);
+    assert.equal(third.loop.desiredPod('x'), undefined, 'x stays removed');
+    assert.deepEqual(third.poker.take(), []);
+    const line = third.logs.find((l) => l.includes('skipping a pod update applied already'));
+    assert.match(line ?? '', /"publisher":"cs-1","seq":10,"lastApplied":"all \(a newer publisher has started since\)"/);
   });
 
   it('updates without an origin (made by hand) are always applied', async () => {

@@ -9,9 +9,11 @@
  * What is skipped must be a prefix of the stream: a replay that applied an older publisher's ADD but
  * skipped the newer publisher's REMOVE of that pod would bring the pod back for good. A restarted loop
  * knows a publisher from the desired records it wrote, which a newer publisher may have rewritten or
- * removed since; so when a new publisher's first update comes, the loop persists what it knows of the
- * earlier ones (`sl_node`) before it applies that update. Publishers take turns (config-source runs
- * once per node), so every update of those earlier ones precedes it.
+ * removed since; so when a new publisher's first update comes, the loop marks the earlier ones done
+ * and persists that (`sl_node`) before it applies the update. Publishers take turns (config-source
+ * runs once per node), so every update of those earlier ones precedes it; one still sent by an older
+ * config-source after a newer one started (two running during a rollout) is skipped, the newer one
+ * publishing the same pods.
  *
  * The kubelet has no such check: its config channel is in memory and never replays.
  */
@@ -19,6 +21,9 @@ import type { DesiredPod, UpdateOrigin } from '@splitlet/api';
 
 /** Publishers remembered: one per config-source start, the oldest forgotten first. */
 export const REMEMBERED_PUBLISHERS = 64;
+
+/** The mark of a publisher all of whose updates were applied (a newer one has started since). */
+export const ALL_APPLIED = Number.MAX_SAFE_INTEGER;
 
 /** A publisher and the last `seq` applied from it. */
 export type AppliedMark = readonly [publisher: string, seq: number];
@@ -53,11 +58,18 @@ export class AppliedUpdates {
   }
 
   /**
-   * The marks to persist before the first update of `publisher` is applied (oldest first), or
-   * undefined when it is known already or none is known.
+   * Before the first update of a new `publisher` is applied: every update of the publishers known
+   * so far was applied, so each is marked done with all its updates ({@link ALL_APPLIED}), and the
+   * marks to persist are returned (oldest first). Undefined when `publisher` is known already or no
+   * other is.
+   *
+   * All, not the last seq known: a loop that started since knows a publisher's latest update only
+   * from its records and counts it as maybe cut off; by now it was applied (SL_CONFIG hands out this
+   * update only after every earlier one was acknowledged, and an update is acknowledged once applied).
    */
-  marksBefore(publisher: string): AppliedMark[] | undefined {
+  closeEarlier(publisher: string): AppliedMark[] | undefined {
     if (this.#last.size === 0 || this.#last.has(publisher)) return undefined;
+    for (const p of this.#last.keys()) this.#last.set(p, ALL_APPLIED);
     return [...this.#last];
   }
 

@@ -30,7 +30,7 @@ import type { DesiredPod, PodLifecycleEvent, PodUpdate, TraceCarrier } from '@sp
 import { errorMessage } from '@splitlet/api';
 import { extractContext, unsampledContext } from '@splitlet/telemetry';
 import { podContentToKeep, type PodStateForGC } from './container-gc.js';
-import { AppliedUpdates } from './applied-updates.js';
+import { ALL_APPLIED, AppliedUpdates } from './applied-updates.js';
 import { Mutex } from './mutex.js';
 import { PodAdditions } from './pod-additions.js';
 import { PodCleanups } from './pod-cleanups.js';
@@ -96,8 +96,8 @@ export class SyncLoop {
   /**
    * syncLoopIteration's configCh case: dispatches by operation, then marks the source seen.
    * Updates are handled one at a time (also against housekeeping); one applied already (see
-   * applied-updates.ts) is skipped, and before the first of a new publisher the earlier ones' are
-   * persisted.
+   * applied-updates.ts) is skipped, and before the first of a new publisher the earlier ones are
+   * marked done (persisted).
    * @throws KubeletError `SyncLoopWriteFailed` (retryable) when a KV write or a publish failed.
    */
   handlePodUpdate(update: PodUpdate): Promise<void> {
@@ -109,13 +109,13 @@ export class SyncLoop {
           source: update.source,
           publisher: origin.publisher,
           seq: origin.seq,
-          lastApplied: this.#applied.last(origin.publisher),
+          lastApplied: this.#applied.last(origin.publisher) === ALL_APPLIED ? 'all (a newer publisher has started since)' : this.#applied.last(origin.publisher),
           pods: update.items.map((i) => i.pod.metadata.uid),
         });
         this.#o.metrics.replayedUpdates.inc();
         return;
       }
-      const earlier = origin === undefined ? undefined : this.#applied.marksBefore(origin.publisher);
+      const earlier = origin === undefined ? undefined : this.#applied.closeEarlier(origin.publisher);
       if (earlier !== undefined) {
         try {
           await this.#o.applied.save(earlier);
