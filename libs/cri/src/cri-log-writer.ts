@@ -5,11 +5,20 @@
 import * as fs from 'node:fs';
 
 const NS_PER_MS = 1_000_000n;
-const clockBase = BigInt(Date.now()) * NS_PER_MS - process.hrtime.bigint();
+let clockBase = BigInt(Date.now()) * NS_PER_MS - process.hrtime.bigint();
 
-/** Now, in nanoseconds since the epoch (monotonic within the process). */
+/**
+ * Now, in nanoseconds since the epoch: the monotonic clock, never behind the wall clock. The two
+ * drift apart (NTP slews or steps the wall clock; seen: 20 ms in a minute and a half), and other
+ * processes stamp with the wall clock — a container's exit then looked earlier than the Killing
+ * event that stopped it. When the wall clock is ahead, the base moves up to it; never back.
+ */
 export function nowNs(): bigint {
-  return clockBase + process.hrtime.bigint();
+  const mono = clockBase + process.hrtime.bigint();
+  const wall = BigInt(Date.now()) * NS_PER_MS;
+  if (wall <= mono) return mono;
+  clockBase += wall - mono;
+  return wall;
 }
 
 /**

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseCriLogLine } from '../src/index.js';
+import { nowNs, parseCriLogLine } from '../src/index.js';
 
 const text = (line: string) => {
   const r = parseCriLogLine(line);
@@ -33,5 +33,22 @@ describe('parseCriLogLine (logs.parseCRILog)', () => {
     for (const bad of ['', 'hello', 'yesterday stdout F x', '2024-05-01T10:00:00Z stdin F x', '2024-05-01T10:00:00Z stdout', '2024-05-01T10:00:00Z stdout F']) {
       assert.equal(parseCriLogLine(bad), undefined, JSON.stringify(bad));
     }
+  });
+});
+
+describe('nowNs', () => {
+  it('is never behind the wall clock and never goes back when the wall clock jumps', (t) => {
+    const realNow = Date.now.bind(Date);
+    const before = nowNs();
+    // The wall clock stepped 5 s ahead of the monotonic one (as NTP does).
+    t.mock.method(Date, 'now', () => realNow() + 5000);
+    const jumped = nowNs();
+    assert.ok(jumped >= BigInt(realNow() + 5000 - 1) * 1_000_000n, 'follows the wall clock ahead of it');
+    assert.ok(jumped > before);
+    // And back: the monotonic clock keeps going from where it was.
+    t.mock.restoreAll();
+    const after = nowNs();
+    assert.ok(after >= jumped, 'never back');
+    assert.ok(nowNs() >= BigInt(realNow()) * 1_000_000n);
   });
 });
