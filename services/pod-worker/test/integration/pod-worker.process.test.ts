@@ -208,7 +208,10 @@ describe('pod-worker processes', () => {
       let resumed = false;
       try {
         await eventually(async () => (await holders()).every((h) => h === 'proc-d'), { timeoutMs: 40_000, intervalMs: 200, message: 'proc-d holds every partition' });
-        const newEpoch = records(d, 'partition acquired').find((r) => r['partition'] === pc)?.['epoch'] as number;
+        // The lease record is written before proc-d logs the acquisition: wait for the line, not just the record.
+        const acquired = () => records(d, 'partition acquired').find((r) => r['partition'] === pc);
+        await eventually(() => acquired() !== undefined, { timeoutMs: 20_000, message: `proc-d logs acquiring partition ${pc}` });
+        const newEpoch = acquired()?.['epoch'] as number;
         assert.ok(newEpoch > oldFence.epoch, `new epoch ${newEpoch} > ${oldFence.epoch}`);
         await eventually(() => statuses.last(uid)?.status?.phase === 'Running', { timeoutMs: 30_000, message: `${uid} Running under proc-d` });
         assert.ok(
