@@ -14,7 +14,7 @@
  *        [--hold 20] (then, once the node's consumers have drained, seconds of holding the pods with no churn: CPU, messages, CRI calls and profile per second)
  *        [--spans] (every process publishes its spans; after the burst, each span's count per pod and median / p90 duration, and for
  *        each server span how long its request waited between the caller's span and the server's — where a pod's time goes when
- *        the CPU is not the limit, e.g. with --latency)
+ *        the CPU is not the limit, e.g. with --latency), and the median pod's creation trace, span by span
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -171,7 +171,7 @@ async function main(): Promise<void> {
       if (xs.length < created.size / 2) continue;
       console.log(`  ${String(pct(xs, 50)).padStart(7)} / ${String(pct(xs, 90)).padStart(7)}  ${k}`);
     }
-    if (values.spans) await printSpanSummary(node.nats.url, node.name, PODS);
+    if (values.spans) await printSpanSummary(node.nats.url, node.name, PODS, 40, true);
     if (HOLD > 0) {
       // The steady state: the same pods held, nothing created or deleted; what the node spends per second.
       const held = new Map(counts);

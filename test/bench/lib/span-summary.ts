@@ -40,7 +40,7 @@ export function summarizeSpans(spans: readonly SpanRecord[]): Map<string, Row> {
 }
 
 /** Reads node `node`'s spans from the nats-server at `natsUrl` and prints the summary, busiest (total duration) first. */
-export async function printSpanSummary(natsUrl: string, node: string, pods: number, top = 40): Promise<void> {
+export async function printSpanSummary(natsUrl: string, node: string, pods: number, top = 40, waterfall = false): Promise<void> {
   const bus = await connectBus({ servers: natsUrl, process: 'span-summary', node, logger: createLogger({ service: 'span-summary', level: 'error' }) });
   const spans: SpanRecord[] = [];
   try {
@@ -54,5 +54,34 @@ export async function printSpanSummary(natsUrl: string, node: string, pods: numb
   for (const [k, r] of rows.slice(0, top)) {
     const wait = r.waitMs.length > 0 ? `   wait ${fmt(pct(r.waitMs, 50), 1).padStart(7)} / ${fmt(pct(r.waitMs, 90), 1).padStart(7)}` : '';
     console.log(`  ${fmt(r.durMs.length / pods, 2).padStart(6)}  ${fmt(pct(r.durMs, 50), 1).padStart(7)} / ${fmt(pct(r.durMs, 90), 1).padStart(7)}${wait}  ${k}`);
+  }
+  if (waterfall) printMedianWaterfall(spans);
+}
+
+/**
+ * Prints every span of the creation trace (the one holding cri-adapter's `kuberuntime.SyncPod`) whose
+ * length, first span's start to last span's end, is the median of all pods': ms after its first span.
+ */
+function printMedianWaterfall(spans: readonly SpanRecord[]): void {
+  const byTrace = new Map<string, SpanRecord[]>();
+  for (const s of spans) {
+    let t = byTrace.get(s.traceId);
+    if (t === undefined) byTrace.set(s.traceId, (t = []));
+    t.push(s);
+  }
+  const extent = (t: readonly SpanRecord[]): [number, number] => [Math.min(...t.map((s) => ms(s.startUnixNano))), Math.max(...t.map((s) => ms(s.endUnixNano)))];
+  const creations = [...byTrace.values()]
+    .filter((t) => t.some((s) => s.name === 'kuberuntime.SyncPod'))
+    .map((t) => ({ t, len: extent(t)[1] - extent(t)[0] }))
+    .sort((a, b) => a.len - b.len);
+  const median = creations[Math.floor(creations.length / 2)];
+  if (median === undefined) return;
+  const t0 = extent(median.t)[0];
+  console.log(`\nthe median creation trace (${creations.length} traces; this one ${fmt(median.len, 1)} ms): every span, ms after its first`);
+  for (const s of [...median.t].sort((a, b) => ms(a.startUnixNano) - ms(b.startUnixNano))) {
+    const st = ms(s.startUnixNano) - t0;
+    console.log(
+      `${fmt(st, 1).padStart(8)} ${fmt(ms(s.endUnixNano) - t0, 1).padStart(8)} ${fmt(ms(s.endUnixNano) - ms(s.startUnixNano), 1).padStart(7)}  ${s.service.padEnd(15)} ${s.name}`,
+    );
   }
 }
