@@ -10,6 +10,7 @@
  *
  * Usage: node --import tsx test/bench/burst-probe.ts [--pods 200] [--pod-workers 2] [--latency 0] [--splitlet-root DIR] [--json out.json]
  *        [--cpu-prof DIR] [--top 12] [--settle 3] [--up-arg=--no-apiserver …] (seconds counted after the last Running, and then until the node drained: the tail of the work)
+ *        [--env NAME=VALUE …] (of every process, e.g. MAX_CONCURRENT_SYNCS=8 as in the bench's scale-out row)
  *        [--rate 10] (the pods arrive at that steady rate, as in the bench's steady row, instead of all at once)
  *        [--hold 20] (then, once the node's consumers have drained, seconds of holding the pods with no churn: CPU, messages, CRI calls and profile per second)
  *        [--spans] (every process publishes its spans; after the burst, each span's count per pod and median / p90 duration, and for
@@ -51,6 +52,7 @@ const { values } = parseArgs({
     rate: { type: 'string', default: '0' },
     spans: { type: 'boolean', default: false },
     'up-arg': { type: 'string', multiple: true, default: [] },
+    env: { type: 'string', multiple: true, default: [] },
   },
 });
 const PODS = Number(values.pods);
@@ -74,8 +76,20 @@ const IDLE_SECONDS = 5;
 async function main(): Promise<void> {
   const load0 = loadAverage();
   const profDir = values['cpu-prof'] === undefined ? undefined : resolve(values['cpu-prof']);
+  const extraEnv = Object.fromEntries(
+    values.env.map((kv) => {
+      const i = kv.indexOf('=');
+      if (i <= 0) throw new Error(`--env ${kv}: expected NAME=VALUE`);
+      return [kv.slice(0, i), kv.slice(i + 1)];
+    }),
+  );
+  const profEnv = cpuProfileEnv(profDir).env ?? {};
   const node = await NodeUnderTest.start({
-    ...cpuProfileEnv(profDir),
+    env: {
+      ...extraEnv,
+      ...profEnv,
+      ...(extraEnv['NODE_OPTIONS'] !== undefined && profEnv['NODE_OPTIONS'] !== undefined ? { NODE_OPTIONS: `${profEnv['NODE_OPTIONS']} ${extraEnv['NODE_OPTIONS']}` } : {}),
+    },
     podWorkers: WORKERS,
     simLatencyMs: LATENCY,
     maxPods: PODS + 100,
