@@ -148,6 +148,12 @@ async function main(): Promise<void> {
       `\n${RATE > 0 ? `${PODS} pods arriving at ${RATE}/s` : `burst of ${PODS} pods`}, ${WORKERS} pod-workers, simulator ${LATENCY} ms per CRI call: ${fmt(podsPerSec)} pods/s, p50 ${pct(lat, 50)} ms, p99 ${pct(lat, 99)} ms`,
     );
     console.log(`load average before ${load0.join(' ')}, after ${loadAverage().join(' ')}`);
+    if (WORKERS > 1) {
+      const split = [...(await node.podsByWorker(names, t0))].sort((a, b) => (a[0] < b[0] ? -1 : 1));
+      console.log(
+        `pods by pod-worker (the partitions each holds), and its last pod Running: ${split.map(([w, x]) => `${w} ${x.pods} pods, ${fmt(x.lastRunningMs / 1000, 2)} s`).join('; ')}`,
+      );
+    }
     printCpuMs('CPU ms per pod by process until the last pod was Running:', toRunningMs);
     printCpuMs(`CPU ms per pod by process in all, counted until the node drained ${fmt(drainedMs / 1000)} s after the last Running:`, cpuMs);
     const windowS = (Date.now() - t0) / 1000;

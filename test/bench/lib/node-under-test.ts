@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, KvWatchInclude } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { Buckets, DEFAULT_PARTITIONS, Keys, PodStatusRecord, Streams } from '@splitlet/api';
+import { Buckets, DEFAULT_PARTITIONS, Keys, partitionOf, PodStatusRecord, Streams } from '@splitlet/api';
 import { startNatsServer, type NatsServer } from '@splitlet/testkit';
 import { waitReady } from '../../integration/harness.ts';
 
@@ -179,6 +179,36 @@ export class NodeUnderTest {
         if (r.data.status.phase === 'Running' && !this.runningAt.has(name)) this.runningAt.set(name, Date.now());
       }
     })();
+  }
+
+  /**
+   * How the pods named `names` split between the pod-workers: per lease holder, the pods of the
+   * partitions it holds now and when the last of them was Running (ms after `t0`).
+   */
+  async podsByWorker(names: readonly string[], t0: number): Promise<Map<string, { pods: number; lastRunningMs: number }>> {
+    const kvm = new Kvm(this.nc);
+    const [statuses, leases] = await Promise.all([kvm.open(Buckets.status), kvm.open(Buckets.leases)]);
+    const holders: string[] = [];
+    for (let pp = 0; pp < DEFAULT_PARTITIONS; pp++) {
+      const e = await leases.get(Keys.lease(this.name, pp));
+      holders.push(e !== null && e.operation === 'PUT' ? e.json<{ holder: string }>().holder : '-');
+    }
+    const uidOf = new Map<string, string>();
+    for await (const key of await statuses.keys(Keys.nodePrefix(this.name))) {
+      const e = await statuses.get(key);
+      const r = e === null || e.operation !== 'PUT' ? undefined : PodStatusRecord.safeParse(e.json());
+      if (r?.success === true) uidOf.set(r.data.name.replace(`-${this.name}`, ''), r.data.uid);
+    }
+    const out = new Map<string, { pods: number; lastRunningMs: number }>();
+    for (const n of names) {
+      const uid = uidOf.get(n);
+      const holder = uid === undefined ? '?' : holders[partitionOf(uid, DEFAULT_PARTITIONS)]!;
+      const w = out.get(holder) ?? { pods: 0, lastRunningMs: 0 };
+      w.pods++;
+      w.lastRunningMs = Math.max(w.lastRunningMs, (this.runningAt.get(n) ?? t0) - t0);
+      out.set(holder, w);
+    }
+    return out;
   }
 
   /** Writes the pod's manifest (the file source picks it up). */
