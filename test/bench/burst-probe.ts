@@ -23,6 +23,7 @@ import { BusSpy } from './lib/bus-spy.ts';
 import { monotonicMicros } from './lib/cpu-profiles.ts';
 import {
   cpuProfileEnv,
+  envArgs,
   criCallsPerPod,
   printCpuMs,
   printCriCalls,
@@ -76,20 +77,13 @@ const IDLE_SECONDS = 5;
 async function main(): Promise<void> {
   const load0 = loadAverage();
   const profDir = values['cpu-prof'] === undefined ? undefined : resolve(values['cpu-prof']);
-  const extraEnv = Object.fromEntries(
-    values.env.map((kv) => {
-      const i = kv.indexOf('=');
-      if (i <= 0) throw new Error(`--env ${kv}: expected NAME=VALUE`);
-      return [kv.slice(0, i), kv.slice(i + 1)];
-    }),
-  );
+  const extraEnv = envArgs(values.env);
   const profEnv = cpuProfileEnv(profDir).env ?? {};
+  const env = { ...extraEnv, ...profEnv };
+  // Both set NODE_OPTIONS: the profiler's preload and the caller's flags.
+  if (extraEnv['NODE_OPTIONS'] !== undefined && profEnv['NODE_OPTIONS'] !== undefined) env['NODE_OPTIONS'] = `${profEnv['NODE_OPTIONS']} ${extraEnv['NODE_OPTIONS']}`;
   const node = await NodeUnderTest.start({
-    env: {
-      ...extraEnv,
-      ...profEnv,
-      ...(extraEnv['NODE_OPTIONS'] !== undefined && profEnv['NODE_OPTIONS'] !== undefined ? { NODE_OPTIONS: `${profEnv['NODE_OPTIONS']} ${extraEnv['NODE_OPTIONS']}` } : {}),
-    },
+    env,
     podWorkers: WORKERS,
     simLatencyMs: LATENCY,
     maxPods: PODS + 100,

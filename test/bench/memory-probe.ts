@@ -24,6 +24,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { NodeUnderTest } from './lib/node-under-test.ts';
+import { envArgs } from './lib/probe-report.ts';
 import { fmt, gitCommit, loadAverage } from './lib/stats.ts';
 
 const { values } = parseArgs({
@@ -152,15 +153,10 @@ async function heapTrims(stateDir: string): Promise<Map<string, { count: number;
 
 async function main(): Promise<void> {
   const load0 = loadAverage();
+  // Parsed before anything is made: a bad --env leaves nothing behind.
+  const extra = envArgs(values.env);
   const dir = mkdtempSync(join(tmpdir(), 'splitlet-memory-'));
   const snapDir = values.snapshot === undefined ? undefined : resolve(values.snapshot);
-  const extra = Object.fromEntries(
-    values.env.map((kv) => {
-      const i = kv.indexOf('=');
-      if (i <= 0) throw new Error(`--env ${kv}: expected NAME=VALUE`);
-      return [kv.slice(0, i), kv.slice(i + 1)];
-    }),
-  );
   const preload = `--require ${resolve(import.meta.dirname, 'lib', 'memory-preload.cjs')}`;
   const node = await NodeUnderTest.start({
     env: { ...extra, NODE_OPTIONS: `${preload} ${extra['NODE_OPTIONS'] ?? ''}`.trim(), SPLITLET_BENCH_MEMORY_DIR: dir },

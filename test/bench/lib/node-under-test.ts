@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { Kvm, KvWatchInclude } from '@nats-io/kv';
+import { Kvm, KvWatchInclude, type KV } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { Buckets, DEFAULT_PARTITIONS, Keys, partitionOf, PodStatusRecord, Streams } from '@splitlet/api';
 import { startNatsServer, type NatsServer } from '@splitlet/testkit';
@@ -62,6 +62,8 @@ export class NodeUnderTest {
   readonly runningAt = new Map<string, number>();
   /** When each pod's manifest was written. */
   readonly createdAt = new Map<string, number>();
+  /** Each pod's UID (by manifest name), from its status records. */
+  readonly uidOf = new Map<string, string>();
   /** Status keys present in sl_status. */
   readonly present = new Set<string>();
   #stopped = false;
@@ -150,17 +152,24 @@ export class NodeUnderTest {
     let held = new Map<string, number>();
     while (Date.now() < deadline) {
       held = new Map();
-      for (let pp = 0; pp < DEFAULT_PARTITIONS; pp++) {
-        const e = await kv.get(Keys.lease(this.name, pp));
-        if (e === null || e.operation !== 'PUT') continue;
-        const { holder } = e.json<{ holder: string }>();
-        held.set(holder, (held.get(holder) ?? 0) + 1);
+      for (const holder of await this.#leaseHolders(kv)) {
+        if (holder !== undefined) held.set(holder, (held.get(holder) ?? 0) + 1);
       }
       const total = [...held.values()].reduce((a, b) => a + b, 0);
       if (held.size === podWorkers && total === DEFAULT_PARTITIONS && [...held.values()].every((c) => c <= share)) return;
       await new Promise((r) => setTimeout(r, 250));
     }
     throw new Error(`the ${podWorkers} pod-workers did not share the ${DEFAULT_PARTITIONS} partitions within 60 s: ${JSON.stringify(Object.fromEntries(held))}`);
+  }
+
+  /** The holder of each partition's lease (index: partition), undefined when none holds it. */
+  async #leaseHolders(leases: KV): Promise<Array<string | undefined>> {
+    const holders: Array<string | undefined> = [];
+    for (let pp = 0; pp < DEFAULT_PARTITIONS; pp++) {
+      const e = await leases.get(Keys.lease(this.name, pp));
+      holders.push(e !== null && e.operation === 'PUT' ? e.json<{ holder: string }>().holder : undefined);
+    }
+    return holders;
   }
 
   async #watch(): Promise<void> {
@@ -176,6 +185,7 @@ export class NodeUnderTest {
         if (!r.success) continue;
         this.present.add(e.key);
         const name = r.data.name.replace(`-${this.name}`, '');
+        this.uidOf.set(name, r.data.uid);
         if (r.data.status.phase === 'Running' && !this.runningAt.has(name)) this.runningAt.set(name, Date.now());
       }
     })();
@@ -186,23 +196,11 @@ export class NodeUnderTest {
    * partitions it holds now and when the last of them was Running (ms after `t0`).
    */
   async podsByWorker(names: readonly string[], t0: number): Promise<Map<string, { pods: number; lastRunningMs: number }>> {
-    const kvm = new Kvm(this.nc);
-    const [statuses, leases] = await Promise.all([kvm.open(Buckets.status), kvm.open(Buckets.leases)]);
-    const holders: string[] = [];
-    for (let pp = 0; pp < DEFAULT_PARTITIONS; pp++) {
-      const e = await leases.get(Keys.lease(this.name, pp));
-      holders.push(e !== null && e.operation === 'PUT' ? e.json<{ holder: string }>().holder : '-');
-    }
-    const uidOf = new Map<string, string>();
-    for await (const key of await statuses.keys(Keys.nodePrefix(this.name))) {
-      const e = await statuses.get(key);
-      const r = e === null || e.operation !== 'PUT' ? undefined : PodStatusRecord.safeParse(e.json());
-      if (r?.success === true) uidOf.set(r.data.name.replace(`-${this.name}`, ''), r.data.uid);
-    }
+    const holders = await this.#leaseHolders(await new Kvm(this.nc).open(Buckets.leases));
     const out = new Map<string, { pods: number; lastRunningMs: number }>();
     for (const n of names) {
-      const uid = uidOf.get(n);
-      const holder = uid === undefined ? '?' : holders[partitionOf(uid, DEFAULT_PARTITIONS)]!;
+      const uid = this.uidOf.get(n);
+      const holder = uid === undefined ? '?' : (holders[partitionOf(uid, DEFAULT_PARTITIONS)] ?? '-');
       const w = out.get(holder) ?? { pods: 0, lastRunningMs: 0 };
       w.pods++;
       w.lastRunningMs = Math.max(w.lastRunningMs, (this.runningAt.get(n) ?? t0) - t0);

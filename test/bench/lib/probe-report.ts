@@ -20,6 +20,17 @@ export function cpuProfileEnv(dir: string | undefined): { env: Record<string, st
   return { env: { NODE_OPTIONS: `--require ${resolve(import.meta.dirname, 'cpu-prof-preload.cjs')}`, SPLITLET_BENCH_CPU_PROF_DIR: dir } };
 }
 
+/** The probes' `--env NAME=VALUE` arguments as an environment; throws naming an argument without `=`. */
+export function envArgs(args: readonly string[]): Record<string, string> {
+  return Object.fromEntries(
+    args.map((kv) => {
+      const i = kv.indexOf('=');
+      if (i <= 0) throw new Error(`--env ${kv}: expected NAME=VALUE`);
+      return [kv.slice(0, i), kv.slice(i + 1)];
+    }),
+  );
+}
+
 /** Prints CPU ms per pod by process, busiest first, and their total. */
 export function printCpuMs(heading: string, cpuMs: Readonly<Record<string, number>>): void {
   console.log(`\n${heading}`);

@@ -69,14 +69,16 @@ function printMedianWaterfall(spans: readonly SpanRecord[]): void {
     if (t === undefined) byTrace.set(s.traceId, (t = []));
     t.push(s);
   }
-  const extent = (t: readonly SpanRecord[]): [number, number] => [Math.min(...t.map((s) => ms(s.startUnixNano))), Math.max(...t.map((s) => ms(s.endUnixNano)))];
   const creations = [...byTrace.values()]
     .filter((t) => t.some((s) => s.name === 'kuberuntime.SyncPod'))
-    .map((t) => ({ t, len: extent(t)[1] - extent(t)[0] }))
+    .map((t) => {
+      const start = Math.min(...t.map((s) => ms(s.startUnixNano)));
+      return { t, start, len: Math.max(...t.map((s) => ms(s.endUnixNano))) - start };
+    })
     .sort((a, b) => a.len - b.len);
   const median = creations[Math.floor(creations.length / 2)];
   if (median === undefined) return;
-  const t0 = extent(median.t)[0];
+  const t0 = median.start;
   console.log(`\nthe median creation trace (${creations.length} traces; this one ${fmt(median.len, 1)} ms): every span, ms after its first`);
   for (const s of [...median.t].sort((a, b) => ms(a.startUnixNano) - ms(b.startUnixNano))) {
     const st = ms(s.startUnixNano) - t0;

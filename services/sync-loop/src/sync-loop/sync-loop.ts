@@ -104,12 +104,13 @@ export class SyncLoop {
     return this.#lock.run(async () => {
       const { origin } = update;
       if (origin !== undefined && this.#applied.isReplay(origin)) {
+        const last = this.#applied.last(origin.publisher);
         this.#o.logger.warn('skipping a pod update applied already (delivered again by the bus)', {
           op: update.op,
           source: update.source,
           publisher: origin.publisher,
           seq: origin.seq,
-          lastApplied: this.#applied.last(origin.publisher) === ALL_APPLIED ? 'all (a newer publisher has started since)' : this.#applied.last(origin.publisher),
+          lastApplied: last === ALL_APPLIED ? 'all (a newer publisher has started since)' : last,
           pods: update.items.map((i) => i.pod.metadata.uid),
         });
         this.#o.metrics.replayedUpdates.inc();
