@@ -185,6 +185,18 @@ async function main(): Promise<void> {
       if (xs.length < created.size / 2) continue;
       console.log(`  ${String(pct(xs, 50)).padStart(7)} / ${String(pct(xs, 90)).padStart(7)}  ${k}`);
     }
+    // When a pod's events reach the bus, against when it was Running: the recorders publish them in
+    // order without holding up the sync, so a burst's last events trail its statuses.
+    const eventLag: number[] = [];
+    for (const [name, running] of node.runningAt) {
+      const last = spy.lastSeen.get(node.uidOf.get(name) ?? '')?.get(`sl.${node.name}.events.{uid}`);
+      if (last !== undefined) eventLag.push(last - running);
+    }
+    if (eventLag.length > 0) {
+      console.log(
+        `\neach pod's last event on the bus, ms after the pod was Running (median / p90 / max over ${eventLag.length} pods): ${fmt(pct(eventLag, 50), 0)} / ${fmt(pct(eventLag, 90), 0)} / ${fmt(Math.max(...eventLag), 0)}`,
+      );
+    }
     if (values.spans) await printSpanSummary(node.nats.url, node.name, PODS, 40, true);
     if (HOLD > 0) {
       // The steady state: the same pods held, nothing created or deleted; what the node spends per second.

@@ -24,6 +24,8 @@ export type { BusMetrics } from './metrics.js';
 export { BusError, BusErrorCodes, isBusError } from './errors.js';
 export type { BusErrorCode } from './errors.js';
 export { TypedKv } from './typed-kv.js';
+export { createOrderedPublisher } from './ordered-publisher.js';
+export type { OrderedPublisher, OrderedPublisherOptions } from './ordered-publisher.js';
 export { deleteStoredMessage } from './nats-kv.js';
 export { ensureTopology, ensureStream, checkStreamMaxAges, streamSpecs, MIN_STREAM_MAX_AGE_MS, STREAM_MAX_AGE_FLOORS_MS, STREAMS, BUCKETS, CONSUMERS } from './topology.js';
 export type { StreamSpec, StreamMaxAges, BucketSpec, ConsumerSpec } from './topology.js';

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { trace } from '@opentelemetry/api';
 import { eventually as poll } from '@splitlet/testkit';
 import { Buckets, DeadLetter, KubeletError, Streams, Subjects, type SpanRecord } from '@splitlet/api';
-import { isBusError } from '../src/index.ts';
+import { createOrderedPublisher, isBusError } from '../src/index.ts';
 import type { Bus, Delivery, KvBucket } from '../src/index.ts';
 import type { TypedKv } from '../src/typed-kv.ts';
 
@@ -375,6 +375,44 @@ export function busContract(name: string, factory: HarnessFactory): void {
       await eventually(() => assert.deepEqual(followed, [1, 2, 3]));
       ac.abort();
       await reading;
+    });
+
+    withBuses('publishes started together are stored in the order they were started', async ({ a, b }, node) => {
+      // createOrderedPublisher relies on it: it sends without waiting for the previous ack.
+      const subject = Subjects.events(node, 'u6');
+      const other = Subjects.events(node, 'u7');
+      const acks = await Promise.all(Array.from({ length: 200 }, (_, i) => a.publish(Ping, i % 2 === 0 ? subject : other, ping(i))));
+      assert.deepEqual(
+        acks.map((k) => k.seq),
+        [...acks.map((k) => k.seq)].sort((x, y) => x - y),
+        'stream sequences follow the call order',
+      );
+      const seen: number[] = [];
+      await b.readStream(Ping, Streams.events, subject, (p) => seen.push(p.n));
+      assert.deepEqual(
+        seen,
+        Array.from({ length: 100 }, (_, i) => 2 * i),
+      );
+    });
+
+    withBuses('an ordered publisher stores what it is handed in order, a window at a time, and flush waits for every ack', async ({ a, b }, node) => {
+      const subject = Subjects.events(node, 'u8');
+      const failures: unknown[] = [];
+      const p = createOrderedPublisher({ bus: a, schema: Ping, window: 8, onError: (e) => failures.push(e), onDrop: () => assert.fail('nothing is dropped') });
+      for (let i = 0; i < 300; i++) p.send(subject, ping(i));
+      p.send(subject, { type: 'test.Ping.v1', n: 'bad' } as unknown as Ping);
+      p.send(subject, ping(300));
+      assert.ok(p.pending > 0);
+      await p.flush();
+      assert.equal(p.pending, 0);
+      assert.equal(failures.length, 1, 'the invalid message failed alone');
+      assert.ok(isBusError(failures[0], 'SchemaInvalid'));
+      const seen: number[] = [];
+      await b.readStream(Ping, Streams.events, subject, (m) => seen.push(m.n));
+      assert.deepEqual(
+        seen,
+        Array.from({ length: 301 }, (_, i) => i),
+      );
     });
 
     withBuses('span records round-trip through SL_SPANS, one batch per trace', async ({ a, b }, node) => {

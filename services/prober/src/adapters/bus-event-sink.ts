@@ -1,14 +1,23 @@
 /**
- * Publishes the prober's container events on `sl.<node>.events.<uid>` (stream `SL_EVENTS`), one
- * after another so a pod's events keep their order; a failed publish is logged, not retried.
+ * Publishes the prober's container events on `sl.<node>.events.<uid>` (stream `SL_EVENTS`) in the
+ * order they were recorded (`createOrderedPublisher` of @splitlet/bus: the acks are awaited
+ * together); a failed publish is logged, not retried.
  */
 import { KubeEvent, Subjects } from '@splitlet/api';
-import type { Bus } from '@splitlet/bus';
+import { createOrderedPublisher, type Bus } from '@splitlet/bus';
 import type { Clock, Log, ProbeEventSink } from '../ports.js';
 
 /** The event sink, plus `flush()` for shutdown. */
 export function createBusEventSink(bus: Pick<Bus, 'publish'>, node: string, clock: Clock, logger: Log): ProbeEventSink & { flush(): Promise<void> } {
-  let tail: Promise<void> = Promise.resolve();
+  const publisher = createOrderedPublisher({
+    bus,
+    schema: KubeEvent,
+    onError: (e, _subject, msg) =>
+      logger.warn('could not publish an event', { reason: msg.reason, podUID: msg.involvedObject.uid, err: e instanceof Error ? e.message : String(e) }),
+    onDrop: (dropped) => {
+      if (dropped === 1 || dropped % 1000 === 0) logger.warn('dropping events: too many waiting to be published', { dropped });
+    },
+  });
   return {
     record(ev) {
       const { pod } = ev;
@@ -28,13 +37,8 @@ export function createBusEventSink(bus: Pick<Bus, 'publish'>, node: string, cloc
         source: { component: 'kubelet', host: node },
         timestamp: new Date(clock.now()).toISOString(),
       };
-      tail = tail
-        .then(() => bus.publish(KubeEvent, Subjects.events(node, pod.metadata.uid), msg))
-        .then(
-          () => undefined,
-          (e: unknown) => logger.warn('could not publish an event', { reason: ev.reason, podUID: pod.metadata.uid, err: e instanceof Error ? e.message : String(e) }),
-        );
+      publisher.send(Subjects.events(node, pod.metadata.uid), msg);
     },
-    flush: () => tail,
+    flush: () => publisher.flush(),
   };
 }
