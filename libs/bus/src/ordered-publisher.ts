@@ -3,8 +3,8 @@
  *
  * A recorder that must never block its caller (the kubelet's EventRecorder) used to chain each
  * publish on the previous one's ack: one bus round trip per message, across every pod of the
- * process. In a burst of 1,000 pods the events then reached the bus seconds after the pods were
- * Running, and the queue held their memory meanwhile. NATS delivers one connection's messages in
+ * process. In a burst of 1,000 pods a pod's last event then reached the bus 0.4 s (median) and up
+ * to 1.7 s after the pod was Running, and the queue held the events' memory meanwhile. NATS delivers one connection's messages in
  * the order they were written, and a publish is written when it is called (the Bus contract checks
  * it: "publishes started together are stored in the order they were started"), so sending in call
  * order keeps the order in the stream; only the acks are awaited together, up to `window` at once.
