@@ -13,6 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import {
   Buckets,
   KubeEvent,
+  KubeEventList,
   Keys,
   NodeCapacity,
   NodeRuntimeStatus,
@@ -339,6 +340,38 @@ describe('status-manager → API server (integration)', () => {
     assert.deepEqual(ev.involvedObject, { apiVersion: 'v1', kind: 'Pod', name: 'web-ev', namespace: 'default', uid: 'uid-ev', fieldPath: 'spec.containers{foo1}' });
     assert.deepEqual(ev.source, { component: 'kubelet', host: NODE });
     assert.equal(Date.parse(ev.lastTimestamp), Math.floor(Date.parse(timestamp) / 1000) * 1000);
+  });
+
+  it("posts a list of a pod's events (one message of SL_EVENTS) as one Event each, in order", async () => {
+    const at = Date.now();
+    const event = (reason: string, i: number): KubeEvent => ({
+      type: 'kubelet.events.Event.v1',
+      eventType: 'Normal',
+      reason,
+      message: `${reason} container app`,
+      involvedObject: { kind: 'Pod', name: 'web-list', namespace: 'default', uid: 'uid-list', fieldPath: 'spec.containers{app}' },
+      source: { component: 'kubelet', host: NODE },
+      timestamp: new Date(at + i).toISOString(),
+    });
+    await bus.publish(KubeEventList, Subjects.events(NODE, 'uid-list'), { type: 'kubelet.events.EventList.v1', items: ['Pulled', 'Created', 'Started'].map(event) });
+    const posted = await eventually(
+      async () => {
+        const r = await api.request('GET', '/api/v1/namespaces/default/events?fieldSelector=involvedObject.uid%3Duid-list');
+        const items = (r.body?.items as any[] | undefined) ?? [];
+        return items.length === 3 ? items : undefined;
+      },
+      { ...SLOW, message: 'three Events posted' },
+    );
+    // Posted in order: the names carry the time, so they sort as the events were recorded.
+    assert.deepEqual(
+      posted.sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)).map((e) => [e.reason, e.message, e.count]),
+      [
+        ['Pulled', 'Pulled container app', 1],
+        ['Created', 'Created container app', 1],
+        ['Started', 'Started container app', 1],
+      ],
+    );
+    assert.equal(new Set(posted.map((e) => e.metadata.name)).size, 3);
   });
 
   it('correlates events as client-go does: a repeat counts the same Event up, the 10th similar message is aggregated, a deleted Event comes back', async () => {

@@ -833,6 +833,29 @@ export const KubeEvent = z.object({
 });
 export type KubeEvent = z.infer<typeof KubeEvent>;
 
+/** The most events one {@link KubeEventList} carries. */
+export const MAX_EVENTS_PER_LIST = 64;
+
+/**
+ * Stream `SL_EVENTS`: the events one process recorded for one object close together (a pod's
+ * SyncPod: its sandbox, image, container created and started), oldest first, in one message
+ * instead of one message each. Read as the KubeEvents it holds, in order ({@link kubeEventsOf}).
+ */
+export const KubeEventList = z.object({
+  type: z.literal('kubelet.events.EventList.v1'),
+  items: z.array(KubeEvent).min(1).max(MAX_EVENTS_PER_LIST),
+});
+export type KubeEventList = z.infer<typeof KubeEventList>;
+
+/** What `SL_EVENTS` holds: one event, or a list of them. */
+export const KubeEventMessage = z.discriminatedUnion('type', [KubeEvent, KubeEventList]);
+export type KubeEventMessage = z.infer<typeof KubeEventMessage>;
+
+/** The events a message of `SL_EVENTS` carries, oldest first. */
+export function kubeEventsOf(m: KubeEventMessage): readonly KubeEvent[] {
+  return m.type === 'kubelet.events.EventList.v1' ? m.items : [m];
+}
+
 /** Stream `SL_DLQ`: a message that could not be processed, with why. */
 export const DeadLetter = z.object({
   type: z.literal('kubelet.bus.DeadLetter.v1'),

@@ -2,7 +2,7 @@
  * What the CLI shows: a node's pods as v1 Pods with their status, read from the buckets each
  * process publishes (status-manager's statuses, sync-loop's desired pods and kill requests).
  */
-import { Buckets, DesiredPod, KillRequest, KubeEvent, Keys, PodStatusRecord, Streams, Subjects } from '@splitlet/api';
+import { Buckets, DesiredPod, KillRequest, KubeEventMessage, Keys, PodStatusRecord, Streams, Subjects, kubeEventsOf, type KubeEvent } from '@splitlet/api';
 import type { Pod } from '@splitlet/api';
 import type { Bus } from '@splitlet/bus';
 
@@ -56,6 +56,6 @@ export function findPod(pods: PodView[], name: string, namespace: string, node: 
 /** The recorded events of one pod, oldest first. */
 export async function podEvents(bus: Bus, node: string, uid: string): Promise<KubeEvent[]> {
   const out: KubeEvent[] = [];
-  await bus.readStream(KubeEvent, Streams.events, Subjects.events(node, uid), (e) => out.push(e));
+  await bus.readStream(KubeEventMessage, Streams.events, Subjects.events(node, uid), (m) => out.push(...kubeEventsOf(m)));
   return out;
 }

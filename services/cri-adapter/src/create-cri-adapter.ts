@@ -257,6 +257,7 @@ export async function createCriAdapter(deps: CriAdapterDeps): Promise<CriAdapter
     podLocks: new KeyedMutex(),
     pokePleg: (uid) => bus.publishCore(Subjects.plegRelist(node), { uid }),
     runtimeEvents,
+    operationEnded: (uid) => events.flushPod(uid),
     backoffs: { crashLoop, imagePull },
     backoffStore: deps.backoffStore,
     clock,

@@ -53,6 +53,8 @@ export interface RuntimeOperationsOptions {
    * gets what a SyncPod or KillPod read after its changes. Absent: every change pokes.
    */
   readonly runtimeEvents?: Pick<RuntimeEventForwarder, 'opStarted' | 'opEnded'>;
+  /** Called when each pod operation ends, with its pod's UID (the event recorder publishes what it held for it). */
+  readonly operationEnded?: (uid: string) => void;
   readonly backoffs: { readonly crashLoop: Backoff; readonly imagePull: Backoff };
   /** Where the backoff tables are persisted; absent: memory only. */
   readonly backoffStore?: StateStore<BackoffTables> | undefined;
@@ -226,6 +228,7 @@ export class RuntimeOperations {
           if (op.mutations > 0) this.#noteChange(uid, op.changedAt ?? this.#o.clock.now());
           const covered = this.#o.runtimeEvents?.opEnded(uid, op.mutations > 0 ? op.observed : undefined) ?? false;
           if (op.mutations > 0 && !covered) this.#o.pokePleg(uid);
+          this.#o.operationEnded?.(uid);
           this.#persistBackoffs();
         }
       }),

@@ -7,7 +7,9 @@ import { readdir } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import {
   DeadLetter,
-  KubeEvent,
+  KubeEventMessage,
+  type KubeEvent,
+  kubeEventsOf,
   RuntimeGetPodStatusReply,
   RuntimeGetPodStatusRequest,
   RuntimeRelistReply,
@@ -31,6 +33,8 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
   /** The adapter's start on its (fake) clock. */
   let startedAt: number;
   const events: KubeEvent[] = [];
+  /** Messages on SL_EVENTS by pod UID (a message holds one pod's events). */
+  const eventMessages = new Map<string, number>();
   const deadLetters: DeadLetter[] = [];
 
   before(async () => {
@@ -45,7 +49,15 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
       }),
     });
     startedAt = h.clock.now();
-    h.caller.subscribeCore(Subjects.eventsAll(NODE), (d) => events.push(KubeEvent.parse(d)), h.signal);
+    h.caller.subscribeCore(
+      Subjects.eventsAll(NODE),
+      (d) => {
+        const held = kubeEventsOf(KubeEventMessage.parse(d));
+        events.push(...held);
+        for (const e of held.slice(0, 1)) eventMessages.set(e.involvedObject.uid, (eventMessages.get(e.involvedObject.uid) ?? 0) + 1);
+      },
+      h.signal,
+    );
     h.caller.subscribeCore(Subjects.deadLetter(NODE, 'cri-adapter'), (d) => deadLetters.push(DeadLetter.parse(d)), h.signal);
     await h.caller.flush();
   });
@@ -111,6 +123,8 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
       ['Created', 'Created container: side', 'spec.containers{side}'],
       ['Started', 'Started container side', 'spec.containers{side}'],
     ]);
+    // Held for the operation's end (or 250 ms), they went out together: fewer messages than events.
+    assert.ok((eventMessages.get('uid-two') ?? 0) < 6, `${eventMessages.get('uid-two')} messages for 6 events`);
     const ev = events.find((e) => e.involvedObject.uid === 'uid-two');
     assert.deepEqual(ev?.source, { component: 'kubelet', host: NODE });
     assert.equal(ev?.involvedObject.kind, 'Pod');

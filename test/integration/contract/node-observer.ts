@@ -3,7 +3,7 @@
  * pods` reads, polled about every 100 ms) with the time each status was first seen, and every event it
  * records (followed from the events stream). Cheaper and finer-grained than spawning the CLI to poll.
  */
-import { KubeEvent, Streams, Subjects } from '@splitlet/api';
+import { KubeEventMessage, Streams, Subjects, kubeEventsOf, type KubeEvent } from '@splitlet/api';
 import type { Pod } from '@splitlet/api';
 import type { Bus } from '@splitlet/bus';
 import { listPods } from '../../../services/cli/src/node-view.ts';
@@ -40,7 +40,7 @@ export class NodeObserver {
     const o = new NodeObserver(await connectCliBus(info.natsUrl, info.nodeName, undefined, credential), info.nodeName);
     o.#loop = o.#poll();
     o.#follow = o.#bus
-      .readStream(KubeEvent, Streams.events, Subjects.eventsAll(info.nodeName), (e) => o.#events.push(e), { follow: true, signal: o.#ac.signal })
+      .readStream(KubeEventMessage, Streams.events, Subjects.eventsAll(info.nodeName), (m) => o.#events.push(...kubeEventsOf(m)), { follow: true, signal: o.#ac.signal })
       .catch((e: unknown) => {
         if (!o.#ac.signal.aborted) o.#pollError = e;
       });

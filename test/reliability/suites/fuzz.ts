@@ -61,6 +61,7 @@ function targets(): Target[] {
     { kind: 'stream', label: 'status.<uid>', type: 'kubelet.status.PodStatusUpdate.v1', at: (v) => Subjects.status(NODE, uidFor('status', v)) },
     // Read by status-manager's event poster (with the API server, which `splitlet up` starts).
     { kind: 'stream', label: 'events.<uid>', type: 'kubelet.events.Event.v1', at: (v) => Subjects.events(NODE, uidFor('events', v)) },
+    { kind: 'stream', label: 'events.<uid> list', type: 'kubelet.events.EventList.v1', at: (v) => Subjects.events(NODE, uidFor('events-list', v)) },
     // Core NATS, read by pleg (the evented PLEG's runtime events from cri-adapter).
     { kind: 'core', label: 'runtimeevents.<uid>', type: 'kubelet.runtime.ContainerEvents.v1', at: (v) => Subjects.runtimeEvents(NODE, uidFor('runtimeevents', v)) },
   ];

@@ -2,7 +2,7 @@
  * `splitlet events [-w]`: the node's events as `kubectl get events` prints them, oldest first;
  * `-w` keeps streaming new ones until Ctrl-C.
  */
-import { KubeEvent, Streams, Subjects } from '@splitlet/api';
+import { KubeEventMessage, Streams, Subjects, kubeEventsOf, type KubeEvent } from '@splitlet/api';
 import type { CliTarget } from '../target.js';
 import { untilInterrupted } from '../interruptible.js';
 import { humanDuration } from '../printers/pod-table.js';
@@ -24,19 +24,21 @@ export async function events(t: CliTarget, opts: { watch: boolean; output: strin
         .trimEnd();
     let printedHeader = false;
     await bus.readStream(
-      KubeEvent,
+      KubeEventMessage,
       Streams.events,
       Subjects.eventsAll(t.nodeName),
-      (e) => {
-        if (opts.output === 'json') {
-          out.write(`${JSON.stringify(e)}\n`);
-          return;
+      (m) => {
+        for (const e of kubeEventsOf(m)) {
+          if (opts.output === 'json') {
+            out.write(`${JSON.stringify(e)}\n`);
+            continue;
+          }
+          if (!printedHeader) {
+            out.write(`${line(header)}\n`);
+            printedHeader = true;
+          }
+          out.write(`${line(row(e, Date.now()))}\n`);
         }
-        if (!printedHeader) {
-          out.write(`${line(header)}\n`);
-          printedHeader = true;
-        }
-        out.write(`${line(row(e, Date.now()))}\n`);
       },
       { follow: opts.watch, signal },
     );

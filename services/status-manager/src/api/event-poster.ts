@@ -1,5 +1,6 @@
 /**
- * Posts the node's events (stream `SL_EVENTS`) to the API server as core/v1 Events (cluster mode).
+ * Posts the node's events (stream `SL_EVENTS`: one event, or a list of one pod's, posted in order) to
+ * the API server as core/v1 Events (cluster mode).
  *
  * Models client-go's event recorder sink as the kubelet uses it (tools/record/event.go
  * recordToSink / recordEvent / makeEvent): the Event is named `<involvedObject.name>.<UnixNano in
@@ -11,7 +12,7 @@
  * retried by the bus (nak with backoff), reusing the correlation of the first delivery so a retry
  * does not count the event twice.
  */
-import { KubeEvent, KubeletError } from '@splitlet/api';
+import { KubeEventMessage, KubeletError, kubeEventsOf, type KubeEvent } from '@splitlet/api';
 import { CONSUMERS, type Bus, type Consumption } from '@splitlet/bus';
 import type { Logger } from '@splitlet/telemetry';
 import { EventCorrelator, kubeTime, type CoreEvent, type CorrelateResult } from './event-correlator.js';
@@ -53,41 +54,33 @@ export function makeCoreEvent(e: KubeEvent, seq: bigint): CoreEvent {
 export function postEventsToApi(bus: Pick<Bus, 'consume'>, api: KubeRest, o: EventPosterOptions): Promise<Consumption> {
   let seq = 0n;
   const correlator = o.correlator ?? new EventCorrelator();
-  /** Correlations of deliveries being retried, by stream sequence. */
-  const pending = new Map<number, CorrelateResult>();
-  const remember = (sequence: number, r: CorrelateResult): void => {
-    pending.set(sequence, r);
+  /**
+   * Deliveries being retried, by stream sequence: how many of the message's events were posted (or
+   * dropped) and the correlation of the one that failed, reused so a retry counts nothing twice.
+   */
+  const pending = new Map<number, { done: number; failed: CorrelateResult }>();
+  const remember = (sequence: number, done: number, failed: CorrelateResult): void => {
+    pending.set(sequence, { done, failed });
     if (pending.size > 10_000) pending.delete(pending.keys().next().value as number);
   };
-  return bus.consume(KubeEvent, { ...CONSUMERS.statusManagerEvents(o.node), signal: o.signal }, async (d) => {
-    let result = pending.get(d.streamSequence);
-    if (result === undefined) {
-      result = correlator.correlate(makeCoreEvent(d.data, seq++));
-      if (result.skip) {
-        o.logger.debug('event dropped by the spam filter', { reason: d.data.reason, object: `${d.data.involvedObject.namespace}/${d.data.involvedObject.name}` });
-        return;
-      }
+
+  /** Posts one event; throws (retryable) when it should be tried again with `result`. */
+  const post = async (e: KubeEvent, result: CorrelateResult): Promise<void> => {
+    if (result.skip) {
+      o.logger.debug('event dropped by the spam filter', { reason: e.reason, object: `${e.involvedObject.namespace}/${e.involvedObject.name}` });
+      return;
     }
-    if (result.skip) return;
     const event = result.event;
     const ns = encodeURIComponent(event.metadata.namespace);
-    let res;
-    try {
-      res =
-        result.patch === undefined
-          ? undefined
-          : await api.request('PATCH', `/api/v1/namespaces/${ns}/events/${encodeURIComponent(event.metadata.name)}`, result.patch, STRATEGIC_MERGE_PATCH);
-      // A patch of an Event that is gone (deleted, expired) creates it again.
-      if (res === undefined || res.status === 404) {
-        const { resourceVersion: _rv, ...metadata } = event.metadata;
-        res = await api.request('POST', `/api/v1/namespaces/${ns}/events`, { apiVersion: 'v1', kind: 'Event', ...event, metadata });
-      }
-    } catch (e) {
-      // The API server is unreachable: the bus redelivers; the retry reuses this correlation.
-      remember(d.streamSequence, result);
-      throw e;
+    let res =
+      result.patch === undefined
+        ? undefined
+        : await api.request('PATCH', `/api/v1/namespaces/${ns}/events/${encodeURIComponent(event.metadata.name)}`, result.patch, STRATEGIC_MERGE_PATCH);
+    // A patch of an Event that is gone (deleted, expired) creates it again.
+    if (res === undefined || res.status === 404) {
+      const { resourceVersion: _rv, ...metadata } = event.metadata;
+      res = await api.request('POST', `/api/v1/namespaces/${ns}/events`, { apiVersion: 'v1', kind: 'Event', ...event, metadata });
     }
-    pending.delete(d.streamSequence);
     if (res.status === 201 || res.status === 200) {
       correlator.updateState(res.body as CoreEvent);
       return;
@@ -98,7 +91,24 @@ export function postEventsToApi(bus: Pick<Bus, 'consume'>, api: KubeRest, o: Eve
       o.logger.warn('Server rejected event (will not retry!)', { reason: event.reason, object: `${event.metadata.namespace}/${event.involvedObject.name}`, err: err.message });
       return;
     }
-    remember(d.streamSequence, result);
     throw new KubeletError('EventPostFailed', err.message, { retryable: true, cause: err });
+  };
+
+  return bus.consume(KubeEventMessage, { ...CONSUMERS.statusManagerEvents(o.node), signal: o.signal }, async (d) => {
+    const events = kubeEventsOf(d.data);
+    const retry = pending.get(d.streamSequence);
+    // A list's events in order; a retry resumes at the one that failed (the API server was
+    // unreachable, or answered 5xx: the bus redelivers).
+    for (let i = retry?.done ?? 0; i < events.length; i++) {
+      const e = events[i]!;
+      const result = retry !== undefined && i === retry.done ? retry.failed : correlator.correlate(makeCoreEvent(e, seq++));
+      try {
+        await post(e, result);
+      } catch (err) {
+        remember(d.streamSequence, i, result);
+        throw err;
+      }
+    }
+    pending.delete(d.streamSequence);
   });
 }
