@@ -17,7 +17,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Buckets, Keys, PodLifecycleEvent, RuntimeCacheEntry, Streams, Subjects, type ContainerStatus as ApiContainerStatus } from '@splitlet/api';
+import { Buckets, Keys, PlegMessage, RuntimeCacheEntry, Streams, Subjects, plegEventsOf, type ContainerStatus as ApiContainerStatus } from '@splitlet/api';
 import { GrpcRuntimeService } from '@splitlet/cri';
 import { connectCliBus } from '../../services/cli/src/target.ts';
 import { containerdSkipReason, criEndpointOf, podNamed, startSplitlet, stopSplitlet, waitFor, type Instance, type PodJson } from './harness.ts';
@@ -139,8 +139,8 @@ function gcSuite(runtime: 'sim' | 'containerd'): void {
           'ContainerRemoved for every container and the sandbox',
           async () => {
             const seen = new Set<string>();
-            await bus.readStream(PodLifecycleEvent, Streams.pleg, Subjects.pleg(NODE, uid), (e) => {
-              if (e.event === 'ContainerRemoved' && e.data !== undefined) seen.add(e.data);
+            await bus.readStream(PlegMessage, Streams.pleg, Subjects.pleg(NODE, uid), (m) => {
+              for (const e of plegEventsOf(m)) if (e.event === 'ContainerRemoved' && e.data !== undefined) seen.add(e.data);
             });
             return objects.every((id) => seen.has(id)) ? seen : undefined;
           },

@@ -16,7 +16,20 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { Buckets, Keys, PodLifecycleEvent, RelistMark, RuntimeCacheEntry, RuntimeSyncPodReply, RuntimeSyncPodRequest, Streams, Subjects, type BoundPod } from '@splitlet/api';
+import {
+  Buckets,
+  Keys,
+  PlegMessage,
+  RelistMark,
+  RuntimeCacheEntry,
+  RuntimeSyncPodReply,
+  RuntimeSyncPodRequest,
+  Streams,
+  Subjects,
+  plegEventsOf,
+  type BoundPod,
+  type PodLifecycleEvent,
+} from '@splitlet/api';
 import { connectBus, type NatsBus } from '@splitlet/bus';
 import { aPod } from '@splitlet/kube/testing';
 import { createLogger } from '@splitlet/telemetry';
@@ -60,8 +73,8 @@ describe('evented PLEG: sim-runtime → cri-adapter → pleg over a real nats-se
     await pleg.waitForLine('pleg started', 30_000);
     bus = await connectBus({ servers: nats.url, process: 'test', node: NODE, logger: quiet });
     bus.subscribeCore(Subjects.plegRelist(NODE), () => pokes++, ac.signal);
-    await bus.consume(PodLifecycleEvent, { stream: Streams.pleg, durable: 'evented-test', filterSubject: Subjects.plegAll(NODE), signal: ac.signal }, async (d) => {
-      events.push(d.data);
+    await bus.consume(PlegMessage, { stream: Streams.pleg, durable: 'evented-test', filterSubject: Subjects.plegAll(NODE), signal: ac.signal }, async (d) => {
+      events.push(...plegEventsOf(d.data));
     });
     await bus.flush();
   });

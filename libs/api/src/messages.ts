@@ -319,6 +319,29 @@ export const PodLifecycleEvent = z.object({
 });
 export type PodLifecycleEvent = z.infer<typeof PodLifecycleEvent>;
 
+/** The most events one {@link PodLifecycleEventList} carries. */
+export const MAX_PLEG_EVENTS_PER_LIST = 64;
+
+/**
+ * Stream `SL_PLEG`: the events of one runtime cache write of one pod (a relist's news about it:
+ * its sandbox and its container started, say), in order, in one message instead of one message
+ * each. Read as the PodLifecycleEvents it holds ({@link plegEventsOf}).
+ */
+export const PodLifecycleEventList = z.object({
+  type: z.literal('kubelet.pleg.PodLifecycleEventList.v1'),
+  items: z.array(PodLifecycleEvent).min(1).max(MAX_PLEG_EVENTS_PER_LIST),
+});
+export type PodLifecycleEventList = z.infer<typeof PodLifecycleEventList>;
+
+/** What `SL_PLEG` holds: one event, or a list of one pod's. */
+export const PlegMessage = z.discriminatedUnion('type', [PodLifecycleEvent, PodLifecycleEventList]);
+export type PlegMessage = z.infer<typeof PlegMessage>;
+
+/** The events a message of `SL_PLEG` carries, in order. */
+export function plegEventsOf(m: PlegMessage): readonly PodLifecycleEvent[] {
+  return m.type === 'kubelet.pleg.PodLifecycleEventList.v1' ? m.items : [m];
+}
+
 // Probe results (the prober's results managers), shared by `sl_probe` and SyncPodRequest
 
 export const ProbeResultValue = z.enum(['Success', 'Failure', 'Unknown']);

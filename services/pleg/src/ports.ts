@@ -32,7 +32,8 @@ export interface RuntimeCacheStore {
 
 /** Where lifecycle events go (the kubelet's plegCh). */
 export interface LifecycleEventSink {
-  publish(event: PodLifecycleEvent): Promise<void>;
+  /** Publishes one runtime cache write's events of one pod (at least one), in order, together. */
+  publish(events: readonly PodLifecycleEvent[]): Promise<void>;
 }
 
 /**

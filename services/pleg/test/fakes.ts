@@ -66,9 +66,12 @@ export class MemoryCache implements RuntimeCacheStore {
 export class MemorySink implements LifecycleEventSink {
   readonly events: PodLifecycleEvent[] = [];
   fail = false;
-  async publish(event: PodLifecycleEvent): Promise<void> {
+  /** The events of each publish: one cache write's of one pod. */
+  readonly batches: PodLifecycleEvent[][] = [];
+  async publish(events: readonly PodLifecycleEvent[]): Promise<void> {
     if (this.fail) throw new Error('nats down');
-    this.events.push(event);
+    this.batches.push([...events]);
+    this.events.push(...events);
   }
   /** `uid/event/data` triples, sorted (event order across pods is not defined). */
   take(): string[] {

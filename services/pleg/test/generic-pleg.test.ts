@@ -40,6 +40,11 @@ describe('GenericPleg.relist', () => {
     assert.equal(revisions.get('1234/c1'), revisions.get('1234/c2'));
     assert.notEqual(revisions.get('1234/c1'), revisions.get('4567/c1'));
     assert.deepEqual([...new Set(revisions.values())].sort(), [1, 2]);
+    // A write's events go out together: one publish per pod, its events in order.
+    assert.deepEqual(t.sink.batches.map((b) => b.map((e) => `${e.uid}/${e.event}/${e.data}`)).sort(), [
+      ['1234/ContainerDied/c1', '1234/ContainerStarted/c2'],
+      ['4567/ContainerDied/c1'],
+    ]);
     assert.deepEqual(t.sink.take(), ['1234/ContainerDied/c1', '1234/ContainerStarted/c2', '4567/ContainerDied/c1'].sort());
     assert.equal(t.cache.entries.get('1234')?.timestamp, 1_000_000);
     assert.equal(t.cache.entries.get('4567')?.status.containers[0]?.id, 'c1');

@@ -7,7 +7,19 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { Buckets, Consumers, Keys, PodLifecycleEvent, RuntimeRelistReply, RuntimeRelistRequest, Streams, Subjects, type RuntimePodStatus } from '@splitlet/api';
+import {
+  Buckets,
+  Consumers,
+  Keys,
+  PlegMessage,
+  RuntimeRelistReply,
+  RuntimeRelistRequest,
+  Streams,
+  Subjects,
+  plegEventsOf,
+  type PodLifecycleEvent,
+  type RuntimePodStatus,
+} from '@splitlet/api';
 import { connectBus, type NatsBus } from '@splitlet/bus';
 import { eventually, makeTempDir, spawnProcess, startNatsServer, type NatsServer, type SpawnedProcess, type TempDir } from '@splitlet/testkit';
 import { RuntimeKvValue } from '../src/adapters/kv-runtime-cache.js';
@@ -43,10 +55,10 @@ describe('pleg (integration)', () => {
       { queue: 'cri-adapter', signal: ac.signal },
     );
     await bus.consume(
-      PodLifecycleEvent,
+      PlegMessage,
       { stream: Streams.pleg, durable: `test-${Consumers.syncLoopPleg(NODE)}`, filterSubject: Subjects.plegAll(NODE), signal: ac.signal },
       async (d) => {
-        events.push(d.data);
+        events.push(...plegEventsOf(d.data));
       },
     );
     proc = await spawnProcess({

@@ -19,9 +19,9 @@ import type { DesiredPodReader } from '../src/ports.js';
 /** A sink that remembers the span context active at each publish. */
 class SpyingSink extends MemorySink {
   readonly activeAtPublish: (string | undefined)[] = [];
-  override async publish(event: PodLifecycleEvent): Promise<void> {
-    this.activeAtPublish.push(trace.getSpanContext(context.active())?.spanId);
-    await super.publish(event);
+  override async publish(events: readonly PodLifecycleEvent[]): Promise<void> {
+    for (const _ of events) this.activeAtPublish.push(trace.getSpanContext(context.active())?.spanId);
+    await super.publish(events);
   }
 }
 

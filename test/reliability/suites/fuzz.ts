@@ -58,6 +58,7 @@ function targets(): Target[] {
     { kind: 'stream', label: 'config.file', type: 'kubelet.config.PodUpdate.v1', at: () => Subjects.config(NODE, 'file') },
     { kind: 'stream', label: 'work.<p>.<uid>', type: 'kubelet.podworker.WorkPoke.v1', at: (v) => Subjects.work(NODE, partitionOf(uidFor('work', v)), uidFor('work', v)) },
     { kind: 'stream', label: 'pleg.<uid>', type: 'kubelet.pleg.PodLifecycleEvent.v1', at: (v) => Subjects.pleg(NODE, uidFor('pleg', v)) },
+    { kind: 'stream', label: 'pleg.<uid> list', type: 'kubelet.pleg.PodLifecycleEventList.v1', at: (v) => Subjects.pleg(NODE, uidFor('pleg-list', v)) },
     { kind: 'stream', label: 'status.<uid>', type: 'kubelet.status.PodStatusUpdate.v1', at: (v) => Subjects.status(NODE, uidFor('status', v)) },
     // Read by status-manager's event poster (with the API server, which `splitlet up` starts).
     { kind: 'stream', label: 'events.<uid>', type: 'kubelet.events.Event.v1', at: (v) => Subjects.events(NODE, uidFor('events', v)) },

@@ -1,15 +1,20 @@
 /**
- * Lifecycle events onto stream `SL_PLEG`, subject `sl.<node>.pleg.<uid>`.
+ * Lifecycle events onto stream `SL_PLEG`, subject `sl.<node>.pleg.<uid>`: one cache write's events
+ * of a pod in one message (a `PodLifecycleEventList`; a lone event as a `PodLifecycleEvent`).
  */
-import { PodLifecycleEvent, Subjects } from '@splitlet/api';
+import { MAX_PLEG_EVENTS_PER_LIST, PlegMessage, Subjects, type PodLifecycleEvent } from '@splitlet/api';
 import type { Bus } from '@splitlet/bus';
 import type { LifecycleEventSink } from '../ports.js';
 
-/** A {@link LifecycleEventSink} that publishes each event (validated) on the pod's PLEG subject. */
+/** A {@link LifecycleEventSink} that publishes (validated) on the pod's PLEG subject. */
 export function createBusEventSink(bus: Pick<Bus, 'publish'>, node: string): LifecycleEventSink {
   return {
-    async publish(event: PodLifecycleEvent): Promise<void> {
-      await bus.publish(PodLifecycleEvent, Subjects.pleg(node, event.uid), event);
+    async publish(events: readonly PodLifecycleEvent[]): Promise<void> {
+      for (let i = 0; i < events.length; i += MAX_PLEG_EVENTS_PER_LIST) {
+        const items = events.slice(i, i + MAX_PLEG_EVENTS_PER_LIST);
+        const msg: PlegMessage = items.length === 1 ? items[0]! : { type: 'kubelet.pleg.PodLifecycleEventList.v1', items };
+        await bus.publish(PlegMessage, Subjects.pleg(node, items[0]!.uid), msg);
+      }
     },
   };
 }

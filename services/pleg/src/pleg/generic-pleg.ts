@@ -404,23 +404,31 @@ export class GenericPleg {
       this.#removedAt.delete(uid);
       if (episode !== undefined) this.#episodes.set(uid, episode);
     }
-    let published = 0;
     const at = new Date(stamp).toISOString();
+    const msgs: PodLifecycleEvent[] = [];
     // Filter out events that are not reliable and no other components use yet (generic.go).
     for (const e of events) {
       if (e.event === 'ContainerChanged') continue;
       const msg: PodLifecycleEvent = { type: 'kubelet.pleg.PodLifecycleEvent.v1', uid: e.uid, event: e.event, data: e.data, at };
       if (e.containerName !== undefined) msg.containerName = e.containerName;
       if (revision !== undefined) msg.cacheRevision = revision;
-      try {
-        await this.#o.events.publish(msg);
-        published++;
-      } catch (err) {
-        metrics.discardEvents.inc();
-        logger.error('could not publish a PLEG event, discarding it', { podUID: uid, event: e.event, containerID: e.data, err: errorMessage(err) });
-      }
+      msgs.push(msg);
     }
-    return published;
+    if (msgs.length === 0) return 0;
+    // The write's events together: the one sync they start reads the entry whole (sync-loop pokes once per write).
+    try {
+      await this.#o.events.publish(msgs);
+      return msgs.length;
+    } catch (err) {
+      metrics.discardEvents.inc(msgs.length);
+      logger.error(msgs.length === 1 ? 'could not publish a PLEG event, discarding it' : `could not publish ${msgs.length} PLEG events, discarding them`, {
+        podUID: uid,
+        event: msgs.map((m) => m.event).join(', '),
+        containerID: msgs.map((m) => m.data).join(', '),
+        err: errorMessage(err),
+      });
+      return 0;
+    }
   }
 
   /**
