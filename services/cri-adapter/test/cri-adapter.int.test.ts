@@ -54,7 +54,8 @@ describe('cri-adapter over NATS and the CRI simulator', () => {
       (d) => {
         const held = kubeEventsOf(KubeEventMessage.parse(d));
         events.push(...held);
-        for (const e of held.slice(0, 1)) eventMessages.set(e.involvedObject.uid, (eventMessages.get(e.involvedObject.uid) ?? 0) + 1);
+        const uid = held[0]?.involvedObject.uid ?? '';
+        eventMessages.set(uid, (eventMessages.get(uid) ?? 0) + 1);
       },
       h.signal,
     );

@@ -60,9 +60,11 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
   const maxPending = options.maxPending ?? 10_000;
   const lingerMs = options.lingerMs ?? EVENT_LINGER_MS;
   let dropped = 0;
-  const drop = (): void => {
-    dropped++;
-    if (dropped === 1 || dropped % 1000 === 0) options.logger.warn('dropping events: too many waiting to be published', { dropped, maxPending });
+  /** Counts `n` dropped events; warns at the first and at every thousandth. */
+  const drop = (n: number): void => {
+    const before = dropped;
+    dropped += n;
+    if (before === 0 || Math.floor(dropped / 1000) > Math.floor(before / 1000)) options.logger.warn('dropping events: too many waiting to be published', { dropped, maxPending });
   };
   const publisher = createOrderedPublisher({
     bus: options.bus,
@@ -77,9 +79,7 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
         err: e,
       });
     },
-    onDrop: (_n, _subject, msg) => {
-      for (let i = msg.type === 'kubelet.events.EventList.v1' ? msg.items.length : 1; i > 0; i--) drop();
-    },
+    onDrop: (_n, _subject, msg) => drop(msg.type === 'kubelet.events.EventList.v1' ? msg.items.length : 1),
   });
   const held = new Map<string, Held>();
   let heldCount = 0;
@@ -97,7 +97,7 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
   return {
     record(ev: PodEvent): void {
       if (heldCount + publisher.pending >= maxPending) {
-        drop();
+        drop(1);
         return;
       }
       const uid = ev.pod.uid;
