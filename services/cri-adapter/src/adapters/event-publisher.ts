@@ -6,7 +6,7 @@
  * kubelet, host <node>}): recording never blocks or fails the caller.
  */
 import { context } from '@opentelemetry/api';
-import { KubeEventMessage, MAX_EVENTS_PER_LIST, Subjects, type KubeEvent } from '@splitlet/api';
+import { KubeEventMessage, MAX_EVENTS_PER_LIST, Subjects, kubeEventsOf, type KubeEvent } from '@splitlet/api';
 import { createOrderedPublisher, type Bus } from '@splitlet/bus';
 import type { Clock, TimerHandle } from '@splitlet/service';
 import type { Logger } from '@splitlet/telemetry';
@@ -71,7 +71,7 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
     schema: KubeEventMessage,
     maxPending,
     onError: (e, _subject, msg) => {
-      const items = msg.type === 'kubelet.events.EventList.v1' ? msg.items : [msg];
+      const items = kubeEventsOf(msg);
       const first = items[0];
       options.logger.warn(items.length === 1 ? 'could not publish an event' : `could not publish ${items.length} events`, {
         reason: items.map((x) => x.reason).join(', '),
@@ -79,7 +79,7 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
         err: e,
       });
     },
-    onDrop: (_n, _subject, msg) => drop(msg.type === 'kubelet.events.EventList.v1' ? msg.items.length : 1),
+    onDrop: (_n, _subject, msg) => drop(kubeEventsOf(msg).length),
   });
   const held = new Map<string, Held>();
   let heldCount = 0;
