@@ -243,6 +243,31 @@ describe('PodWorkers', () => {
     assert.ok(s.calls[0]!.ctl.signal.aborted);
   });
 
+  it('extends only the deliveries held at least half the working interval, each at most 1.5 intervals apart', async () => {
+    const s = controllableSync();
+    const clock = new FakeClock(0);
+    const { w } = workers(s.sync, { clock });
+    const old = new FakeDelivery();
+    w.poke('a', 'create', old);
+    await settle();
+    clock.advance(6_000);
+    const young = new FakeDelivery();
+    const pending = new FakeDelivery();
+    w.poke('b', 'create', young);
+    w.poke('a', 'update', pending);
+    await settle();
+    clock.advance(4_000); // the pass at 10 s: `old` is 10 s old, `young` and `pending` 4 s
+    assert.deepEqual([old.workingCalls, young.workingCalls, pending.workingCalls], [1, 0, 0], 'a delivery 4 s old is not extended');
+    clock.advance(10_000); // 20 s: each is at least 5 s past its receipt or its last extension
+    assert.deepEqual([old.workingCalls, young.workingCalls, pending.workingCalls], [2, 1, 1]);
+    s.calls.find((c) => c.uid === 'b')!.resolve({});
+    await settle();
+    assert.equal(young.acked, 1);
+    clock.advance(10_000);
+    assert.equal(young.workingCalls, 1, 'an acked delivery is not extended');
+    assert.equal(old.workingCalls, 3);
+  });
+
   it('retries after an unexpected sync failure, and keeps extending ack deadlines during a long sync', async () => {
     const s = controllableSync();
     const clock = new FakeClock(0);

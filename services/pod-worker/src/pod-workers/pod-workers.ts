@@ -90,7 +90,12 @@ export interface PodWorkersOptions {
   /** @default Math.random */
   readonly random?: () => number;
   readonly onSyncEvent?: SyncEventHook;
-  /** How often held deliveries get `working()` during long syncs. @default 10000 */
+  /**
+   * How often the held deliveries are looked at during long syncs: each one held (or last extended)
+   * at least half this long gets `working()`, so its ack deadline is extended at most 1.5× this
+   * apart — well within the consumer's ack wait (30 s) — and a delivery a sync covers within
+   * half the interval is never extended. @default 10000
+   */
   readonly workingIntervalMs?: number;
   /** Base delay before retrying after an unexpected sync failure (jittered by 0.5). @default 10000 */
   readonly errorRetryMs?: number;
@@ -125,6 +130,8 @@ export class PodWorkers {
   #stopping = false;
   #stopPromise: Promise<void> | undefined;
   #workingTimer: TimerHandle | undefined;
+  /** When each held delivery was received or last extended (`working()`), by the clock. */
+  readonly #extendedAt = new WeakMap<PokeDelivery, number>();
   #syncsStarted = 0;
 
   constructor(options: PodWorkersOptions) {
@@ -173,7 +180,10 @@ export class PodWorkers {
       st = { inFlight: undefined, scheduled: false, pending: false, pendingDeliveries: [], ackable: [], lastKind: undefined };
       this.#states.set(uid, st);
     }
-    if (delivery) st.pendingDeliveries.push(delivery);
+    if (delivery) {
+      st.pendingDeliveries.push(delivery);
+      this.#extendedAt.set(delivery, this.#o.clock.now());
+    }
     st.lastKind = kind;
     const timer = this.#retryTimers.get(uid);
     if (timer !== undefined) {
@@ -311,9 +321,17 @@ export class PodWorkers {
     const every = this.#o.workingIntervalMs ?? 10_000;
     this.#workingTimer = this.#o.clock.setTimeout(() => {
       if (this.#stopping) return;
+      // A JetStream `+WPI` is a message: only deliveries whose deadline is getting old get one
+      // (in a burst most are acked within the interval, and every pass used to extend them all).
+      const now = this.#o.clock.now();
+      const extend = (d: PokeDelivery): void => {
+        if (now - (this.#extendedAt.get(d) ?? -Infinity) < every / 2) return;
+        d.working();
+        this.#extendedAt.set(d, now);
+      };
       for (const st of this.#states.values()) {
-        for (const d of st.ackable) d.working();
-        for (const d of st.pendingDeliveries) d.working();
+        for (const d of st.ackable) extend(d);
+        for (const d of st.pendingDeliveries) extend(d);
       }
       this.#armWorkingTimer();
     }, every);
