@@ -32,8 +32,22 @@ export interface RuntimeCacheStore {
 
 /** Where lifecycle events go (the kubelet's plegCh). */
 export interface LifecycleEventSink {
-  /** Publishes one runtime cache write's events of one pod (at least one), in order, together. */
+  /**
+   * Publishes one runtime cache write's events of one pod (at least one), in order, together.
+   * Rejects with {@link EventsPartlyPublished} when the events took more than one message and the
+   * first of them went out; with any other error, none did.
+   */
   publish(events: readonly PodLifecycleEvent[]): Promise<void>;
+}
+
+/** A publish of a write's events that failed after its first `published` events went out. */
+export class EventsPartlyPublished extends Error {
+  readonly published: number;
+  constructor(published: number, of: number, cause: unknown) {
+    super(`${published} of ${of} PLEG events were published before the rest failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'EventsPartlyPublished';
+    this.published = published;
+  }
 }
 
 /**

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { MAX_PLEG_EVENTS_PER_LIST, PlegMessage, plegEventsOf, type PodLifecycleEvent } from '@splitlet/api';
 import { InMemoryBus } from '@splitlet/bus/testing';
 import { createBusEventSink } from '../src/adapters/bus-event-sink.js';
+import { EventsPartlyPublished } from '../src/ports.js';
 
 const NODE = 'node-1';
 const ev = (uid: string, data: string, event: PodLifecycleEvent['event'] = 'ContainerStarted'): PodLifecycleEvent => ({
@@ -53,6 +54,33 @@ describe('createBusEventSink', () => {
     assert.deepEqual(
       out.flatMap((m) => plegEventsOf(m.msg).map((e) => e.data)),
       many.map((e) => e.data),
+    );
+  });
+
+  it('says how many events went out when a later list of the write fails', async () => {
+    let calls = 0;
+    const sink = createBusEventSink(
+      {
+        publish: (...args: Parameters<InMemoryBus['publish']>) => {
+          if (++calls === 2) return Promise.reject(new Error('nats down'));
+          return bus.publish(...args);
+        },
+      },
+      NODE,
+    );
+    const many = Array.from({ length: MAX_PLEG_EVENTS_PER_LIST + 2 }, (_, i) => ev('p', `c${i}`));
+    const err = await sink.publish(many).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof EventsPartlyPublished, String(err));
+    assert.equal(err.published, MAX_PLEG_EVENTS_PER_LIST);
+    assert.match(err.message, new RegExp(`^${MAX_PLEG_EVENTS_PER_LIST} of ${MAX_PLEG_EVENTS_PER_LIST + 2} PLEG events were published before the rest failed: nats down$`));
+    assert.equal(plegEventsOf(stored()[0]!.msg).length, MAX_PLEG_EVENTS_PER_LIST);
+    calls = 0;
+    await assert.rejects(
+      sink.publish([ev('q', 'c0')]).then(() => sink.publish([ev('q', 'c1')])),
+      (e: unknown) => !(e instanceof EventsPartlyPublished),
     );
   });
 

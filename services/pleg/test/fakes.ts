@@ -2,7 +2,7 @@
 import { Registry } from 'prom-client';
 import type { ContainerRuntimeState, PodLifecycleEvent, RelistMark, RuntimeCacheEntry, RuntimeContainerStatus, RuntimePodStatus, RuntimeSandboxStatus } from '@splitlet/api';
 import { createLogger, type Logger } from '@splitlet/telemetry';
-import type { LifecycleEventSink, RuntimeCacheSnapshot, RuntimeCacheStore, RuntimeLister } from '../src/ports.js';
+import { EventsPartlyPublished, type LifecycleEventSink, type RuntimeCacheSnapshot, type RuntimeCacheStore, type RuntimeLister } from '../src/ports.js';
 import { createPlegMetrics, type PlegMetrics } from '../src/pleg/metrics.js';
 
 export function container(id: string, state: ContainerRuntimeState, name = id): RuntimeContainerStatus {
@@ -66,9 +66,17 @@ export class MemoryCache implements RuntimeCacheStore {
 export class MemorySink implements LifecycleEventSink {
   readonly events: PodLifecycleEvent[] = [];
   fail = false;
+  /** With `fail`: the first this many events of a publish go out before it fails (EventsPartlyPublished). */
+  failAfter = 0;
   /** The events of each publish: one cache write's of one pod. */
   readonly batches: PodLifecycleEvent[][] = [];
   async publish(events: readonly PodLifecycleEvent[]): Promise<void> {
+    if (this.fail && this.failAfter > 0) {
+      const sent = events.slice(0, this.failAfter);
+      this.batches.push(sent);
+      this.events.push(...sent);
+      throw new EventsPartlyPublished(sent.length, events.length, new Error('nats down'));
+    }
     if (this.fail) throw new Error('nats down');
     this.batches.push([...events]);
     this.events.push(...events);

@@ -164,6 +164,16 @@ describe('GenericPleg.relist', () => {
     assert.equal(await metricValue(t.registry, 'kubelet_pleg_discard_events'), 2);
   });
 
+  it('counts only the events after those that went out as discarded when a write’s publish fails part way', async () => {
+    const t = setup();
+    t.sink.fail = true;
+    t.sink.failAfter = 1;
+    t.lister.pods = [pod('a', [container('c1', 'CONTAINER_RUNNING'), container('c2', 'CONTAINER_RUNNING'), container('c3', 'CONTAINER_EXITED')])];
+    await t.pleg.relist();
+    assert.equal(t.sink.take().length, 1);
+    assert.equal(await metricValue(t.registry, 'kubelet_pleg_discard_events'), 2);
+  });
+
   it('keeps the last pod IPs when the sandbox is gone and the runtime reports none (getPodIPs)', async () => {
     const t = setup();
     t.lister.pods = [pod('p', [container('c', 'CONTAINER_RUNNING')], [sandbox('s', true)], ['10.0.0.5'])];

@@ -30,7 +30,7 @@ import { errorMessage } from '@splitlet/api';
 import { formatGoDuration, podIPsAfterTeardown } from '@splitlet/kube';
 import type { Clock, HealthStatus } from '@splitlet/service';
 import { injectContext, podSpanAttributes, unsampledContext, type Logger } from '@splitlet/telemetry';
-import type { DesiredPodReader, LifecycleEventSink, RuntimeCacheStore, RuntimeLister } from '../ports.js';
+import { EventsPartlyPublished, type DesiredPodReader, type LifecycleEventSink, type RuntimeCacheStore, type RuntimeLister } from '../ports.js';
 import { computePodEvents, type PlegEvent } from './generate-events.js';
 import type { PlegMetrics } from './metrics.js';
 import { recordEqual } from './record-equal.js';
@@ -420,14 +420,16 @@ export class GenericPleg {
       await this.#o.events.publish(msgs);
       return msgs.length;
     } catch (err) {
-      metrics.discardEvents.inc(msgs.length);
-      logger.error(msgs.length === 1 ? 'could not publish a PLEG event, discarding it' : `could not publish ${msgs.length} PLEG events, discarding them`, {
+      const published = err instanceof EventsPartlyPublished ? err.published : 0;
+      const lost = msgs.slice(published);
+      metrics.discardEvents.inc(lost.length);
+      logger.error(lost.length === 1 ? 'could not publish a PLEG event, discarding it' : `could not publish ${lost.length} PLEG events, discarding them`, {
         podUID: uid,
-        event: msgs.map((m) => m.event).join(', '),
-        containerID: msgs.map((m) => m.data).join(', '),
+        event: lost.map((m) => m.event).join(', '),
+        containerID: lost.map((m) => m.data).join(', '),
         err: errorMessage(err),
       });
-      return 0;
+      return published;
     }
   }
 
