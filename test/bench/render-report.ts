@@ -454,9 +454,29 @@ if (existsSync(profilePath)) {
 }
 const cpu = r.rows.find((x) => x.id === 'cpu');
 if (cpu !== undefined) {
-  const d = cpu.data as { perProcess: Record<string, number> };
-  lines.push('## Steady CPU per process (% of one core)', '', '| process | CPU |', '|---|---|');
-  for (const [k, v] of Object.entries(d.perProcess).sort((a, b) => b[1] - a[1])) lines.push(`| ${k} | ${v.toFixed(1)} |`);
+  const d = cpu.data as {
+    perProcess: Record<string, number>;
+    idlePerProcess?: Record<string, number>;
+    idlePercentOfOneCore?: number;
+    idleSeconds?: number;
+    cpuMsPerSync?: number;
+    syncsPerSecond: number;
+  };
+  lines.push('## Steady CPU per process (% of one core)', '');
+  const idle = d.idlePerProcess;
+  if (idle === undefined) {
+    lines.push('| process | CPU |', '|---|---|');
+    for (const [k, v] of Object.entries(d.perProcess).sort((a, b) => b[1] - a[1])) lines.push(`| ${k} | ${v.toFixed(1)} |`);
+  } else {
+    lines.push(
+      `Holding the pods, and the same node idle with no pods (${d.idleSeconds} s before the burst): the idle node's own periodic work — partition leases, relists, consumer heartbeats, housekeeping — is ${d.idlePercentOfOneCore!.toFixed(1)} % of one core; ${d.syncsPerSecond.toFixed(1)} periodic syncs a second add ${(d.cpuMsPerSync ?? NaN).toFixed(1)} CPU ms each.`,
+      '',
+      '| process | holding the pods | idle | added by the pods |',
+      '|---|---|---|---|',
+    );
+    for (const [k, v] of Object.entries(d.perProcess).sort((a, b) => b[1] - a[1]))
+      lines.push(`| ${k} | ${v.toFixed(1)} | ${(idle[k] ?? NaN).toFixed(1)} | ${(v - (idle[k] ?? NaN)).toFixed(1)} |`);
+  }
   lines.push('');
 }
 if (charts.length > 0) lines.push('## Charts', '', ...charts.flatMap((c) => [c, '']));
