@@ -26,7 +26,7 @@ import { Buckets, Keys } from '@splitlet/api';
 import { COMMON_LIBRARIES, GRPC_LIBRARIES, GRPC_PROCESSES, memoryFloor } from './lib/memory-floor.ts';
 import { NodeUnderTest } from './lib/node-under-test.ts';
 import { loopbackRoundTrip } from './lib/round-trip.ts';
-import { cpuMeter, fmt, gitCommit, loadAverage, machine, pct, rssSplit, type RssSplit } from './lib/stats.ts';
+import { cpuMeter, fmt, gitCommit, loadAverage, machine, pct, rssSplit, type CpuReading, type RssSplit } from './lib/stats.ts';
 import type { BenchResult, BenchRow } from './lib/result.ts';
 
 const ROWS = ['bound', 'steady', 'burst', 'memory', 'cpu', 'delete', 'scale-out'] as const;
@@ -194,6 +194,12 @@ function msPerPod(byProcess: Record<string, number>, pods: number): Record<strin
   return Object.fromEntries(Object.entries(byProcess).map(([k, v]) => [k, Math.round((10000 * v) / pods) / 10]));
 }
 
+/** A CPU reading as % of one core: by process, and the node's total. */
+function percentOfOneCore(used: CpuReading): { total: number; perProcess: Record<string, number> } {
+  const perProcess = Object.fromEntries(Object.entries(used.byProcess).map(([k, v]) => [k, (100 * v) / used.wallS]));
+  return { total: Object.values(perProcess).reduce((a, x) => a + x, 0), perProcess };
+}
+
 async function mainNodeRows(): Promise<void> {
   console.log(`\n— node with ${WORKERS} pod-workers, simulator at zero latency —`);
   const start = async (): Promise<NodeUnderTest> => {
@@ -257,13 +263,11 @@ async function mainNodeRows(): Promise<void> {
       ({ rss: idle, split: idleSplit } = memorySample(node));
     }
     // The idle node's CPU (the cpu row's baseline), on the fresh node the burst then runs on.
-    let idleCpu: { total: number; perProcess: Record<string, number> } | undefined;
+    let idleCpu: ReturnType<typeof percentOfOneCore> | undefined;
     if (selected.has('cpu')) {
       const meter = cpuMeter(node.processes());
       await new Promise((r) => setTimeout(r, IDLE_CPU_SECONDS * 1000));
-      const used = meter();
-      const perProcess = Object.fromEntries(Object.entries(used.byProcess).map(([k, v]) => [k, (100 * v) / used.wallS]));
-      idleCpu = { total: Object.values(perProcess).reduce((a, x) => a + x, 0), perProcess };
+      idleCpu = percentOfOneCore(meter());
     }
     const before = await node.writeCounters();
     const burstCpu = cpuMeter(node.processes());
@@ -375,8 +379,7 @@ async function mainNodeRows(): Promise<void> {
       workerWrites.unsubscribe();
       const syncsPerSecond = syncs / held.wallS;
       const expectedSyncs = (PODS * 1000) / ((RESYNC_MIN_MS + RESYNC_MAX_MS) / 2);
-      const per = Object.fromEntries(Object.entries(held.byProcess).map(([k, v]) => [k, (100 * v) / held.wallS]));
-      const total = Object.values(per).reduce((a, x) => a + x, 0);
+      const { perProcess: per, total } = percentOfOneCore(held);
       const idle = idleCpu!;
       // What holding the pods adds to the idle node, per periodic sync (% of one core = 10 CPU ms/s).
       const cpuMsPerSync = syncsPerSecond > 0 ? (10 * (total - idle.total)) / syncsPerSecond : NaN;
