@@ -139,6 +139,12 @@ export const WorkPoke = z.object({
   type: z.literal('kubelet.podworker.WorkPoke.v1'),
   uid: z.string(),
   kind: SyncPodType,
+  /**
+   * The revision of the pod's `sl_desired` record as sync-loop last wrote (or, after a restart,
+   * listed) it; absent when it holds none for the pod (deleted, never desired, or not known). A
+   * pod worker that read the record at this revision or later need not read it again.
+   */
+  desiredRevision: z.number().int().min(1).optional(),
   /** The sync-loop leader epoch (its lease revision) that wrote this record; a fenced old leader cannot write. */
   leaderEpoch: z.number().int().min(0).optional(),
   /** When that leader's fence admitted the write (ms since the Unix epoch, the writer's clock): a write arriving late was admitted while the term could still write. */

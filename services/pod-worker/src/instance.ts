@@ -119,6 +119,7 @@ export async function startPodWorkerInstance(s: InstanceSettings, d: InstanceDep
     clock,
     logger,
     syncFor: (guard) => syncer.forPartition(guard),
+    onPoke: (guard, uid, desiredRevision) => syncer.poked(guard, uid, desiredRevision),
     drainTimeoutMs: s.drainTimeoutMs,
     ...(d.onSyncEvent !== undefined ? { onSyncEvent: d.onSyncEvent } : {}),
     onStarted: (pp, w) => running.set(pp, w),

@@ -176,5 +176,10 @@ export interface WorkConsumption {
 
 /** The work stream: one durable consumer per partition. */
 export interface WorkSource {
-  consume(partition: number, signal: AbortSignal, onPoke: (uid: string, kind: SyncPodType, delivery: PokeDelivery) => void): Promise<WorkConsumption>;
+  /** `onPoke` gets each valid poke's pod, kind, delivery and desired revision (`WorkPoke.desiredRevision`). */
+  consume(
+    partition: number,
+    signal: AbortSignal,
+    onPoke: (uid: string, kind: SyncPodType, delivery: PokeDelivery, desiredRevision: number | undefined) => void,
+  ): Promise<WorkConsumption>;
 }

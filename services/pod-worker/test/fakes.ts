@@ -180,7 +180,10 @@ export class FakePodStateStore implements PodStateStore {
   readonly kill = new MemKv<KillRequest>();
   readonly worker = new MemKv<WorkerRecord>();
   readonly status = new Map<string, PodStatusRecord>();
+  /** How many times getDesired was called. */
+  desiredReads = 0;
   async getDesired(pp: number, uid: string) {
+    this.desiredReads++;
     return this.desired.get(`${pp}.${uid}`);
   }
   async getKill(pp: number, uid: string) {

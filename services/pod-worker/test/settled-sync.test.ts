@@ -11,6 +11,7 @@ import { aContainer, aPod } from '@splitlet/kube/testing';
 import { createTestTracing } from '@splitlet/telemetry/testing';
 import type { TestTracing } from '@splitlet/telemetry/testing';
 import { LeaseGuard } from '../src/partitions/partition-guard.js';
+import { DESIRED_MEMORY_MAX_AGE_MS } from '../src/sync/desired-memory.js';
 import { noRuntimeActions, runtimeKey, statusHeld, statusKey, volumesSetUpOnce } from '../src/sync/settled-sync.js';
 import { control, EPOCH, harness, PP } from './sync-harness.js';
 
@@ -396,5 +397,44 @@ describe('settled-sync decisions', () => {
     assert.equal(statusHeld(s, undefined, statusKey(s)), false, 'no record');
     assert.equal(statusHeld(s, { ...rec, heldTerminal: { phase: 'Failed' } }, statusKey(s)), false, 'a held terminal phase');
     assert.equal(statusHeld({ ...s, phase: 'Pending' }, rec, statusKey(s)), false, 'a new status');
+  });
+});
+
+describe('PodSyncer: the desired record is read only when a poke says it changed', () => {
+  it('a periodic sync of a running pod and pokes naming its revision read nothing; a new revision or a delete is read', async () => {
+    const h = harness(tracing);
+    const pod = aPod();
+    await running(h, pod);
+    const reads = h.store.desiredReads;
+    await h.sync(UID); // the periodic resync: no poke from sync-loop since the read
+    h.syncer.poked(h.guard, UID, h.store.desired.get(`${PP}.${UID}`)?.revision); // a PLEG event or a probe result: sync-loop names the same revision
+    await h.sync(UID);
+    assert.equal(h.store.desiredReads, reads, 'served from memory');
+
+    h.desire(aPod({ spec: { containers: [aContainer({ image: 'busybox:1.37' })] } }), 'update');
+    await h.sync(UID);
+    assert.equal(h.store.desiredReads, reads + 1, 'a poke naming a newer revision: read');
+    assert.equal(h.runtime.syncCalls.at(-1)?.pod.spec.containers[0]?.image, 'busybox:1.37', 'the sync ran the new record');
+
+    h.syncer.poked(h.guard, UID, undefined); // a restarted sync-loop that has not listed the pod, or a delete
+    await h.sync(UID);
+    assert.equal(h.store.desiredReads, reads + 2, 'a poke naming no revision: read');
+    await h.sync(UID);
+    assert.equal(h.store.desiredReads, reads + 2);
+  });
+
+  it('reads again after the memory is five minutes old, and in a new lease epoch', async () => {
+    const h = harness(tracing);
+    await running(h, aPod());
+    const reads = h.store.desiredReads;
+    h.clock.advance(DESIRED_MEMORY_MAX_AGE_MS);
+    h.guard.renewed(h.clock.now());
+    await h.sync(UID);
+    assert.equal(h.store.desiredReads, reads + 1, 'older than the bound: read');
+    await h.sync(UID);
+    assert.equal(h.store.desiredReads, reads + 1);
+    const next = new LeaseGuard(PP, EPOCH + 1, h.clock.now(), 7000, () => h.clock.now());
+    await h.syncer.sync(next, UID, control().ctl);
+    assert.equal(h.store.desiredReads, reads + 2, 'a new epoch starts without memory');
   });
 });

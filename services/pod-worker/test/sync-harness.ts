@@ -100,6 +100,10 @@ export function harness(tracing: TestTracing, opts: { allowPrivileged?: boolean;
   });
   const guard = new LeaseGuard(PP, EPOCH, clock.now(), 7000, () => clock.now());
   const key = (uid: string) => `${PP}.${uid}`;
+  // As sync-loop: every write of a desired record or a kill request is followed by a poke naming
+  // the pod's desired revision as sync-loop last wrote it (none once deleted).
+  const desiredRevisions = new Map<string, number>();
+  const poke = (uid: string): void => syncer.poked(guard, uid, desiredRevisions.get(uid));
   return {
     clock,
     store,
@@ -123,25 +127,33 @@ export function harness(tracing: TestTracing, opts: { allowPrivileged?: boolean;
       return n;
     },
     desire(pod: BoundPod, updateType: SyncPodType = 'create', extra: Partial<DesiredPod> = {}): number {
-      return store.desired.put(key(pod.metadata.uid), {
+      const uid = pod.metadata.uid;
+      const revision = store.desired.put(key(uid), {
         type: 'kubelet.podworker.DesiredPod.v1',
         pod,
         updateType,
         startTime: new Date(clock.now()).toISOString(),
         ...extra,
       });
+      desiredRevisions.set(uid, revision);
+      poke(uid);
+      return revision;
     },
     undesire(uid: string): void {
       store.desired.delete(key(uid));
+      desiredRevisions.delete(uid);
+      poke(uid);
     },
     killReq(uid: string, extra: Partial<KillRequest> = {}): number {
-      return store.kill.create(key(uid), {
+      const revision = store.kill.create(key(uid), {
         type: 'kubelet.podworker.KillRequest.v1',
         uid,
         reason: 'removed',
         requestedAt: new Date(clock.now()).toISOString(),
         ...extra,
       });
+      poke(uid);
+      return revision;
     },
     rec: (uid: string) => store.rec(PP, uid),
   };

@@ -96,8 +96,9 @@ export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSig
     return;
   }
 
-  const writes = fencedPorts(fence, await createKvDesiredStore(bus, node, partitions), await createKvKillStore(bus, node, partitions));
-  const poker = writes.poker((admit) => createBusWorkPoker(bus, node, partitions, admit));
+  const desired = await createKvDesiredStore(bus, node, partitions);
+  const writes = fencedPorts(fence, desired, await createKvKillStore(bus, node, partitions));
+  const poker = writes.poker((admit) => createBusWorkPoker(bus, node, partitions, { admit, desiredRevision: (uid) => desired.revision(uid) }));
   const loop = new SyncLoop({
     node,
     admissionNode: () => {

@@ -16,6 +16,8 @@ import {
   Keys,
   KubeEvent,
   NodeCapacity,
+  PlegMessage,
+  type PodLifecycleEvent,
   PodStatusUpdate,
   PodUpdate,
   SpanBatch,
@@ -149,15 +151,17 @@ describe('sync-loop (integration)', () => {
     await eventually(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200 || undefined, { message: 'ready once the capacity is known' });
   });
 
-  it("ADD → a desired record and a create poke that continues the pod's trace", async () => {
+  it("ADD → a desired record and a create poke that names its revision and continues the pod's trace", async () => {
     await bus.publish(PodUpdate, Subjects.config(NODE, 'file'), podUpdate('ADD', [pod('uid-1')]));
     const kv = await bus.kv(Buckets.desired, DesiredPod);
-    const d = await eventually(async () => (await kv.get(key('uid-1')))?.value, { message: 'desired uid-1' });
+    const entry = await eventually(async () => kv.get(key('uid-1')), { message: 'desired uid-1' });
+    const d = entry.value!;
     assert.equal(d.updateType, 'create');
     assert.equal(d.rejected, undefined);
     assert.equal(d.creationTrace?.['traceparent'], `00-${TRACE_ID}-00f067aa0ba902b0-01`);
     const p = await eventually(() => pokes.find((x) => x.poke.uid === 'uid-1'), { message: 'create poke' });
     assert.equal(p.poke.kind, 'create');
+    assert.equal(p.poke.desiredRevision, entry.revision, "the poke names the put's revision: a pod worker holding it need not read it again");
     assert.equal(p.subject, Subjects.work(NODE, partitionOf('uid-1', PARTITIONS), 'uid-1'));
     assert.ok(p.traceparent?.startsWith(`00-${TRACE_ID}-`), `poke traceparent ${p.traceparent}`);
     const admit = await eventually(() => spans.find((s) => s.name === 'admitPod' && s.attributes['k8s.pod.uid'] === 'uid-1'), { message: 'admitPod span on SL_SPANS' });
@@ -194,7 +198,8 @@ describe('sync-loop (integration)', () => {
     assert.equal(k.pod?.metadata.uid, 'uid-1');
     const desired = await bus.kv(Buckets.desired, DesiredPod);
     assert.equal(await desired.get(key('uid-1')), null);
-    await eventually(() => pokes.some((x) => x.poke.uid === 'uid-1' && x.poke.kind === 'kill'), { message: 'kill poke' });
+    const p = await eventually(() => pokes.find((x) => x.poke.uid === 'uid-1' && x.poke.kind === 'kill'), { message: 'kill poke' });
+    assert.equal(p.poke.desiredRevision, undefined, 'after the delete a poke names no desired revision: the pod worker reads the record');
   });
 
   it('a malformed message on the config subject is dead-lettered and the loop keeps working', async () => {
@@ -240,5 +245,20 @@ describe('sync-loop (integration)', () => {
     });
     assert.equal(await (await bus.kv(Buckets.desired, DesiredPod)).get(key('uid-r')), null);
     assert.equal(pokes.filter((x) => x.poke.uid === 'uid-r' && x.poke.kind === 'create').length, 1, 'no second create poke');
+
+    // The restarted loop listed sl_desired: its pokes name the revisions it listed.
+    const early = await (await bus.kv(Buckets.desired, DesiredPod)).get(key('uid-early'));
+    assert.ok(early?.value, 'uid-early is still desired');
+    const started: PodLifecycleEvent = {
+      type: 'kubelet.pleg.PodLifecycleEvent.v1',
+      uid: 'uid-early',
+      event: 'ContainerStarted',
+      data: 'c1',
+      at: new Date().toISOString(),
+      cacheRevision: 7,
+    };
+    await bus.publish(PlegMessage, Subjects.pleg(NODE, 'uid-early'), { type: 'kubelet.pleg.PodLifecycleEventList.v1', items: [started] });
+    const p = await eventually(() => pokes.find((x) => x.poke.uid === 'uid-early' && x.poke.kind === 'sync'), { message: 'the PLEG event pokes uid-early' });
+    assert.equal(p.poke.desiredRevision, early.revision);
   });
 });

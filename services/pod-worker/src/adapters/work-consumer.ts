@@ -42,12 +42,17 @@ export function busWorkSource(bus: Bus, o: WorkSourceOptions): WorkSource {
               `poke on ${d.subject} names pod ${d.data.uid}, which is not this subject's pod or not in partition ${partition} of ${o.partitions}`,
             );
           }
-          onPoke(d.data.uid, d.data.kind, {
-            ack: () => d.ack(),
-            nak: (ms) => d.nak(ms),
-            working: () => d.working(),
-            context: d.context,
-          });
+          onPoke(
+            d.data.uid,
+            d.data.kind,
+            {
+              ack: () => d.ack(),
+              nak: (ms) => d.nak(ms),
+              working: () => d.working(),
+              context: d.context,
+            },
+            d.data.desiredRevision,
+          );
         },
       ),
   };

@@ -3,7 +3,7 @@
  * consumer. Built by the partition manager's `start` callback.
  *
  *   acquire ─► resync (list sl_desired, sl_kill, sl_worker under <node>.<pp>.> → poke each uid)
- *           ─► consume pod-worker-<node>-<pp> (pokes → PodWorkers.poke; acks when covered)
+ *           ─► consume pod-worker-<node>-<pp> (pokes → onPoke, PodWorkers.poke; acks when covered)
  *   lost    ─► consumer stopped, in-flight syncs aborted at once
  *   release ─► consumer stopped, in-flight syncs drained (bounded), leftovers nak'ed
  */
@@ -25,6 +25,8 @@ export interface PartitionRunnerOptions {
   readonly logger: Log;
   /** The sync for a partition's pods (PodSyncer.forPartition). */
   readonly syncFor: (guard: PartitionGuard) => SyncFunction;
+  /** Told of each poke from the work stream before the pod workers get it (PodSyncer.poked). */
+  readonly onPoke?: (guard: PartitionGuard, uid: string, desiredRevision: number | undefined) => void;
   readonly onSyncEvent?: SyncEventHook;
   /** How long a release or shutdown lets in-flight syncs finish. @default 30000 */
   readonly drainTimeoutMs?: number;
@@ -81,7 +83,10 @@ export function createPartitionStarter(o: PartitionRunnerOptions): PartitionStar
       const uids = await o.store.listPartitionUids(pp);
       for (const uid of uids) workers.poke(uid, 'sync');
       o.logger.info('partition resynced from KV', { partition: pp, epoch: guard.epoch, pods: uids.length, instance: o.instance });
-      consumption = await o.work.consume(pp, ac.signal, (uid, kind, delivery) => workers.poke(uid, kind, delivery));
+      consumption = await o.work.consume(pp, ac.signal, (uid, kind, delivery, desiredRevision) => {
+        o.onPoke?.(guard, uid, desiredRevision);
+        workers.poke(uid, kind, delivery);
+      });
     } catch (e) {
       await stop('lost');
       throw e;

@@ -64,6 +64,11 @@ export class PodSyncer {
     return (uid, ctl) => this.sync(guard, uid, ctl);
   }
 
+  /** sync-loop poked the pod, naming its desired revision (`WorkPoke.desiredRevision`); before the pod workers get the poke. */
+  poked(guard: PartitionGuard, uid: string, desiredRevision: number | undefined): void {
+    this.#fx.memory(guard).desired.poked(uid, desiredRevision);
+  }
+
   /**
    * Syncs `uid` once. Handled failures (a failed mount, a runtime error, a failed kill) are
    * reported (events, status), requeued through the worker record and resolve normally; a throw
@@ -75,7 +80,7 @@ export class PodSyncer {
     const pp = guard.partition;
     const memory = fx.memory(guard);
     const [kill, desired, worker, apiRecord] = await abortable(
-      Promise.all([o.store.getKill(pp, uid), o.store.getDesired(pp, uid), fx.getWorker(guard, uid), o.store.getApiStatus(uid)]),
+      Promise.all([o.store.getKill(pp, uid), fx.getDesired(guard, uid), fx.getWorker(guard, uid), o.store.getApiStatus(uid)]),
       ctl.signal,
     );
     const record = worker?.value;

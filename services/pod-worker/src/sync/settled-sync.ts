@@ -33,6 +33,7 @@
 import type { BoundPod, PodStatus, PodStatusRecord, ProbeResultsByType, RuntimePodStatus, WorkerRecord } from '@splitlet/api';
 import { canonicalJson, computePodActions } from '@splitlet/kube';
 import type { Versioned } from '../ports.js';
+import { DesiredMemory } from './desired-memory.js';
 import { probesForRuntime } from './probe-results.js';
 import type { WorkerStateDecision } from './worker-decisions.js';
 
@@ -61,6 +62,8 @@ export class SyncMemory {
   readonly #sent = new Map<string, string>();
   /** The worker records this instance wrote (or read) in this epoch; null: known absent. */
   readonly #workers = new Map<string, Versioned<WorkerRecord> | null>();
+  /** The desired records this instance read in this epoch, and what pokes said since. */
+  readonly desired = new DesiredMemory();
 
   /** The pod's worker record when this instance knows it (it is the only writer in its epoch); undefined: read KV. */
   worker(uid: string): Versioned<WorkerRecord> | null | undefined {
@@ -88,10 +91,11 @@ export class SyncMemory {
     return this.#sent.get(uid);
   }
 
-  /** Forgets everything about the pod (it left state `sync`, or was forgotten). */
+  /** Forgets everything about the pod (it left state `sync`, or was forgotten); its next sync reads its desired record. */
   forget(uid: string): void {
     this.settled.delete(uid);
     this.#sent.delete(uid);
+    this.desired.forget(uid);
   }
 }
 

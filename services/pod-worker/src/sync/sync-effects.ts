@@ -9,7 +9,7 @@
  */
 import { ROOT_CONTEXT, SpanStatusCode, context } from '@opentelemetry/api';
 import type { Attributes, Context, Span } from '@opentelemetry/api';
-import type { BoundPod, KillRequest, PodStatus, PodStatusUpdate, ProbeResultsByType, RuntimePodStatus, WorkerRecord } from '@splitlet/api';
+import type { BoundPod, DesiredPod, KillRequest, PodStatus, PodStatusUpdate, ProbeResultsByType, RuntimePodStatus, WorkerRecord } from '@splitlet/api';
 import { errorMessage, hasErrorCode } from '@splitlet/api';
 import { KubeletPeriods, generateAPIPodStatus, podIPsAfterTeardown, requeueDelay } from '@splitlet/kube';
 import { injectContext, withSpan } from '@splitlet/telemetry';
@@ -204,6 +204,18 @@ export class SyncEffects {
     memory.setWorker(uid, undefined);
     await this.o.store.deleteWorker(guard.partition, uid);
     memory.setWorker(uid, null);
+  }
+
+  /** The pod's desired record: from this epoch's memory when no poke since it was read says it changed ({@link DesiredMemory}), else from KV. */
+  async getDesired(guard: PartitionGuard, uid: string): Promise<Versioned<DesiredPod> | null> {
+    const memory = this.memory(guard).desired;
+    const now = this.o.clock.now();
+    const known = memory.get(uid, now);
+    if (known !== undefined) return known;
+    const reading = memory.reading(uid);
+    const read = await this.o.store.getDesired(guard.partition, uid);
+    memory.read(uid, read, reading, now);
+    return read;
   }
 
   /**

@@ -200,11 +200,12 @@ export class StatusLog {
   }
 }
 
-/** What sync-loop would do: desired `put`, kill `create`, pokes. */
+/** What sync-loop would do: desired `put`, kill `create`, pokes naming the desired revision it last wrote. */
 export class FakeSyncLoop {
   readonly #bus: NatsBus;
   readonly #node: string;
   readonly #partitions: number;
+  readonly #revisions = new Map<string, number>();
   private constructor(bus: NatsBus, node: string, partitions: number) {
     this.#bus = bus;
     this.#node = node;
@@ -216,18 +217,27 @@ export class FakeSyncLoop {
   key(uid: string): string {
     return Keys.podInPartition(this.#node, partitionOf(uid, this.#partitions), uid);
   }
-  async poke(uid: string, kind: SyncPodType): Promise<void> {
-    await this.#bus.publish(WorkPoke, Subjects.work(this.#node, partitionOf(uid, this.#partitions), uid), { type: 'kubelet.podworker.WorkPoke.v1', uid, kind });
+  /** A poke naming the pod's desired revision as this loop last wrote it; `desiredRevision: null` names none. */
+  async poke(uid: string, kind: SyncPodType, o: { desiredRevision?: number | null } = {}): Promise<void> {
+    const desiredRevision = o.desiredRevision === null ? undefined : (o.desiredRevision ?? this.#revisions.get(uid));
+    await this.#bus.publish(WorkPoke, Subjects.work(this.#node, partitionOf(uid, this.#partitions), uid), {
+      type: 'kubelet.podworker.WorkPoke.v1',
+      uid,
+      kind,
+      ...(desiredRevision !== undefined ? { desiredRevision } : {}),
+    });
   }
-  async create(pod: BoundPod): Promise<void> {
+  async create(pod: BoundPod, updateType: SyncPodType = 'create'): Promise<void> {
     const kv = await this.#bus.kv(Buckets.desired, DesiredPod);
-    await kv.put(this.key(pod.metadata.uid), { type: 'kubelet.podworker.DesiredPod.v1', pod, updateType: 'create', startTime: new Date().toISOString() });
-    await this.poke(pod.metadata.uid, 'create');
+    const uid = pod.metadata.uid;
+    this.#revisions.set(uid, await kv.put(this.key(uid), { type: 'kubelet.podworker.DesiredPod.v1', pod, updateType, startTime: new Date().toISOString() }));
+    await this.poke(uid, updateType);
   }
   async remove(pod: BoundPod): Promise<void> {
     const uid = pod.metadata.uid;
     const desired = await this.#bus.kv(Buckets.desired, DesiredPod);
     const kill = await this.#bus.kv(Buckets.kill, KillRequest);
+    this.#revisions.delete(uid);
     await desired.delete(this.key(uid));
     await kill.create(this.key(uid), { type: 'kubelet.podworker.KillRequest.v1', uid, reason: 'removed', pod, requestedAt: new Date().toISOString() });
     await this.poke(uid, 'kill');

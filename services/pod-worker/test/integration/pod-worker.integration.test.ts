@@ -50,6 +50,8 @@ describe('pod-worker on a real nats-server', () => {
   const active = new Map<string, string>();
   const syncOverlaps: string[] = [];
   const syncedBy = new Map<string, Set<string>>();
+  /** Syncs ended per uid. */
+  const syncEnds = new Map<string, number>();
   let statuses: StatusLog;
   let loop: FakeSyncLoop;
   let stopPleg: () => void = () => undefined;
@@ -62,7 +64,10 @@ describe('pod-worker on a real nats-server', () => {
       const s = syncedBy.get(uid) ?? new Set<string>();
       s.add(instance);
       syncedBy.set(uid, s);
-    } else if (active.get(uid) === instance) active.delete(uid);
+    } else {
+      syncEnds.set(uid, (syncEnds.get(uid) ?? 0) + 1);
+      if (active.get(uid) === instance) active.delete(uid);
+    }
   };
 
   async function startInstance(id: string): Promise<PodWorkerInstance> {
@@ -188,4 +193,49 @@ describe('pod-worker on a real nats-server', () => {
       assert.deepEqual(ledger.staleFences, [], 'no request with a stale fence');
     },
   );
+
+  it("reads a pod's desired record again only when a poke names a newer revision or none", { timeout: 60_000 }, async () => {
+    const pod = testPod(0, 'rev');
+    const uid = pod.metadata.uid;
+    // Every read of the pod's record is a JetStream direct get on its subject, which a plain subscriber sees too.
+    const reads: string[] = [];
+    const key = loop.key(uid);
+    const sub = driver.nc.subscribe(`$JS.API.DIRECT.GET.KV_${Buckets.desired}.>`, {
+      callback: (_e, m) => {
+        if (m.subject.endsWith(key)) reads.push(m.subject);
+      },
+    });
+    try {
+      await loop.create(pod);
+      await eventually(() => statuses.last(uid)?.status?.phase === 'Running', { timeoutMs: 20_000, message: `${uid} Running` });
+      await driver.nc.flush();
+      const settled = async (): Promise<void> => {
+        // A poke is acked once a sync that started after it ended; wait for that sync.
+        const ends = syncEnds.get(uid) ?? 0;
+        await eventually(() => (syncEnds.get(uid) ?? 0) > ends || undefined, { timeoutMs: 20_000, message: `a sync of ${uid}` });
+      };
+      const before = reads.length;
+      assert.ok(before >= 1, 'the first sync read the record');
+      for (let i = 0; i < 3; i++) {
+        const synced = settled();
+        await loop.poke(uid, 'sync');
+        await synced;
+      }
+      await driver.nc.flush();
+      assert.equal(reads.length, before, 'three pokes naming the revision the worker read: no read');
+
+      const updated = settled();
+      await loop.create({ ...pod, spec: { ...pod.spec, containers: [{ name: 'c', image: 'busybox:1.37' }] } }, 'update');
+      await updated;
+      await eventually(() => reads.length > before || undefined, { timeoutMs: 10_000, message: 'the new revision read' });
+      const afterUpdate = reads.length;
+
+      const unnamed = settled();
+      await loop.poke(uid, 'sync', { desiredRevision: null });
+      await unnamed;
+      await eventually(() => reads.length > afterUpdate || undefined, { timeoutMs: 10_000, message: 'a poke naming no revision: read' });
+    } finally {
+      sub.unsubscribe();
+    }
+  });
 });

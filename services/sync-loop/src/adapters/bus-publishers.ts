@@ -23,14 +23,29 @@ import type { EventRecorder, RuntimeGarbageCollector, StatusSink, VolumeCleaner,
 
 type Publisher = Pick<Bus, 'publish'>;
 
+/** Options of {@link createBusWorkPoker}. */
+export interface BusWorkPokerOptions {
+  /** The leader's fence, called as each poke is built; what it returns is stamped on the poke. */
+  readonly admit?: (what: string) => { leaderEpoch: number; fencedAt: number };
+  /** The revision of the pod's `sl_desired` record as sync-loop last wrote it (`WorkPoke.desiredRevision`). */
+  readonly desiredRevision?: (uid: string) => number | undefined;
+}
+
 /**
  * Pokes `sl.<node>.work.<partition>.<uid>`; the poke carries `ctx` (default: active) as its trace
- * parent, and what `admit` (the leader's fence, called as the poke is built) stamps on it.
+ * parent, the pod's desired revision, and what the fence stamps on it.
  */
-export function createBusWorkPoker(bus: Publisher, node: string, partitions: number, admit?: (what: string) => { leaderEpoch: number; fencedAt: number }): WorkPoker {
+export function createBusWorkPoker(bus: Publisher, node: string, partitions: number, o: BusWorkPokerOptions = {}): WorkPoker {
   return {
     async poke(uid: string, kind: SyncPodType, ctx?: Context): Promise<void> {
-      const poke: WorkPoke = { type: 'kubelet.podworker.WorkPoke.v1', uid, kind, ...admit?.(`work poke for pod ${uid}`) };
+      const desiredRevision = o.desiredRevision?.(uid);
+      const poke: WorkPoke = {
+        type: 'kubelet.podworker.WorkPoke.v1',
+        uid,
+        kind,
+        ...(desiredRevision !== undefined ? { desiredRevision } : {}),
+        ...o.admit?.(`work poke for pod ${uid}`),
+      };
       await bus.publish(WorkPoke, Subjects.work(node, partitionOf(uid, partitions), uid), poke, ctx === undefined ? {} : { ctx });
     },
   };

@@ -25,22 +25,51 @@ export const AppliedUpdatesRecord = z.object({
 });
 export type AppliedUpdatesRecord = z.infer<typeof AppliedUpdatesRecord>;
 
-/** A {@link DesiredStore} over the node's keys of `sl_desired`. */
-export async function createKvDesiredStore(bus: Pick<Bus, 'kv'>, node: string, partitions: number): Promise<DesiredStore> {
+/**
+ * A {@link DesiredStore} over the node's keys of `sl_desired` that remembers the revision of each
+ * pod's record as it last wrote or listed it (sync-loop is the record's only writer), for the pokes
+ * to carry (`WorkPoke.desiredRevision`). A deleted pod's revision is forgotten.
+ */
+export interface KvDesiredStore extends DesiredStore {
+  /** The revision of the pod's record as this store last wrote or listed it; undefined when it holds none. */
+  revision(uid: string): number | undefined;
+}
+
+/** A {@link KvDesiredStore} over the node's keys of `sl_desired`. */
+export async function createKvDesiredStore(bus: Pick<Bus, 'kv'>, node: string, partitions: number): Promise<KvDesiredStore> {
   const kv = await bus.kv(Buckets.desired, DesiredPod);
   const key = (uid: string): string => Keys.podInPartition(node, partitionOf(uid, partitions), uid);
+  const revisions = new Map<string, number>();
+  // The write whose revision may be recorded: one started later (or a delete) makes an earlier one's moot.
+  const latest = new Map<string, object>();
   return {
     async list(): Promise<DesiredPod[]> {
       const out: DesiredPod[] = [];
-      for (const e of await kv.list(Keys.nodePrefix(node))) if (e.value !== null) out.push(e.value);
+      revisions.clear();
+      for (const e of await kv.list(Keys.nodePrefix(node))) {
+        if (e.value === null) continue;
+        out.push(e.value);
+        revisions.set(e.value.pod.metadata.uid, e.revision);
+      }
       return out;
     },
     async put(desired: DesiredPod): Promise<void> {
-      await kv.put(key(desired.pod.metadata.uid), desired);
+      const uid = desired.pod.metadata.uid;
+      // Until the put is known done, the pod's revision is unknown: a poke meanwhile names none.
+      const write = {};
+      latest.set(uid, write);
+      revisions.delete(uid);
+      const revision = await kv.put(key(uid), desired);
+      if (latest.get(uid) !== write) return;
+      latest.delete(uid);
+      revisions.set(uid, revision);
     },
     async delete(uid: string): Promise<void> {
+      latest.delete(uid);
+      revisions.delete(uid);
       await kv.delete(key(uid));
     },
+    revision: (uid) => revisions.get(uid),
   };
 }
 
