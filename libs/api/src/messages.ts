@@ -145,6 +145,12 @@ export const WorkPoke = z.object({
    * pod worker that read the record at this revision or later need not read it again.
    */
   desiredRevision: z.number().int().min(1).optional(),
+  /**
+   * The revision of the pod's `sl_kill` request as sync-loop last wrote or saw it; 0: it knows of
+   * none; absent while its own write is in flight (or from a sync-loop that does not say). A pod
+   * worker that read the request (or its absence) at this revision or later need not read it again.
+   */
+  killRevision: z.number().int().min(0).optional(),
   /** The sync-loop leader epoch (its lease revision) that wrote this record; a fenced old leader cannot write. */
   leaderEpoch: z.number().int().min(0).optional(),
   /** When that leader's fence admitted the write (ms since the Unix epoch, the writer's clock): a write arriving late was admitted while the term could still write. */

@@ -119,7 +119,7 @@ export async function startPodWorkerInstance(s: InstanceSettings, d: InstanceDep
     clock,
     logger,
     syncFor: (guard) => syncer.forPartition(guard),
-    onPoke: (guard, uid, desiredRevision) => syncer.poked(guard, uid, desiredRevision),
+    onPoke: (guard, uid, named) => syncer.poked(guard, uid, named),
     drainTimeoutMs: s.drainTimeoutMs,
     ...(d.onSyncEvent !== undefined ? { onSyncEvent: d.onSyncEvent } : {}),
     onStarted: (pp, w) => running.set(pp, w),

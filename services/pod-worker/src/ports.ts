@@ -46,6 +46,12 @@ export interface PokeDelivery {
   readonly context?: Context;
 }
 
+/** The revisions of the pod's records a poke from sync-loop names (`WorkPoke.desiredRevision`, `killRevision`); undefined: none. */
+export interface NamedRevisions {
+  readonly desired: number | undefined;
+  readonly kill: number | undefined;
+}
+
 /** A KV value with the revision it was read at. */
 export interface Versioned<T> {
   readonly value: T;
@@ -176,10 +182,6 @@ export interface WorkConsumption {
 
 /** The work stream: one durable consumer per partition. */
 export interface WorkSource {
-  /** `onPoke` gets each valid poke's pod, kind, delivery and desired revision (`WorkPoke.desiredRevision`). */
-  consume(
-    partition: number,
-    signal: AbortSignal,
-    onPoke: (uid: string, kind: SyncPodType, delivery: PokeDelivery, desiredRevision: number | undefined) => void,
-  ): Promise<WorkConsumption>;
+  /** `onPoke` gets each valid poke's pod, kind, delivery and the revisions it names. */
+  consume(partition: number, signal: AbortSignal, onPoke: (uid: string, kind: SyncPodType, delivery: PokeDelivery, named: NamedRevisions) => void): Promise<WorkConsumption>;
 }

@@ -180,13 +180,15 @@ export class FakePodStateStore implements PodStateStore {
   readonly kill = new MemKv<KillRequest>();
   readonly worker = new MemKv<WorkerRecord>();
   readonly status = new Map<string, PodStatusRecord>();
-  /** How many times getDesired was called. */
+  /** How many times getDesired and getKill were called. */
   desiredReads = 0;
+  killReads = 0;
   async getDesired(pp: number, uid: string) {
     this.desiredReads++;
     return this.desired.get(`${pp}.${uid}`);
   }
   async getKill(pp: number, uid: string) {
+    this.killReads++;
     return this.kill.get(`${pp}.${uid}`);
   }
   async getWorker(pp: number, uid: string) {

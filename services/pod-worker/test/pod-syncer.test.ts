@@ -334,7 +334,7 @@ describe('PodSyncer: termination', () => {
     assert.equal(rec.gracePeriod, 5);
     // sync-loop shortens the kill's grace by CAS: the worker takes it.
     const k = h.store.kill.get(`${PP}.${UID}`)!;
-    h.store.kill.update(`${PP}.${UID}`, { ...k.value, gracePeriodOverride: 2 }, k.revision);
+    h.updateKill(UID, { ...k.value, gracePeriodOverride: 2 }, k.revision);
     await h.sync(UID);
     assert.equal(h.rec(UID)!.gracePeriod, 2);
     assert.deepEqual(

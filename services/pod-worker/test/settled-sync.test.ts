@@ -11,7 +11,7 @@ import { aContainer, aPod } from '@splitlet/kube/testing';
 import { createTestTracing } from '@splitlet/telemetry/testing';
 import type { TestTracing } from '@splitlet/telemetry/testing';
 import { LeaseGuard } from '../src/partitions/partition-guard.js';
-import { DESIRED_MEMORY_MAX_AGE_MS } from '../src/sync/desired-memory.js';
+import { RECORD_MEMORY_MAX_AGE_MS } from '../src/sync/record-memory.js';
 import { noRuntimeActions, runtimeKey, statusHeld, statusKey, volumesSetUpOnce } from '../src/sync/settled-sync.js';
 import { control, EPOCH, harness, PP } from './sync-harness.js';
 
@@ -400,41 +400,48 @@ describe('settled-sync decisions', () => {
   });
 });
 
-describe('PodSyncer: the desired record is read only when a poke says it changed', () => {
-  it('a periodic sync of a running pod and pokes naming its revision read nothing; a new revision or a delete is read', async () => {
+describe('PodSyncer: the desired record and the kill request are read only when a poke says they changed', () => {
+  const reads = (h: H): { desired: number; kill: number } => ({ desired: h.store.desiredReads, kill: h.store.killReads });
+
+  it('a periodic sync of a running pod and pokes naming the revisions read nothing; a new revision or none is read', async () => {
     const h = harness(tracing);
     const pod = aPod();
     await running(h, pod);
-    const reads = h.store.desiredReads;
+    const before = reads(h);
     await h.sync(UID); // the periodic resync: no poke from sync-loop since the read
-    h.syncer.poked(h.guard, UID, h.store.desired.get(`${PP}.${UID}`)?.revision); // a PLEG event or a probe result: sync-loop names the same revision
+    h.syncer.poked(h.guard, UID, { desired: h.store.desired.get(`${PP}.${UID}`)?.revision, kill: 0 }); // a PLEG event or a probe result
     await h.sync(UID);
-    assert.equal(h.store.desiredReads, reads, 'served from memory');
+    assert.deepEqual(reads(h), before, 'served from memory');
 
     h.desire(aPod({ spec: { containers: [aContainer({ image: 'busybox:1.37' })] } }), 'update');
     await h.sync(UID);
-    assert.equal(h.store.desiredReads, reads + 1, 'a poke naming a newer revision: read');
+    assert.deepEqual(reads(h), { desired: before.desired + 1, kill: before.kill }, 'a poke naming a newer desired revision: that record is read');
     assert.equal(h.runtime.syncCalls.at(-1)?.pod.spec.containers[0]?.image, 'busybox:1.37', 'the sync ran the new record');
 
-    h.syncer.poked(h.guard, UID, undefined); // a restarted sync-loop that has not listed the pod, or a delete
+    h.syncer.poked(h.guard, UID, { desired: undefined, kill: undefined }); // a restarted sync-loop that has not listed the pod, or a write in flight
     await h.sync(UID);
-    assert.equal(h.store.desiredReads, reads + 2, 'a poke naming no revision: read');
+    assert.deepEqual(reads(h), { desired: before.desired + 2, kill: before.kill + 1 }, 'a poke naming no revision: read');
     await h.sync(UID);
-    assert.equal(h.store.desiredReads, reads + 2);
+    assert.deepEqual(reads(h), { desired: before.desired + 2, kill: before.kill + 1 });
+
+    h.killReq(UID); // sync-loop's kill poke names the request's revision
+    await h.sync(UID);
+    assert.equal(h.store.killReads, before.kill + 2);
+    assert.notEqual(h.rec(UID)?.state, 'sync', 'the kill is seen');
   });
 
   it('reads again after the memory is five minutes old, and in a new lease epoch', async () => {
     const h = harness(tracing);
     await running(h, aPod());
-    const reads = h.store.desiredReads;
-    h.clock.advance(DESIRED_MEMORY_MAX_AGE_MS);
+    const before = reads(h);
+    h.clock.advance(RECORD_MEMORY_MAX_AGE_MS);
     h.guard.renewed(h.clock.now());
     await h.sync(UID);
-    assert.equal(h.store.desiredReads, reads + 1, 'older than the bound: read');
+    assert.deepEqual(reads(h), { desired: before.desired + 1, kill: before.kill + 1 }, 'older than the bound: read');
     await h.sync(UID);
-    assert.equal(h.store.desiredReads, reads + 1);
+    assert.deepEqual(reads(h), { desired: before.desired + 1, kill: before.kill + 1 });
     const next = new LeaseGuard(PP, EPOCH + 1, h.clock.now(), 7000, () => h.clock.now());
     await h.syncer.sync(next, UID, control().ctl);
-    assert.equal(h.store.desiredReads, reads + 2, 'a new epoch starts without memory');
+    assert.deepEqual(reads(h), { desired: before.desired + 2, kill: before.kill + 2 }, 'a new epoch starts without memory');
   });
 });

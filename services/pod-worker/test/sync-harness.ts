@@ -101,9 +101,11 @@ export function harness(tracing: TestTracing, opts: { allowPrivileged?: boolean;
   const guard = new LeaseGuard(PP, EPOCH, clock.now(), 7000, () => clock.now());
   const key = (uid: string) => `${PP}.${uid}`;
   // As sync-loop: every write of a desired record or a kill request is followed by a poke naming
-  // the pod's desired revision as sync-loop last wrote it (none once deleted).
+  // the revisions of both as sync-loop last wrote them (the desired one: none once deleted; the
+  // kill: 0 until it wrote one).
   const desiredRevisions = new Map<string, number>();
-  const poke = (uid: string): void => syncer.poked(guard, uid, desiredRevisions.get(uid));
+  const killRevisions = new Map<string, number>();
+  const poke = (uid: string): void => syncer.poked(guard, uid, { desired: desiredRevisions.get(uid), kill: killRevisions.get(uid) ?? 0 });
   return {
     clock,
     store,
@@ -152,8 +154,16 @@ export function harness(tracing: TestTracing, opts: { allowPrivileged?: boolean;
         requestedAt: new Date(clock.now()).toISOString(),
         ...extra,
       });
+      killRevisions.set(uid, revision);
       poke(uid);
       return revision;
+    },
+    /** sync-loop shortens a kill's grace (compare-and-swap), then pokes. */
+    updateKill(uid: string, value: KillRequest, revision: number): number {
+      const next = store.kill.update(key(uid), value, revision);
+      killRevisions.set(uid, next);
+      poke(uid);
+      return next;
     },
     rec: (uid: string) => store.rec(PP, uid),
   };

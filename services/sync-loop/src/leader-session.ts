@@ -11,6 +11,7 @@ import type { Logger } from '@splitlet/telemetry';
 import { consumeConfig, consumePleg } from './adapters/consumers.js';
 import { createBusEventRecorder, createBusRuntimeGarbageCollector, createBusStatusSink, createBusVolumeCleaner, createBusWorkPoker } from './adapters/bus-publishers.js';
 import type { NodeCapacityView } from './adapters/kv-node-capacity.js';
+import { KillRevisions } from './adapters/kill-revisions.js';
 import { createKvAppliedUpdatesStore, createKvDesiredStore, createKvKillStore, createKvSourcesStore } from './adapters/kv-stores.js';
 import { startClusterViews } from './adapters/kv-views.js';
 import { admissionNode } from './sync-loop/admission.js';
@@ -83,7 +84,9 @@ export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSig
       return step !== undefined && ms > SESSION_START_MS ? { ok: false, reason: `the sync loop has not started, ${ms} ms into: ${step}` } : { ok: true };
     },
   });
-  const views = await startClusterViews(bus, node, signal);
+  // The revisions of the kill requests, from the sl_kill watch and the term's own writes, for the pokes to name.
+  const killRevisions = new KillRevisions();
+  const views = await startClusterViews(bus, node, signal, killRevisions);
   const aborted = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
   enter('waiting for the watches of sl_worker, sl_runtime and sl_kill to replay the buckets');
   await Promise.race([views.ready, aborted]);
@@ -97,8 +100,10 @@ export async function runLeaderSession(deps: LeaderSessionDeps, signal: AbortSig
   }
 
   const desired = await createKvDesiredStore(bus, node, partitions);
-  const writes = fencedPorts(fence, desired, await createKvKillStore(bus, node, partitions));
-  const poker = writes.poker((admit) => createBusWorkPoker(bus, node, partitions, { admit, desiredRevision: (uid) => desired.revision(uid) }));
+  const writes = fencedPorts(fence, desired, await createKvKillStore(bus, node, partitions, killRevisions));
+  const poker = writes.poker((admit) =>
+    createBusWorkPoker(bus, node, partitions, { admit, desiredRevision: (uid) => desired.revision(uid), killRevision: (uid) => killRevisions.revision(uid) }),
+  );
   const loop = new SyncLoop({
     node,
     admissionNode: () => {

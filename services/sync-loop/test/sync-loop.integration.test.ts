@@ -162,6 +162,7 @@ describe('sync-loop (integration)', () => {
     const p = await eventually(() => pokes.find((x) => x.poke.uid === 'uid-1'), { message: 'create poke' });
     assert.equal(p.poke.kind, 'create');
     assert.equal(p.poke.desiredRevision, entry.revision, "the poke names the put's revision: a pod worker holding it need not read it again");
+    assert.equal(p.poke.killRevision, 0, 'and no kill request');
     assert.equal(p.subject, Subjects.work(NODE, partitionOf('uid-1', PARTITIONS), 'uid-1'));
     assert.ok(p.traceparent?.startsWith(`00-${TRACE_ID}-`), `poke traceparent ${p.traceparent}`);
     const admit = await eventually(() => spans.find((s) => s.name === 'admitPod' && s.attributes['k8s.pod.uid'] === 'uid-1'), { message: 'admitPod span on SL_SPANS' });
@@ -193,13 +194,15 @@ describe('sync-loop (integration)', () => {
   it('REMOVE → the desired record goes and a kill request appears, with a kill poke', async () => {
     await bus.publish(PodUpdate, Subjects.config(NODE, 'file'), podUpdate('REMOVE', [pod('uid-1')]));
     const kills = await bus.kv(Buckets.kill, KillRequest);
-    const k = await eventually(async () => (await kills.get(key('uid-1')))?.value, { message: 'kill request' });
+    const stored = await eventually(async () => kills.get(key('uid-1')), { message: 'kill request' });
+    const k = stored.value!;
     assert.equal(k.reason, 'removed');
     assert.equal(k.pod?.metadata.uid, 'uid-1');
     const desired = await bus.kv(Buckets.desired, DesiredPod);
     assert.equal(await desired.get(key('uid-1')), null);
     const p = await eventually(() => pokes.find((x) => x.poke.uid === 'uid-1' && x.poke.kind === 'kill'), { message: 'kill poke' });
     assert.equal(p.poke.desiredRevision, undefined, 'after the delete a poke names no desired revision: the pod worker reads the record');
+    assert.equal(p.poke.killRevision, stored.revision, "the kill poke names the request's revision");
   });
 
   it('a malformed message on the config subject is dead-lettered and the loop keeps working', async () => {

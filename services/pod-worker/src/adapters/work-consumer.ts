@@ -51,7 +51,7 @@ export function busWorkSource(bus: Bus, o: WorkSourceOptions): WorkSource {
               working: () => d.working(),
               context: d.context,
             },
-            d.data.desiredRevision,
+            { desired: d.data.desiredRevision, kill: d.data.killRevision },
           );
         },
       ),

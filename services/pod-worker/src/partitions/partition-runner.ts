@@ -8,7 +8,7 @@
  *   release ─► consumer stopped, in-flight syncs drained (bounded), leftovers nak'ed
  */
 import { errorMessage } from '@splitlet/api';
-import type { Clock, Log, PodStateStore, WorkConsumption, WorkSource } from '../ports.js';
+import type { Clock, Log, NamedRevisions, PodStateStore, WorkConsumption, WorkSource } from '../ports.js';
 import { PodWorkers } from '../pod-workers/pod-workers.js';
 import type { SyncEventHook, SyncFunction } from '../pod-workers/pod-workers.js';
 import type { SyncLimiter } from '../pod-workers/sync-limiter.js';
@@ -26,7 +26,7 @@ export interface PartitionRunnerOptions {
   /** The sync for a partition's pods (PodSyncer.forPartition). */
   readonly syncFor: (guard: PartitionGuard) => SyncFunction;
   /** Told of each poke from the work stream before the pod workers get it (PodSyncer.poked). */
-  readonly onPoke?: (guard: PartitionGuard, uid: string, desiredRevision: number | undefined) => void;
+  readonly onPoke?: (guard: PartitionGuard, uid: string, named: NamedRevisions) => void;
   readonly onSyncEvent?: SyncEventHook;
   /** How long a release or shutdown lets in-flight syncs finish. @default 30000 */
   readonly drainTimeoutMs?: number;
@@ -83,8 +83,8 @@ export function createPartitionStarter(o: PartitionRunnerOptions): PartitionStar
       const uids = await o.store.listPartitionUids(pp);
       for (const uid of uids) workers.poke(uid, 'sync');
       o.logger.info('partition resynced from KV', { partition: pp, epoch: guard.epoch, pods: uids.length, instance: o.instance });
-      consumption = await o.work.consume(pp, ac.signal, (uid, kind, delivery, desiredRevision) => {
-        o.onPoke?.(guard, uid, desiredRevision);
+      consumption = await o.work.consume(pp, ac.signal, (uid, kind, delivery, named) => {
+        o.onPoke?.(guard, uid, named);
         workers.poke(uid, kind, delivery);
       });
     } catch (e) {

@@ -26,6 +26,7 @@
 import type { BoundPod, WorkerRecord } from '@splitlet/api';
 import { extractContext } from '@splitlet/telemetry';
 import type { PartitionGuard } from '../partitions/partition-guard.js';
+import type { NamedRevisions } from '../ports.js';
 import type { SyncControl, SyncFunction, SyncReturn } from '../pod-workers/pod-workers.js';
 import { emptyRuntimeStatus } from '../runtime-cache/runtime-status-cache.js';
 import { abortable } from './abortable.js';
@@ -64,9 +65,11 @@ export class PodSyncer {
     return (uid, ctl) => this.sync(guard, uid, ctl);
   }
 
-  /** sync-loop poked the pod, naming its desired revision (`WorkPoke.desiredRevision`); before the pod workers get the poke. */
-  poked(guard: PartitionGuard, uid: string, desiredRevision: number | undefined): void {
-    this.#fx.memory(guard).desired.poked(uid, desiredRevision);
+  /** sync-loop poked the pod, naming the revisions of its records (`WorkPoke.desiredRevision`, `killRevision`); before the pod workers get the poke. */
+  poked(guard: PartitionGuard, uid: string, named: NamedRevisions): void {
+    const memory = this.#fx.memory(guard);
+    memory.desired.poked(uid, named.desired);
+    memory.kill.poked(uid, named.kill);
   }
 
   /**
@@ -77,10 +80,9 @@ export class PodSyncer {
   async sync(guard: PartitionGuard, uid: string, ctl: SyncControl): Promise<SyncReturn> {
     const fx = this.#fx;
     const o = fx.o;
-    const pp = guard.partition;
     const memory = fx.memory(guard);
     const [kill, desired, worker, apiRecord] = await abortable(
-      Promise.all([o.store.getKill(pp, uid), fx.getDesired(guard, uid), fx.getWorker(guard, uid), o.store.getApiStatus(uid)]),
+      Promise.all([fx.getKill(guard, uid), fx.getDesired(guard, uid), fx.getWorker(guard, uid), o.store.getApiStatus(uid)]),
       ctl.signal,
     );
     const record = worker?.value;

@@ -30,10 +30,10 @@
  * Models nothing in the kubelet: its SyncPod runs in process against its own caches, so a sync
  * with nothing to do is cheap there already; here the same no-op costs bus round trips.
  */
-import type { BoundPod, PodStatus, PodStatusRecord, ProbeResultsByType, RuntimePodStatus, WorkerRecord } from '@splitlet/api';
+import type { BoundPod, DesiredPod, KillRequest, PodStatus, PodStatusRecord, ProbeResultsByType, RuntimePodStatus, WorkerRecord } from '@splitlet/api';
 import { canonicalJson, computePodActions } from '@splitlet/kube';
 import type { Versioned } from '../ports.js';
-import { DesiredMemory } from './desired-memory.js';
+import { RecordMemory } from './record-memory.js';
 import { probesForRuntime } from './probe-results.js';
 import type { WorkerStateDecision } from './worker-decisions.js';
 
@@ -62,8 +62,9 @@ export class SyncMemory {
   readonly #sent = new Map<string, string>();
   /** The worker records this instance wrote (or read) in this epoch; null: known absent. */
   readonly #workers = new Map<string, Versioned<WorkerRecord> | null>();
-  /** The desired records this instance read in this epoch, and what pokes said since. */
-  readonly desired = new DesiredMemory();
+  /** The desired records and kill requests this instance read in this epoch, and what pokes said since. */
+  readonly desired = new RecordMemory<DesiredPod>();
+  readonly kill = new RecordMemory<KillRequest>();
 
   /** The pod's worker record when this instance knows it (it is the only writer in its epoch); undefined: read KV. */
   worker(uid: string): Versioned<WorkerRecord> | null | undefined {
@@ -91,11 +92,12 @@ export class SyncMemory {
     return this.#sent.get(uid);
   }
 
-  /** Forgets everything about the pod (it left state `sync`, or was forgotten); its next sync reads its desired record. */
+  /** Forgets everything about the pod (it left state `sync`, or was forgotten); its next sync reads its desired record and kill request. */
   forget(uid: string): void {
     this.settled.delete(uid);
     this.#sent.delete(uid);
     this.desired.forget(uid);
+    this.kill.forget(uid);
   }
 }
 

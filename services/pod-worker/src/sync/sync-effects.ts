@@ -17,6 +17,7 @@ import type { Versioned } from '../ports.js';
 import type { PartitionGuard } from '../partitions/partition-guard.js';
 import { abortable } from './abortable.js';
 import { podEvent } from './pod-event.js';
+import type { RecordMemory } from './record-memory.js';
 import { SyncMemory } from './settled-sync.js';
 import type { PodSyncerOptions, SyncCtx } from './sync-context.js';
 import { syncSpanParent } from './sync-span-parent.js';
@@ -206,16 +207,24 @@ export class SyncEffects {
     memory.setWorker(uid, null);
   }
 
-  /** The pod's desired record: from this epoch's memory when no poke since it was read says it changed ({@link DesiredMemory}), else from KV. */
-  async getDesired(guard: PartitionGuard, uid: string): Promise<Versioned<DesiredPod> | null> {
-    const memory = this.memory(guard).desired;
+  /** The pod's desired record: from this epoch's memory when no poke since it was read says it changed ({@link RecordMemory}), else from KV. */
+  getDesired(guard: PartitionGuard, uid: string): Promise<Versioned<DesiredPod> | null> {
+    return this.#remembered(this.memory(guard).desired, uid, () => this.o.store.getDesired(guard.partition, uid));
+  }
+
+  /** The pod's kill request: from this epoch's memory when no poke since it was read says it changed, else from KV. */
+  getKill(guard: PartitionGuard, uid: string): Promise<Versioned<KillRequest> | null> {
+    return this.#remembered(this.memory(guard).kill, uid, () => this.o.store.getKill(guard.partition, uid));
+  }
+
+  async #remembered<T>(memory: RecordMemory<T>, uid: string, read: () => Promise<Versioned<T> | null>): Promise<Versioned<T> | null> {
     const now = this.o.clock.now();
     const known = memory.get(uid, now);
     if (known !== undefined) return known;
     const reading = memory.reading(uid);
-    const read = await this.o.store.getDesired(guard.partition, uid);
-    memory.read(uid, read, reading, now);
-    return read;
+    const value = await read();
+    memory.read(uid, value, reading, now);
+    return value;
   }
 
   /**
@@ -267,6 +276,8 @@ export class SyncEffects {
   /** Deletes the kill request carried out; when sync-loop shortened its grace meanwhile, the newer one. */
   async deleteKill(guard: PartitionGuard, uid: string, kill: Versioned<KillRequest>): Promise<void> {
     guard.assertHeld();
+    // What this instance read of the request is about to be wrong: the next sync reads KV.
+    this.memory(guard).kill.forget(uid);
     try {
       await this.o.store.deleteKill(guard.partition, uid, kill.revision);
     } catch (e) {

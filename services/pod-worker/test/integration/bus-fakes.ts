@@ -200,12 +200,13 @@ export class StatusLog {
   }
 }
 
-/** What sync-loop would do: desired `put`, kill `create`, pokes naming the desired revision it last wrote. */
+/** What sync-loop would do: desired `put`, kill `create`, pokes naming the revisions it last wrote (0: no kill). */
 export class FakeSyncLoop {
   readonly #bus: NatsBus;
   readonly #node: string;
   readonly #partitions: number;
   readonly #revisions = new Map<string, number>();
+  readonly #killRevisions = new Map<string, number>();
   private constructor(bus: NatsBus, node: string, partitions: number) {
     this.#bus = bus;
     this.#node = node;
@@ -217,7 +218,7 @@ export class FakeSyncLoop {
   key(uid: string): string {
     return Keys.podInPartition(this.#node, partitionOf(uid, this.#partitions), uid);
   }
-  /** A poke naming the pod's desired revision as this loop last wrote it; `desiredRevision: null` names none. */
+  /** A poke naming the revisions of the pod's records as this loop last wrote them; `desiredRevision: null` names none. */
   async poke(uid: string, kind: SyncPodType, o: { desiredRevision?: number | null } = {}): Promise<void> {
     const desiredRevision = o.desiredRevision === null ? undefined : (o.desiredRevision ?? this.#revisions.get(uid));
     await this.#bus.publish(WorkPoke, Subjects.work(this.#node, partitionOf(uid, this.#partitions), uid), {
@@ -225,6 +226,7 @@ export class FakeSyncLoop {
       uid,
       kind,
       ...(desiredRevision !== undefined ? { desiredRevision } : {}),
+      killRevision: this.#killRevisions.get(uid) ?? 0,
     });
   }
   async create(pod: BoundPod, updateType: SyncPodType = 'create'): Promise<void> {
@@ -239,7 +241,10 @@ export class FakeSyncLoop {
     const kill = await this.#bus.kv(Buckets.kill, KillRequest);
     this.#revisions.delete(uid);
     await desired.delete(this.key(uid));
-    await kill.create(this.key(uid), { type: 'kubelet.podworker.KillRequest.v1', uid, reason: 'removed', pod, requestedAt: new Date().toISOString() });
+    this.#killRevisions.set(
+      uid,
+      await kill.create(this.key(uid), { type: 'kubelet.podworker.KillRequest.v1', uid, reason: 'removed', pod, requestedAt: new Date().toISOString() }),
+    );
     await this.poke(uid, 'kill');
   }
 }

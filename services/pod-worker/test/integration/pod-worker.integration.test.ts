@@ -194,48 +194,56 @@ describe('pod-worker on a real nats-server', () => {
     },
   );
 
-  it("reads a pod's desired record again only when a poke names a newer revision or none", { timeout: 60_000 }, async () => {
+  it("reads a pod's desired record and kill request again only when a poke names a newer revision or none", { timeout: 60_000 }, async () => {
     const pod = testPod(0, 'rev');
     const uid = pod.metadata.uid;
-    // Every read of the pod's record is a JetStream direct get on its subject, which a plain subscriber sees too.
-    const reads: string[] = [];
+    // Every read of the pod's records is a JetStream direct get on its subject, which a plain subscriber sees too.
+    const reads = { desired: 0, kill: 0 };
     const key = loop.key(uid);
-    const sub = driver.nc.subscribe(`$JS.API.DIRECT.GET.KV_${Buckets.desired}.>`, {
-      callback: (_e, m) => {
-        if (m.subject.endsWith(key)) reads.push(m.subject);
-      },
-    });
+    const subs = (['desired', 'kill'] as const).map((b) =>
+      driver.nc.subscribe(`$JS.API.DIRECT.GET.KV_${Buckets[b]}.>`, {
+        callback: (_e, m) => {
+          if (m.subject.endsWith(key)) reads[b]++;
+        },
+      }),
+    );
+    const settled = async (): Promise<void> => {
+      // A poke is acked once a sync that started after it ended; wait for that sync.
+      const ends = syncEnds.get(uid) ?? 0;
+      await eventually(() => (syncEnds.get(uid) ?? 0) > ends || undefined, { timeoutMs: 20_000, message: `a sync of ${uid}` });
+    };
     try {
       await loop.create(pod);
       await eventually(() => statuses.last(uid)?.status?.phase === 'Running', { timeoutMs: 20_000, message: `${uid} Running` });
       await driver.nc.flush();
-      const settled = async (): Promise<void> => {
-        // A poke is acked once a sync that started after it ended; wait for that sync.
-        const ends = syncEnds.get(uid) ?? 0;
-        await eventually(() => (syncEnds.get(uid) ?? 0) > ends || undefined, { timeoutMs: 20_000, message: `a sync of ${uid}` });
-      };
-      const before = reads.length;
-      assert.ok(before >= 1, 'the first sync read the record');
+      const before = { ...reads };
+      assert.ok(before.desired >= 1 && before.kill >= 1, 'the first sync read both records');
       for (let i = 0; i < 3; i++) {
         const synced = settled();
         await loop.poke(uid, 'sync');
         await synced;
       }
       await driver.nc.flush();
-      assert.equal(reads.length, before, 'three pokes naming the revision the worker read: no read');
+      assert.deepEqual(reads, before, 'three pokes naming the revisions the worker read (and no kill): no read');
 
       const updated = settled();
       await loop.create({ ...pod, spec: { ...pod.spec, containers: [{ name: 'c', image: 'busybox:1.37' }] } }, 'update');
       await updated;
-      await eventually(() => reads.length > before || undefined, { timeoutMs: 10_000, message: 'the new revision read' });
-      const afterUpdate = reads.length;
+      await eventually(() => reads.desired > before.desired || undefined, { timeoutMs: 10_000, message: 'the new desired revision read' });
+      assert.equal(reads.kill, before.kill, 'the kill request is not read: the poke names none');
+      const afterUpdate = reads.desired;
 
       const unnamed = settled();
       await loop.poke(uid, 'sync', { desiredRevision: null });
       await unnamed;
-      await eventually(() => reads.length > afterUpdate || undefined, { timeoutMs: 10_000, message: 'a poke naming no revision: read' });
+      await eventually(() => reads.desired > afterUpdate || undefined, { timeoutMs: 10_000, message: 'a poke naming no desired revision: read' });
+
+      // The kill poke names the new request's revision: read, and the pod is removed.
+      await loop.remove(pod);
+      await eventually(() => statuses.last(uid)?.kind === 'removed', { timeoutMs: 20_000, message: `${uid} removed` });
+      assert.ok(reads.kill > before.kill, 'the kill request read');
     } finally {
-      sub.unsubscribe();
+      for (const s of subs) s.unsubscribe();
     }
   });
 });

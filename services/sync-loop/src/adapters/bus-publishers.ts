@@ -29,21 +29,25 @@ export interface BusWorkPokerOptions {
   readonly admit?: (what: string) => { leaderEpoch: number; fencedAt: number };
   /** The revision of the pod's `sl_desired` record as sync-loop last wrote it (`WorkPoke.desiredRevision`). */
   readonly desiredRevision?: (uid: string) => number | undefined;
+  /** The revision of the pod's `sl_kill` request as sync-loop last wrote or saw it, 0 for none (`WorkPoke.killRevision`). */
+  readonly killRevision?: (uid: string) => number | undefined;
 }
 
 /**
  * Pokes `sl.<node>.work.<partition>.<uid>`; the poke carries `ctx` (default: active) as its trace
- * parent, the pod's desired revision, and what the fence stamps on it.
+ * parent, the revisions of the pod's desired record and kill request, and what the fence stamps on it.
  */
 export function createBusWorkPoker(bus: Publisher, node: string, partitions: number, o: BusWorkPokerOptions = {}): WorkPoker {
   return {
     async poke(uid: string, kind: SyncPodType, ctx?: Context): Promise<void> {
       const desiredRevision = o.desiredRevision?.(uid);
+      const killRevision = o.killRevision?.(uid);
       const poke: WorkPoke = {
         type: 'kubelet.podworker.WorkPoke.v1',
         uid,
         kind,
         ...(desiredRevision !== undefined ? { desiredRevision } : {}),
+        ...(killRevision !== undefined ? { killRevision } : {}),
         ...o.admit?.(`work poke for pod ${uid}`),
       };
       await bus.publish(WorkPoke, Subjects.work(node, partitionOf(uid, partitions), uid), poke, ctx === undefined ? {} : { ctx });

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { Buckets, DesiredPod, KillRequest, Keys, PodSource, partitionOf } from '@splitlet/api';
 import { isBusError, type Bus } from '@splitlet/bus';
+import { KillRevisions } from './kill-revisions.js';
 import type { AppliedUpdatesStore, DesiredStore, KillStore, SourcesSnapshot, SourcesStore, StoredKill } from '../ports.js';
 
 /** `sl_node` value: the sources config-source runs and those sync-loop has seen (sourcesReady). */
@@ -73,33 +74,32 @@ export async function createKvDesiredStore(bus: Pick<Bus, 'kv'>, node: string, p
   };
 }
 
-/** A {@link KillStore} over the node's keys of `sl_kill`. */
-export async function createKvKillStore(bus: Pick<Bus, 'kv'>, node: string, partitions: number): Promise<KillStore> {
+/** A {@link KillStore} over the node's keys of `sl_kill`; its writes are told to `revisions` (default: a private tracker). */
+export async function createKvKillStore(bus: Pick<Bus, 'kv'>, node: string, partitions: number, revisions = new KillRevisions()): Promise<KillStore> {
   const kv = await bus.kv(Buckets.kill, KillRequest);
   const key = (uid: string): string => Keys.podInPartition(node, partitionOf(uid, partitions), uid);
-  return {
-    async create(request: KillRequest): Promise<boolean> {
-      try {
-        await kv.create(key(request.uid), request);
-        return true;
-      } catch (e) {
-        if (isBusError(e, 'Conflict')) return false;
-        throw e;
+  /** Runs a create or compare-and-swap of the pod's request; false when it lost (Conflict: nothing written). */
+  const write = async (uid: string, op: () => Promise<number>): Promise<boolean> => {
+    const token = revisions.writing(uid);
+    try {
+      revisions.wrote(uid, token, await op());
+      return true;
+    } catch (e) {
+      if (isBusError(e, 'Conflict')) {
+        revisions.wrote(uid, token, undefined);
+        return false;
       }
-    },
+      revisions.failed(uid, token);
+      throw e;
+    }
+  };
+  return {
+    create: (request: KillRequest): Promise<boolean> => write(request.uid, () => kv.create(key(request.uid), request)),
     async get(uid: string): Promise<StoredKill | undefined> {
       const e = await kv.get(key(uid));
       return e === null || e.value === null ? undefined : { value: e.value, revision: e.revision };
     },
-    async update(request: KillRequest, revision: number): Promise<boolean> {
-      try {
-        await kv.update(key(request.uid), request, revision);
-        return true;
-      } catch (e) {
-        if (isBusError(e, 'Conflict')) return false;
-        throw e;
-      }
-    },
+    update: (request: KillRequest, revision: number): Promise<boolean> => write(request.uid, () => kv.update(key(request.uid), request, revision)),
   };
 }
 

@@ -7,6 +7,7 @@ import { RelistMark } from '@splitlet/api';
 import { z } from 'zod';
 import type { Bus, KvBucket } from '@splitlet/bus';
 import type { ClusterViews, KvView } from '../ports.js';
+import type { KillRevisions } from './kill-revisions.js';
 
 /** A map kept current by a watch. */
 class WatchedView<T> implements KvView<T> {
@@ -33,6 +34,7 @@ async function watchInto<V, T>(
   view: WatchedView<T>,
   pick: (v: V) => T | undefined,
   signal: AbortSignal,
+  onEntry?: (uid: string, revision: number, deleted: boolean) => void,
 ): Promise<{ caughtUp: Promise<void>; done: Promise<void> }> {
   let caught!: () => void;
   const caughtUp = new Promise<void>((resolve) => (caught = resolve));
@@ -44,6 +46,7 @@ async function watchInto<V, T>(
       const v = e.value === null ? undefined : pick(e.value);
       if (v === undefined) view.map.delete(uid);
       else view.map.set(uid, v);
+      onEntry?.(uid, e.revision, e.value === null);
     },
     { onCaughtUp: () => caught() },
   );
@@ -59,14 +62,21 @@ export interface StartedViews extends ClusterViews {
   readonly done: Promise<void>;
 }
 
-/** Starts the three watches for `node` until `signal` aborts. */
-export async function startClusterViews(bus: Pick<Bus, 'kv'>, node: string, signal: AbortSignal): Promise<StartedViews> {
+/** Starts the three watches for `node` until `signal` aborts; what the `sl_kill` watch sees is also told to `killRevisions`. */
+export async function startClusterViews(bus: Pick<Bus, 'kv'>, node: string, signal: AbortSignal, killRevisions?: KillRevisions): Promise<StartedViews> {
   const workers = new WatchedView<WorkerRecord>();
   const runtime = new WatchedView<RuntimeCacheEntry>();
   const kills = new WatchedView<KillRequest>();
   const w = await watchInto(await bus.kv(Buckets.worker, WorkerRecord), node, workers, (v) => v, signal);
   const r = await watchInto(await bus.kv(Buckets.runtime, RuntimeKvValue), node, runtime, (v) => (v.type === 'kubelet.pleg.RuntimeCacheEntry.v1' ? v : undefined), signal);
-  const k = await watchInto(await bus.kv(Buckets.kill, KillRequest), node, kills, (v) => v, signal);
+  const k = await watchInto(
+    await bus.kv(Buckets.kill, KillRequest),
+    node,
+    kills,
+    (v) => v,
+    signal,
+    killRevisions && ((uid, revision, deleted) => killRevisions.watched(uid, revision, deleted)),
+  );
   return {
     workers,
     runtime,

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { DesiredPod } from '@splitlet/api';
 import { aPod } from '@splitlet/kube/testing';
-import { DesiredMemory } from '../src/sync/desired-memory.js';
+import { RecordMemory } from '../src/sync/record-memory.js';
 
 const UID = 'u1';
 const record = (revision: number): { value: DesiredPod; revision: number } => ({
@@ -15,20 +15,20 @@ const record = (revision: number): { value: DesiredPod; revision: number } => ({
 });
 
 /** Reads `value` into `m` as a sync would: the read starts, then returns. */
-function readInto(m: DesiredMemory, value: ReturnType<typeof record> | null, at = 0): void {
+function readInto(m: RecordMemory<DesiredPod>, value: ReturnType<typeof record> | null, at = 0): void {
   m.read(UID, value, m.reading(UID), at);
 }
 
-describe('DesiredMemory', () => {
+describe('RecordMemory', () => {
   it('knows nothing until a read', () => {
-    const m = new DesiredMemory();
+    const m = new RecordMemory<DesiredPod>();
     assert.equal(m.get(UID, 0), undefined);
     m.poked(UID, 3);
     assert.equal(m.get(UID, 0), undefined);
   });
 
   it('serves a read record while pokes name its revision or less, and not once one names more', () => {
-    const m = new DesiredMemory();
+    const m = new RecordMemory<DesiredPod>();
     m.poked(UID, 5);
     const r = record(5);
     readInto(m, r);
@@ -43,7 +43,7 @@ describe('DesiredMemory', () => {
   });
 
   it('a poke naming no revision makes the next sync read, also when it came while a read was on its way', () => {
-    const m = new DesiredMemory();
+    const m = new RecordMemory<DesiredPod>();
     readInto(m, record(2));
     m.poked(UID, undefined);
     assert.equal(m.get(UID, 0), undefined);
@@ -56,7 +56,7 @@ describe('DesiredMemory', () => {
   });
 
   it('a failed read (read never called) leaves the next sync reading', () => {
-    const m = new DesiredMemory();
+    const m = new RecordMemory<DesiredPod>();
     readInto(m, record(2));
     m.poked(UID, undefined);
     m.reading(UID); // the GET rejects: no read()
@@ -64,7 +64,7 @@ describe('DesiredMemory', () => {
   });
 
   it('an absent record is served as absent until a poke names a newer revision than the pokes before the read', () => {
-    const m = new DesiredMemory();
+    const m = new RecordMemory<DesiredPod>();
     m.poked(UID, 7);
     m.poked(UID, undefined); // sync-loop deleted it
     readInto(m, null);
@@ -76,14 +76,14 @@ describe('DesiredMemory', () => {
   });
 
   it('serves a record for at most its maximum age', () => {
-    const m = new DesiredMemory(1000);
+    const m = new RecordMemory<DesiredPod>(1000);
     readInto(m, record(1), 500);
     assert.equal(m.get(UID, 1500)?.revision, 1);
     assert.equal(m.get(UID, 1501), undefined);
   });
 
   it('forgets a pod on request', () => {
-    const m = new DesiredMemory();
+    const m = new RecordMemory<DesiredPod>();
     readInto(m, record(1));
     m.poked(UID, 1);
     assert.equal(m.size, 1);
@@ -93,7 +93,7 @@ describe('DesiredMemory', () => {
   });
 
   it('freezes what it keeps, so one sync cannot change what the next is served', () => {
-    const m = new DesiredMemory();
+    const m = new RecordMemory<DesiredPod>();
     readInto(m, record(1));
     const served = m.get(UID, 0);
     assert.ok(served);

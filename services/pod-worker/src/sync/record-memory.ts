@@ -1,43 +1,45 @@
 /**
- * When a sync may skip reading the pod's desired record (`sl_desired`) from KV: what this instance
- * read of it in the partition's lease epoch is current unless a poke since says otherwise.
+ * When a sync may skip reading a pod's desired record (`sl_desired`) or kill request (`sl_kill`)
+ * from KV: what this instance read of it in the partition's lease epoch is current unless a poke
+ * since says otherwise.
  *
- * sync-loop is the record's only writer. It pokes after every put, and every poke carries the
- * revision of the pod's record as sync-loop last wrote or listed it (`WorkPoke.desiredRevision`);
- * after a delete, and whenever sync-loop does not know the revision, its pokes carry none. So a
- * record read at revision r (or found absent while pokes named r) is still current as long as
- * every poke received since names a revision ≤ r:
+ * sync-loop writes both records (the pod workers only delete a kill request they carried out). It
+ * pokes after every write, and every poke names the revision of each record as sync-loop last
+ * knew it (`WorkPoke.desiredRevision`, `WorkPoke.killRevision`; 0: it knows of none); while a
+ * write is in flight, after a delete of the desired record, and whenever sync-loop does not know,
+ * the poke names none. So a record read at revision r (or found absent while pokes named up to r)
+ * is still current as long as every poke received since names a revision ≤ r:
  *
  *   poke names r' ≤ r ─► the memory serves the record
- *   poke names r' > r ─► the next sync reads KV (a newer put)
- *   poke names none   ─► the next sync reads KV (a delete, a restarted or older sync-loop)
+ *   poke names r' > r ─► the next sync reads KV (a newer write)
+ *   poke names none   ─► the next sync reads KV (a delete, a write in flight, a restarted or older sync-loop)
  *
- * Pokes the pod workers make themselves (the takeover resync, retries) name nothing new. A record
- * is served for at most `maxAgeMs` after it was read, so a change whose poke never came (none is
- * known to be possible) is read within that time anyway. The memory is per lease epoch, like
+ * Pokes the pod workers make themselves (the takeover resync, retries) name nothing new. A kill
+ * request this instance deletes is forgotten (its pod is, too). A record is served for
+ * at most `maxAgeMs` after it was read, so a change whose poke never came (none is known to be
+ * possible) is read within that time anyway. The memory is per lease epoch, like
  * {@link SyncMemory}: a takeover starts empty. Records are frozen before they are kept, so a sync
  * cannot change what the next one is served.
  *
- * Models nothing in the kubelet, whose pod workers get the pod itself with every update; here a
- * sync reads it from KV, and most syncs (the periodic resync of a settled pod) would read the same
- * record again.
+ * Models nothing in the kubelet, whose pod workers get the pod with every update; here a sync
+ * reads it from KV, and most syncs (the periodic resync of a settled pod) would read the same
+ * records again.
  */
-import type { DesiredPod } from '@splitlet/api';
 import type { Versioned } from '../ports.js';
 
 /** How long a record read from KV is served without reading it again. */
-export const DESIRED_MEMORY_MAX_AGE_MS = 5 * 60_000;
+export const RECORD_MEMORY_MAX_AGE_MS = 5 * 60_000;
 
-/** What a read of the record covers (returned by {@link DesiredMemory.reading}). */
-export interface DesiredRead {
+/** What a read of the record covers (returned by {@link RecordMemory.reading}). */
+export interface RecordRead {
   /** The highest revision pokes had named when the read started. */
   readonly expected: number;
   /** How many pokes naming no revision it answers. */
   readonly unnamed: number;
 }
 
-interface Known {
-  readonly value: Versioned<DesiredPod> | null;
+interface Known<T> {
+  readonly value: Versioned<T> | null;
   /** Pokes naming up to this revision change nothing. */
   readonly covers: number;
   readonly readAt: number;
@@ -50,13 +52,13 @@ interface Expected {
   unnamed: number;
 }
 
-/** The desired records of one partition epoch's pods, and what the pokes said since they were read. */
-export class DesiredMemory {
+/** One kind of record of one partition epoch's pods, and what the pokes said since they were read. */
+export class RecordMemory<T> {
   readonly #maxAgeMs: number;
-  readonly #known = new Map<string, Known>();
+  readonly #known = new Map<string, Known<T>>();
   readonly #expected = new Map<string, Expected>();
 
-  constructor(maxAgeMs = DESIRED_MEMORY_MAX_AGE_MS) {
+  constructor(maxAgeMs = RECORD_MEMORY_MAX_AGE_MS) {
     this.#maxAgeMs = maxAgeMs;
   }
 
@@ -69,7 +71,7 @@ export class DesiredMemory {
   }
 
   /** The pod's record when the memory holds it current at `now` (null: known absent); undefined: read KV. */
-  get(uid: string, now: number): Versioned<DesiredPod> | null | undefined {
+  get(uid: string, now: number): Versioned<T> | null | undefined {
     const k = this.#known.get(uid);
     if (k === undefined || now - k.readAt > this.#maxAgeMs) return undefined;
     const e = this.#expected.get(uid);
@@ -78,13 +80,13 @@ export class DesiredMemory {
   }
 
   /** A KV read of the record starts; pass what this returns to {@link read} with its result. */
-  reading(uid: string): DesiredRead {
+  reading(uid: string): RecordRead {
     const e = this.#expected.get(uid);
     return { expected: e?.revision ?? 0, unnamed: e?.unnamed ?? 0 };
   }
 
   /** The read that {@link reading} began, at `readAt`, returned `value`. A failed read changes nothing. */
-  read(uid: string, value: Versioned<DesiredPod> | null, r: DesiredRead, readAt: number): void {
+  read(uid: string, value: Versioned<T> | null, r: RecordRead, readAt: number): void {
     if (value !== null) deepFreeze(value.value);
     // Absent: deleted after every revision pokes had named. Present: later pokes naming its own revision or less change nothing.
     this.#known.set(uid, { value, covers: value === null ? r.expected : value.revision, readAt });
