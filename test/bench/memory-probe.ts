@@ -133,24 +133,6 @@ async function snapshots(label: string, procs: ReadonlyArray<{ name: string; pid
   }
 }
 
-/** Each process's heap trims so far (libs/service heap-trimmer: `splitlet_heap_trim_duration_seconds` of its /metrics): how many, and the ms they blocked it. */
-async function heapTrims(stateDir: string): Promise<Map<string, { count: number; ms: number }>> {
-  const info = JSON.parse(readFileSync(join(stateDir, 'instance.json'), 'utf8')) as { processes: Array<{ name: string; healthPort?: number }> };
-  const out = new Map<string, { count: number; ms: number }>();
-  for (const p of info.processes) {
-    if (p.healthPort === undefined) continue;
-    try {
-      const text = await (await fetch(`http://127.0.0.1:${p.healthPort}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
-      const count = Number(/^splitlet_heap_trim_duration_seconds_count(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1] ?? NaN);
-      const sum = Number(/^splitlet_heap_trim_duration_seconds_sum(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1] ?? NaN);
-      out.set(p.name, { count, ms: sum * 1000 });
-    } catch (e) {
-      console.error(`${p.name}: /metrics: ${e instanceof Error ? e.message : String(e)}`);
-    }
-  }
-  return out;
-}
-
 async function main(): Promise<void> {
   const load0 = loadAverage();
   // Parsed before anything is made: a bad --env leaves nothing behind.
@@ -171,7 +153,7 @@ async function main(): Promise<void> {
     await sleep(3000); // as the bench's memory row: start-up settles before the idle sample
     const idle = await sampleAll(procs, dir);
     print('idle, 3 s after start', idle);
-    const trimsIdle = await heapTrims(node.stateDir);
+    const trimsIdle = await node.heapTrims();
     console.log(`\nheap trims at start (count, ms the process was blocked in all): ${[...trimsIdle].map(([k, t]) => `${k} ${t.count}/${fmt(t.ms, 0)}`).join(', ')}`);
     if (snapDir !== undefined) await snapshots('idle', procs, dir, snapDir);
     const names = Array.from({ length: PODS }, (_, i) => `mem-${i}`);
@@ -183,7 +165,7 @@ async function main(): Promise<void> {
     await sleep(2000);
     const loaded = await sampleAll(procs, dir);
     print(`holding ${PODS} pods (Running after ${fmt(running / 1000)} s, drained, +2 s)`, loaded);
-    const trims = await heapTrims(node.stateDir);
+    const trims = await node.heapTrims();
     console.log(`\nheap trims so far (count, ms the process was blocked in all): ${[...trims].map(([k, t]) => `${k} ${t.count}/${fmt(t.ms, 0)}`).join(', ')}`);
     if (snapDir !== undefined) await snapshots('loaded', procs, dir, snapDir);
     let held: Map<string, Sample> | undefined;

@@ -286,6 +286,24 @@ export class NodeUnderTest {
     return line === undefined ? 0 : Number(line.slice(metric.length + 1));
   }
 
+  /** Each process's heap trims so far (libs/service heap-trimmer: `splitlet_heap_trim_duration_seconds` of its /metrics): how many, and the ms they blocked it; NaN for a process without a trimmer. */
+  async heapTrims(): Promise<Map<string, { count: number; ms: number }>> {
+    const info = JSON.parse(readFileSync(join(this.stateDir, 'instance.json'), 'utf8')) as { processes: Array<{ name: string; healthPort?: number }> };
+    const out = new Map<string, { count: number; ms: number }>();
+    for (const p of info.processes) {
+      if (p.healthPort === undefined) continue;
+      try {
+        const text = await this.#metricsText(p.name);
+        const count = Number(/^splitlet_heap_trim_duration_seconds_count(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1] ?? NaN);
+        const sum = Number(/^splitlet_heap_trim_duration_seconds_sum(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1] ?? NaN);
+        out.set(p.name, { count, ms: sum * 1000 });
+      } catch (e) {
+        console.error(`${p.name}: /metrics: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    }
+    return out;
+  }
+
   /** The CRI calls cri-adapter made so far, by method (`kubelet_runtime_operations_total{operation_type}` from its /metrics). */
   async criCalls(): Promise<Map<string, number>> {
     const out = new Map<string, number>();
