@@ -100,7 +100,7 @@ export class RecordMemory<T> {
     this.#expected.delete(uid);
   }
 
-  /** Pods the memory holds something for (a gauge, tests). */
+  /** Pods the memory holds something for. */
   get size(): number {
     return new Set([...this.#known.keys(), ...this.#expected.keys()]).size;
   }
