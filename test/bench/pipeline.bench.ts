@@ -201,13 +201,15 @@ function msPerPod(byProcess: Record<string, number>, pods: number): Record<strin
  */
 async function startUpTrimmed(node: NodeUnderTest): Promise<void> {
   const deadline = Date.now() + 60_000;
-  let waiting: string[] = [];
-  do {
-    waiting = [...(await node.heapTrims())].filter(([, t]) => !(t.count >= 1) && !Number.isNaN(t.count)).map(([name]) => name);
+  for (;;) {
+    const waiting = [...(await node.heapTrims())].filter(([, t]) => !(t.count >= 1) && !Number.isNaN(t.count)).map(([name]) => name);
     if (waiting.length === 0) return;
+    if (Date.now() >= deadline) {
+      console.log(`    (idle CPU: ${waiting.join(', ')} made no heap trim within 60 s of start; measuring anyway)`);
+      return;
+    }
     await new Promise((r) => setTimeout(r, 1000));
-  } while (Date.now() < deadline);
-  console.log(`    (idle CPU: ${waiting.join(', ')} made no heap trim within 60 s of start; measuring anyway)`);
+  }
 }
 
 /** A CPU reading as % of one core: by process, and the node's total. */
