@@ -22,7 +22,6 @@ import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { Buckets, Keys } from '@splitlet/api';
 import { COMMON_LIBRARIES, GRPC_LIBRARIES, GRPC_PROCESSES, memoryFloor } from './lib/memory-floor.ts';
 import { NodeUnderTest } from './lib/node-under-test.ts';
 import { loopbackRoundTrip } from './lib/round-trip.ts';
@@ -386,16 +385,15 @@ async function mainNodeRows(): Promise<void> {
       // starts when the burst's pods start to be (not in the lull right after the burst) and by
       // default lasts one longest period, so it holds the steady resyncs — 1,000 pods ÷ 75 s on
       // average, ~13 a second. It starting at the longest period instead held the lull between the
-      // burst's first and second resyncs: a few a second. Every sync writes the pod's worker
-      // record, so the record's writes count them.
+      // burst's first and second resyncs: a few a second. The pod workers' syncs
+      // (kubelet_pod_worker_duration_seconds) count them: a settled pod's resync writes nothing.
       const steadyFrom = lastRunningAt + RESYNC_MIN_MS;
       await new Promise((r) => setTimeout(r, Math.max(0, steadyFrom - Date.now())));
-      let syncs = 0;
-      const workerWrites = node.nc.subscribe(`$KV.${Buckets.worker}.${Keys.nodePrefix(node.name)}`, { callback: () => void syncs++ });
+      const syncsBefore = await node.metricSum('pod-worker', 'kubelet_pod_worker_duration_seconds_count');
       const holdCpu = cpuMeter(node.processes());
       await new Promise((r) => setTimeout(r, CPU_SECONDS * 1000));
       const held = holdCpu();
-      workerWrites.unsubscribe();
+      const syncs = (await node.metricSum('pod-worker', 'kubelet_pod_worker_duration_seconds_count')) - syncsBefore;
       const syncsPerSecond = syncs / held.wallS;
       const expectedSyncs = (PODS * 1000) / ((RESYNC_MIN_MS + RESYNC_MAX_MS) / 2);
       const { perProcess: per, total } = percentOfOneCore(held);

@@ -295,6 +295,36 @@ describe('PodWorkers', () => {
     assert.equal(clock.pendingTimers, 0, 'no leaked timers');
   });
 
+  it("syncs again after the resyncAfterMs a sync returned, unless a poke comes first (a settled pod's periodic resync)", async () => {
+    const s = controllableSync();
+    const clock = new FakeClock(0);
+    const { w } = workers(s.sync, { clock });
+    w.poke('a', 'sync', new FakeDelivery());
+    await settle();
+    s.calls[0]!.resolve({ resyncAfterMs: 60_000 });
+    await settle();
+    clock.advance(59_999);
+    await settle();
+    assert.equal(s.calls.length, 1);
+    clock.advance(1);
+    await settle();
+    assert.equal(s.calls.length, 2, 'synced again at the resync, with no poke');
+    assert.equal(s.calls[1]!.ctl.trigger, undefined, 'a periodic resync starts no trace');
+    s.calls[1]!.resolve({ resyncAfterMs: 60_000 });
+    await settle();
+    clock.advance(30_000);
+    w.poke('a', 'sync', new FakeDelivery()); // e.g. a PLEG event: the pending resync is dropped
+    await settle();
+    assert.equal(s.calls.length, 3);
+    s.calls[2]!.resolve({});
+    await settle();
+    clock.advance(120_000);
+    await settle();
+    assert.equal(s.calls.length, 3, 'a sync that returned no resync leaves the pod to sync-loop');
+    await w.stop({ drain: true, timeoutMs: 1 });
+    assert.equal(clock.pendingTimers, 0, 'no leaked timers');
+  });
+
   it("a retry after a failure continues the failed sync's trace (the same episode)", async () => {
     const s = controllableSync();
     const clock = new FakeClock(0);

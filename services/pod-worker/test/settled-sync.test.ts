@@ -76,7 +76,7 @@ function counts(h: H): { mounts: number; runtime: number; sets: number } {
 }
 
 describe('PodSyncer: a settled pod', () => {
-  it('skips the mount, the runtime SyncPod and the status set, and is requeued at the resync as a full sync is', async () => {
+  it('skips the mount, the runtime SyncPod, the status set and the worker record, and asks to sync again at the resync', async () => {
     const h = harness(tracing);
     const pod = aPod({ spec: { volumes: [{ name: 'scratch', emptyDir: {} }] } });
     await running(h, pod);
@@ -84,14 +84,10 @@ describe('PodSyncer: a settled pod', () => {
     const rec0 = h.rec(UID)!;
     tracing.reset();
 
-    await h.sync(UID);
+    const r = await h.sync(UID);
     assert.deepEqual(counts(h), before, 'nothing sent to volume-manager, cri-adapter or status-manager');
-    const rec = h.rec(UID)!;
-    assert.equal(rec.state, 'sync');
-    assert.equal(rec.lastSyncTime, h.clock.now());
-    assert.equal(rec.nextSyncAt, h.clock.now() + 60_000, 'requeued at the resync (random 0)');
-    assert.equal(rec.runtimeSyncedAt, rec0.runtimeSyncedAt, 'the last runtime change is still the full sync’s');
-    assert.deepEqual(rec.reasons, rec0.reasons);
+    assert.deepEqual(h.rec(UID), rec0, 'the worker record is not rewritten: only its sync times would change');
+    assert.deepEqual(r, { resyncAfterMs: 60_000 }, 'the pod workers sync it again at the resync (random 0), as sync-loop would have');
     assert.deepEqual(h.metrics.workerDuration, ['create', 'sync'], 'a sync all the same');
     assert.deepEqual(h.metrics.settled, [false], 'counted as settled, status not sent');
     const [span] = tracing.spansNamed('syncPod');
@@ -104,11 +100,12 @@ describe('PodSyncer: a settled pod', () => {
       .map((s) => s.name);
     assert.deepEqual(steps, ['generateAPIPodStatus']);
 
-    // And again: still settled (the worker record it wrote is the one it remembers).
+    // And again: still settled (the worker record is the one it remembers).
     h.clock.advance(60_000);
     h.guard.renewed(h.clock.now());
-    await h.sync(UID);
+    assert.deepEqual(await h.sync(UID), { resyncAfterMs: 60_000 });
     assert.deepEqual(counts(h), before);
+    assert.deepEqual(h.rec(UID), rec0);
   });
 
   it('sends the status when status-manager rolled its record back to an older set (the failure that reverted 15d66e6)', async () => {

@@ -280,6 +280,18 @@ export class NodeUnderTest {
     return res.text();
   }
 
+  /** The sum of every series of `metric` (a counter, or a histogram's `_count`) over the processes whose name starts with `prefix`. */
+  async metricSum(prefix: string, metric: string): Promise<number> {
+    const info = JSON.parse(readFileSync(join(this.stateDir, 'instance.json'), 'utf8')) as { processes: Array<{ name: string }> };
+    let sum = 0;
+    for (const p of info.processes.filter((x) => x.name.startsWith(prefix))) {
+      for (const line of (await this.#metricsText(p.name)).split('\n')) {
+        if (line.startsWith(`${metric} `) || line.startsWith(`${metric}{`)) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+      }
+    }
+    return sum;
+  }
+
   /** The value of process `name`'s unlabelled metric `metric`; 0 when it has none (e.g. status-manager without an API server). */
   async metric(name: string, metric: string): Promise<number> {
     const line = (await this.#metricsText(name)).split('\n').find((l) => l.startsWith(`${metric} `));

@@ -70,6 +70,11 @@ export interface SyncControl {
 export interface SyncReturn {
   /** Sync this UID again right away (a worker state transition: sync → terminating → terminated). */
   readonly again?: boolean;
+  /**
+   * Sync this UID again after this long unless a poke comes first: the periodic resync of a settled
+   * pod, whose sync wrote no worker record for sync-loop to schedule it by (settled-sync.ts).
+   */
+  readonly resyncAfterMs?: number;
 }
 
 /** The sync itself (the podSyncer). Handled errors are returned as data; a throw is an unexpected failure. */
@@ -295,6 +300,7 @@ export class PodWorkers {
     }
     this.#ackAll(st.ackable);
     st.ackable = [];
+    if (outcome?.resyncAfterMs !== undefined && !st.pending && outcome.again !== true) this.#scheduleRetry(uid, outcome.resyncAfterMs, undefined);
     return outcome?.again === true ? 'again' : 'done';
   }
 
@@ -308,7 +314,7 @@ export class PodWorkers {
     }
   }
 
-  /** Syncs `uid` again after `delayMs`, in the failed sync's trace (`trigger`): a retry is the same episode's. */
+  /** Syncs `uid` again after `delayMs`, in the failed sync's trace (`trigger`): a retry is the same episode's; a resync (no trigger) starts none. Any poke first cancels it. */
   #scheduleRetry(uid: string, delayMs: number, trigger: Context | undefined): void {
     const h = this.#o.clock.setTimeout(() => {
       this.#retryTimers.delete(uid);

@@ -70,6 +70,14 @@ export async function runSyncPod(fx: SyncEffects, ctx: SyncCtx, record: WorkerRe
     // needs a cache no newer than that (what this sync saw already is).
     ctx.runtimeCalls.at = rec.runtimeSyncedAt;
   }
+  const stored = fx.memory(ctx.guard).worker(ctx.uid);
+  if (outcome.settled === true && stored != null && rec.nextSyncAt !== undefined && fx.onlySyncTimesChange(ctx, stored.value, rec)) {
+    // A settled sync (a periodic resync) that would rewrite the record with new times only: no
+    // write (nor its delivery to sync-loop); the pod workers sync the pod again at `nextSyncAt`
+    // themselves, unless a poke comes first. sync-loop poked the stored `nextSyncAt` once already.
+    rememberSettled(fx, ctx, outcome, stored.revision);
+    return { resyncAfterMs: Math.max(0, rec.nextSyncAt - o.clock.now()) };
+  }
   const revision = await fx.persist(ctx, rec);
   rememberSettled(fx, ctx, outcome, revision);
   return {};
