@@ -266,14 +266,17 @@ export class NodeUnderTest {
 
   /** Every process of the node: splitlet's (from instance.json) and the nats-server. */
   processes(): Array<{ name: string; pid: number }> {
-    const info = JSON.parse(readFileSync(join(this.stateDir, 'instance.json'), 'utf8')) as { processes: Array<{ name: string; pid: number }> };
-    return [...info.processes.map((p) => ({ name: p.name, pid: p.pid })), { name: 'nats-server', pid: this.nats.pid }];
+    return [...this.#splitletProcesses().map((p) => ({ name: p.name, pid: p.pid })), { name: 'nats-server', pid: this.nats.pid }];
+  }
+
+  /** splitlet's processes as instance.json lists them now (a restarted process has a new pid and port). */
+  #splitletProcesses(): Array<{ name: string; pid: number; healthPort?: number }> {
+    return (JSON.parse(readFileSync(join(this.stateDir, 'instance.json'), 'utf8')) as { processes: Array<{ name: string; pid: number; healthPort?: number }> }).processes;
   }
 
   /** The text of process `name`'s /metrics. */
   async #metricsText(name: string): Promise<string> {
-    const info = JSON.parse(readFileSync(join(this.stateDir, 'instance.json'), 'utf8')) as { processes: Array<{ name: string; healthPort?: number }> };
-    const port = info.processes.find((p) => p.name === name)?.healthPort;
+    const port = this.#splitletProcesses().find((p) => p.name === name)?.healthPort;
     if (port === undefined) throw new Error(`${name} has no health port in instance.json`);
     const res = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(10_000) });
     if (!res.ok) throw new Error(`${name} /metrics: HTTP ${res.status}`);
@@ -282,9 +285,8 @@ export class NodeUnderTest {
 
   /** The sum of every series of `metric` (a counter, or a histogram's `_count`) over the processes whose name starts with `prefix`. */
   async metricSum(prefix: string, metric: string): Promise<number> {
-    const info = JSON.parse(readFileSync(join(this.stateDir, 'instance.json'), 'utf8')) as { processes: Array<{ name: string }> };
     let sum = 0;
-    for (const p of info.processes.filter((x) => x.name.startsWith(prefix))) {
+    for (const p of this.#splitletProcesses().filter((x) => x.name.startsWith(prefix))) {
       for (const line of (await this.#metricsText(p.name)).split('\n')) {
         if (line.startsWith(`${metric} `) || line.startsWith(`${metric}{`)) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
       }
@@ -300,9 +302,8 @@ export class NodeUnderTest {
 
   /** Each process's heap trims so far (libs/service heap-trimmer: `splitlet_heap_trim_duration_seconds` of its /metrics): how many, and the ms they blocked it; NaN for a process without a trimmer. */
   async heapTrims(): Promise<Map<string, { count: number; ms: number }>> {
-    const info = JSON.parse(readFileSync(join(this.stateDir, 'instance.json'), 'utf8')) as { processes: Array<{ name: string; healthPort?: number }> };
     const out = new Map<string, { count: number; ms: number }>();
-    for (const p of info.processes) {
+    for (const p of this.#splitletProcesses()) {
       if (p.healthPort === undefined) continue;
       try {
         const text = await this.#metricsText(p.name);
