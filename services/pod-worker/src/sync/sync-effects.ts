@@ -11,7 +11,7 @@ import { ROOT_CONTEXT, SpanStatusCode, context } from '@opentelemetry/api';
 import type { Attributes, Context, Span } from '@opentelemetry/api';
 import type { BoundPod, DesiredPod, KillRequest, PodStatus, PodStatusUpdate, ProbeResultsByType, RuntimePodStatus, WorkerRecord } from '@splitlet/api';
 import { errorMessage, hasErrorCode } from '@splitlet/api';
-import { KubeletPeriods, canonicalJson, generateAPIPodStatus, podIPsAfterTeardown, requeueDelay } from '@splitlet/kube';
+import { KubeletPeriods, generateAPIPodStatus, podIPsAfterTeardown, requeueDelay } from '@splitlet/kube';
 import { injectContext, withSpan } from '@splitlet/telemetry';
 import type { Versioned } from '../ports.js';
 import type { PartitionGuard } from '../partitions/partition-guard.js';
@@ -172,23 +172,11 @@ export class SyncEffects {
 
   /** Writes the worker record, stamped with this sync (time, epoch, runtime episode, desired revision); returns its revision. */
   persist(ctx: SyncCtx, rec: WorkerRecord): Promise<number> {
-    return this.putWorker(ctx.guard, this.#stamped(ctx, rec));
-  }
-
-  /**
-   * True when persisting `rec` would change nothing in `stored` but when the pod synced last and
-   * when it syncs next (`lastSyncTime`, `syncedAt`, `nextSyncAt`).
-   */
-  onlySyncTimesChange(ctx: SyncCtx, stored: WorkerRecord, rec: WorkerRecord): boolean {
-    const rest = (r: WorkerRecord): string => {
-      const { lastSyncTime: _l, syncedAt: _s, nextSyncAt: _n, ...others } = r;
-      return canonicalJson(others);
-    };
-    return rest(stored) === rest(this.#stamped(ctx, rec));
+    return this.putWorker(ctx.guard, this.stamped(ctx, rec));
   }
 
   /** `rec` stamped with this sync, as {@link persist} writes it. */
-  #stamped(ctx: SyncCtx, rec: WorkerRecord): WorkerRecord {
+  stamped(ctx: SyncCtx, rec: WorkerRecord): WorkerRecord {
     const now = this.o.clock.now();
     const out: WorkerRecord = {
       ...rec,

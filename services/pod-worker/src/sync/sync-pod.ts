@@ -9,7 +9,7 @@
 import { trace } from '@opentelemetry/api';
 import type { ContainerStatus, MountedVolumes, PodStatus, WorkerRecord } from '@splitlet/api';
 import { errorMessage } from '@splitlet/api';
-import { isStaticPod, requeueDelay } from '@splitlet/kube';
+import { canonicalJson, isStaticPod, requeueDelay } from '@splitlet/kube';
 import { podSpanAttributes } from '@splitlet/telemetry';
 import type { SyncReturn } from '../pod-workers/pod-workers.js';
 import { abortable } from './abortable.js';
@@ -70,17 +70,27 @@ export async function runSyncPod(fx: SyncEffects, ctx: SyncCtx, record: WorkerRe
     // needs a cache no newer than that (what this sync saw already is).
     ctx.runtimeCalls.at = rec.runtimeSyncedAt;
   }
+  const out = fx.stamped(ctx, rec);
   const stored = fx.memory(ctx.guard).worker(ctx.uid);
-  if (outcome.settled === true && stored != null && rec.nextSyncAt !== undefined && fx.onlySyncTimesChange(ctx, stored.value, rec)) {
+  if (outcome.settled === true && stored != null && out.nextSyncAt !== undefined && onlySyncTimesChange(stored.value, out)) {
     // A settled sync (a periodic resync) that would rewrite the record with new times only: no
     // write (nor its delivery to sync-loop); the pod workers sync the pod again at `nextSyncAt`
     // themselves, unless a poke comes first. sync-loop poked the stored `nextSyncAt` once already.
     rememberSettled(fx, ctx, outcome, stored.revision);
-    return { resyncAfterMs: Math.max(0, rec.nextSyncAt - o.clock.now()) };
+    return { resyncAfterMs: Math.max(0, out.nextSyncAt - o.clock.now()) };
   }
-  const revision = await fx.persist(ctx, rec);
+  const revision = await fx.putWorker(ctx.guard, out);
   rememberSettled(fx, ctx, outcome, revision);
   return {};
+}
+
+/** True when `next` differs from `stored` only in when the pod synced last and when it syncs next (`lastSyncTime`, `syncedAt`, `nextSyncAt`). */
+function onlySyncTimesChange(stored: WorkerRecord, next: WorkerRecord): boolean {
+  const rest = (r: WorkerRecord): string => {
+    const { lastSyncTime: _l, syncedAt: _s, nextSyncAt: _n, ...others } = r;
+    return canonicalJson(others);
+  };
+  return rest(stored) === rest(next);
 }
 
 /**
