@@ -252,7 +252,7 @@ async function main(): Promise<void> {
   }
   if (profDir !== undefined && window !== undefined) {
     const top = Number(values.top);
-    console.log(`\nCPU profiles over the burst (+3 s), CPU ms per pod (sampled; ${profDir}):`);
+    console.log(`\nCPU profiles over the burst (+3 s), CPU ms per pod (the main thread's samples; ${profDir}):`);
     const summaries = windowProfiles(profDir, window);
     printProfiles(summaries, PODS, 'pod', top, { files: true });
     if (holdWindow !== undefined) {

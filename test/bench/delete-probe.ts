@@ -203,7 +203,7 @@ async function main(): Promise<void> {
     await node.stop();
   }
   if (profDir !== undefined && window !== undefined) {
-    console.log(`\nCPU profiles over the deletion (until drained), CPU ms per pod (sampled; ${profDir}):`);
+    console.log(`\nCPU profiles over the deletion (until drained), CPU ms per pod (the main thread's samples; ${profDir}):`);
     printProfiles(windowProfiles(profDir, window), PODS, 'pod', Number(values.top), { inclusive: true });
   }
   if (values.json !== undefined && summary !== undefined) writeProbeJson(values.json, values['splitlet-root'], summary);

@@ -438,7 +438,7 @@ if (existsSync(profilePath)) {
     lines.push(
       `## CPU profile of a burst (${p.pods} pods, ${p.workers} pod-workers, simulator ${p.latencyMs} ms per call${p.date !== undefined ? `, ${p.date.slice(0, 16).replace('T', ' ')} UTC` : ''})`,
       '',
-      `Sampled with \`--cpu-prof\` in every process (\`${relative(root, profilePath)}\`, from \`test/bench/burst-probe.ts\`), CPU ms per pod: each process's total, the files it went to and its busiest functions (self time).`,
+      `Sampled with \`--cpu-prof\` in every process (\`${relative(root, profilePath)}\`, from \`test/bench/burst-probe.ts\`), CPU ms per pod: each process's total, the files it went to and its busiest functions (self time). These are the main thread's samples, each counted for at most the profiler's interval (a longer gap between samples is time the process waited for a core); the GC's helper threads and libuv's pool are not sampled, so a process's total is below its measured CPU.`,
       '',
       '| process | ms per pod | files | busiest functions |',
       '|---|---|---|---|',

@@ -25,7 +25,11 @@ interface CpuProfile {
 /** Where one process's sampled time went. */
 export interface ProfileSummary {
   readonly pid: number;
-  /** Sampled milliseconds in the window (idle excluded). */
+  /**
+   * Sampled milliseconds of the main thread in the window (idle excluded), each sample at most the
+   * profiler's interval. Less than the process's measured CPU: V8's GC helper threads, libuv's pool
+   * and the profiler's own thread are not sampled.
+   */
   readonly busyMs: number;
   /** Self milliseconds by `function file:line`, largest first. */
   readonly functions: ReadonlyArray<{ readonly name: string; readonly ms: number }>;
@@ -65,6 +69,7 @@ export function summarizeProfile(profile: CpuProfile, pid: number, fromUs: numbe
   const files = new Map<string, number>();
   let t = profile.startTime;
   let busy = 0;
+  const interval = typicalInterval(profile.timeDeltas);
   for (let i = 0; i < profile.samples.length; i++) {
     const dt = profile.timeDeltas[i] ?? 0;
     t += dt;
@@ -72,8 +77,11 @@ export function summarizeProfile(profile: CpuProfile, pid: number, fromUs: numbe
     const node = byId.get(profile.samples[i]!);
     if (node === undefined) continue;
     const name = node.callFrame.functionName || '(anonymous)';
-    // The sample's interval is the gap to the next sample.
-    const ms = (profile.timeDeltas[i + 1] ?? dt) / 1000;
+    // The sample stands for the gap to the next sample, but for at most the profiler's typical
+    // interval: a longer gap is time the process spent descheduled (on a loaded machine the
+    // sampler's thread waits for a core too), not CPU spent in the sampled function. Weighting by
+    // the raw gap made a busy process's profile 2× its measured CPU on a 2-core burst.
+    const ms = Math.min(profile.timeDeltas[i + 1] ?? dt, interval) / 1000;
     const gc = name === '(garbage collector)';
     if (IDLE.has(name) && !gc) continue;
     busy += ms;
@@ -94,6 +102,13 @@ export function summarizeProfile(profile: CpuProfile, pid: number, fromUs: numbe
   }
   const sorted = (m: Map<string, number>): Array<{ name: string; ms: number }> => [...m].map(([name, ms]) => ({ name, ms })).sort((a, b) => b.ms - a.ms);
   return { pid, busyMs: busy, functions: sorted(fn), files: sorted(files), ownInclusive: sorted(own) };
+}
+
+/** The profiler's sampling interval as this profile shows it: the median gap between samples (µs). */
+function typicalInterval(deltas: readonly number[]): number {
+  if (deltas.length === 0) return 0;
+  const sorted = [...deltas].sort((a, b) => a - b);
+  return sorted[sorted.length >> 1]!;
 }
 
 /** Every `.cpuprofile` in `dir` (node names them CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile), by pid. */
