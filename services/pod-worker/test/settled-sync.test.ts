@@ -5,14 +5,15 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import type { BoundPod, PodStatus, PodStatusRecord, RuntimePodStatus } from '@splitlet/api';
+import type { BoundPod, PodStatus, PodStatusRecord, RuntimePodStatus, WorkerRecord } from '@splitlet/api';
+import type { Versioned } from '../src/ports.js';
 import { hashContainer } from '@splitlet/kube';
 import { aContainer, aPod } from '@splitlet/kube/testing';
 import { createTestTracing } from '@splitlet/telemetry/testing';
 import type { TestTracing } from '@splitlet/telemetry/testing';
 import { LeaseGuard } from '../src/partitions/partition-guard.js';
 import { RECORD_MEMORY_MAX_AGE_MS } from '../src/sync/record-memory.js';
-import { noRuntimeActions, runtimeKey, statusHeld, statusKey, volumesSetUpOnce } from '../src/sync/settled-sync.js';
+import { MAX_KNOWN_ABSENT, noRuntimeActions, runtimeKey, statusHeld, statusKey, SyncMemory, volumesSetUpOnce } from '../src/sync/settled-sync.js';
 import { control, EPOCH, harness, PP } from './sync-harness.js';
 
 let tracing: TestTracing;
@@ -321,6 +322,33 @@ describe('PodSyncer: a settled pod', () => {
       await h.sync(UID);
       assert.equal(sets(h).length, before + 1);
     });
+  });
+});
+
+describe('SyncMemory: worker records known absent', () => {
+  const rec = (uid: string): Versioned<WorkerRecord> => ({ value: { uid } as unknown as WorkerRecord, revision: 1 });
+
+  it('keeps the latest MAX_KNOWN_ABSENT deleted pods; an older one is unknown again (read KV), and records that exist are kept', () => {
+    const m = new SyncMemory();
+    m.setWorker('live', rec('live'));
+    for (let i = 0; i < MAX_KNOWN_ABSENT + 10; i++) m.setWorker(`gone-${i}`, null);
+    assert.equal(m.worker('gone-0'), undefined, 'the oldest deleted pod is forgotten');
+    assert.equal(m.worker('gone-9'), undefined);
+    assert.equal(m.worker('gone-10'), null, 'the latest MAX_KNOWN_ABSENT stay known absent');
+    assert.equal(m.worker(`gone-${MAX_KNOWN_ABSENT + 9}`), null);
+    assert.deepEqual(m.worker('live'), rec('live'), 'a record that exists is not evicted');
+  });
+
+  it('a pod known absent that gets a record again, or becomes unknown, no longer counts against the bound', () => {
+    const m = new SyncMemory();
+    m.setWorker('back', null);
+    m.setWorker('back', rec('back'));
+    m.setWorker('unsure', null);
+    m.setWorker('unsure', undefined);
+    for (let i = 0; i < MAX_KNOWN_ABSENT; i++) m.setWorker(`gone-${i}`, null);
+    assert.deepEqual(m.worker('back'), rec('back'));
+    assert.equal(m.worker('unsure'), undefined);
+    assert.equal(m.worker('gone-0'), null, 'exactly MAX_KNOWN_ABSENT nulls: none evicted');
   });
 });
 

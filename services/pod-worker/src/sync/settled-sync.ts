@@ -49,11 +49,15 @@ export interface SettledSync {
   readonly probes: string;
 }
 
+/** How many pods known to have no worker record (deleted ones) {@link SyncMemory} keeps, the latest. */
+export const MAX_KNOWN_ABSENT = 1024;
+
 /**
  * What this instance remembers about the pods of one partition under one lease epoch. Only the
  * partition's owner writes their worker records and sends their statuses, so within the epoch the
- * memory can only be behind on what others did — the desired record, the kill, the runtime, the
- * probes and status-manager's record are read at every sync.
+ * memory can only be behind on what others did: the runtime, the probes and status-manager's record
+ * are read at every sync, and the desired record and the kill whenever a poke says they changed
+ * (record-memory.ts).
  */
 export class SyncMemory {
   /** Pods whose last full SyncPod left them settled. */
@@ -62,6 +66,8 @@ export class SyncMemory {
   readonly #sent = new Map<string, string>();
   /** The worker records this instance wrote (or read) in this epoch; null: known absent. */
   readonly #workers = new Map<string, Versioned<WorkerRecord> | null>();
+  /** The pods whose entry in #workers is null, oldest first: at most {@link MAX_KNOWN_ABSENT}. */
+  readonly #absent = new Set<string>();
   /** The desired records and kill requests this instance read in this epoch, and what pokes said since. */
   readonly desired = new RecordMemory<DesiredPod>();
   readonly kill = new RecordMemory<KillRequest>();
@@ -73,8 +79,21 @@ export class SyncMemory {
 
   /** The pod's worker record is `v` (read, written or deleted by this instance); undefined: unknown (a write that may or may not have happened). */
   setWorker(uid: string, v: Versioned<WorkerRecord> | null | undefined): void {
-    if (v === undefined) this.#workers.delete(uid);
-    else this.#workers.set(uid, v);
+    this.#absent.delete(uid);
+    if (v === undefined) {
+      this.#workers.delete(uid);
+      return;
+    }
+    this.#workers.set(uid, v);
+    if (v !== null) return;
+    // A deleted pod's record stays known absent (a late poke for it reads nothing), but churn under
+    // one lease epoch must not grow the map: past the bound the oldest is forgotten, which only
+    // means its next sync, if any, reads KV.
+    this.#absent.add(uid);
+    if (this.#absent.size <= MAX_KNOWN_ABSENT) return;
+    const [oldest] = this.#absent;
+    this.#absent.delete(oldest!);
+    this.#workers.delete(oldest!);
   }
 
   /** A status set for the pod is about to be sent: until it is known sent, the last one is unknown. */
