@@ -331,13 +331,14 @@ if (burstRow !== undefined && burstRow.data['cpuMsPerPod'] !== undefined) {
             `that work, ${(d.cpuMsPerPodTotal - d.cpuMsPerPodToRunning).toFixed(1)} CPU ms per pod, went on for ${(d.drainedMs / 1000).toFixed(0)} s after the last Running instead of competing with the pods' start.`),
       '',
     );
-    const nats = d.cpuMsPerPod['nats-server'];
+    // The messages and nats-server's CPU of one run (the burst probe's), so the price per message is that run's.
     const probe = existsSync(profilePath) ? (JSON.parse(readFileSync(profilePath, 'utf8')) as BurstProbeResult) : undefined;
     const messages = probe === undefined ? undefined : Object.values(probe.messagesPerPod).reduce((a, b) => a + b, 0);
-    if (nats !== undefined && messages !== undefined && messages > 0) {
+    const nats = probe?.cpuMsPerPod['nats-server'];
+    if (probe !== undefined && nats !== undefined && messages !== undefined && messages > 0) {
       lines.push(
-        `nats-server alone used ${nats} CPU ms per pod in this burst; the burst probe counted ${messages.toFixed(0)} bus messages per pod (every publish, delivery, ack and reply), ` +
-          `so the server spends about ${((1000 * nats) / messages).toFixed(0)} µs of CPU per message. At that price the messages a pod needs bound the node to ` +
+        `In the burst probe (${probe.pods} pods at ${probe.commit ?? 'an unknown commit'}, below) nats-server used ${nats.toFixed(1)} CPU ms per pod for ${messages.toFixed(0)} bus messages per pod (every publish, delivery, ack and reply), ` +
+          `about ${((1000 * nats) / messages).toFixed(0)} µs of CPU per message. At that price the messages a pod needs bound the node to ` +
           `${((cores * 1000) / nats).toFixed(0)} pods/s even if every splitlet process cost nothing: 300 pods/s needs both far fewer messages per pod and far cheaper processes.`,
         '',
       );
