@@ -6,12 +6,12 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import type { BoundPod, PodStatus, PodStatusRecord, RuntimePodStatus, WorkerRecord } from '@splitlet/api';
-import type { Versioned } from '../src/ports.js';
 import { hashContainer } from '@splitlet/kube';
 import { aContainer, aPod } from '@splitlet/kube/testing';
 import { createTestTracing } from '@splitlet/telemetry/testing';
 import type { TestTracing } from '@splitlet/telemetry/testing';
 import { LeaseGuard } from '../src/partitions/partition-guard.js';
+import type { Versioned } from '../src/ports.js';
 import { RECORD_MEMORY_MAX_AGE_MS } from '../src/sync/record-memory.js';
 import { MAX_KNOWN_ABSENT, noRuntimeActions, runtimeKey, statusHeld, statusKey, SyncMemory, volumesSetUpOnce } from '../src/sync/settled-sync.js';
 import { control, EPOCH, harness, PP } from './sync-harness.js';
