@@ -23,8 +23,17 @@ const profilePath = resolve(args.values.profile ?? join(root, 'docs', 'benchmark
 if (args.values.profile !== undefined && !existsSync(profilePath)) throw new Error(`--profile: no such file: ${profilePath}`);
 const beforePath = resolve(args.values.before ?? join(root, 'docs', 'benchmarks-profile-before.json'));
 if (args.values.before !== undefined && !existsSync(beforePath)) throw new Error(`--before: no such file: ${beforePath}`);
+/** The burst probe's result, when there is one: read once for every section that quotes it. */
+const probe = existsSync(profilePath) ? (JSON.parse(readFileSync(profilePath, 'utf8')) as BurstProbeResult) : undefined;
+/** The probe's bus messages per pod, every subject together. */
+const probeMessages = probe === undefined ? undefined : total(probe.messagesPerPod);
 const docs = join(root, 'docs');
 const chartsDir = join(docs, 'benchmarks');
+
+/** The sum of a record's values. */
+function total(m: Record<string, number>): number {
+  return Object.values(m).reduce((a, b) => a + b, 0);
+}
 
 function escapeXml(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
@@ -183,7 +192,6 @@ const cell = (s: string): string => s.replace(/\|/g, '\\|');
 function beforeAfter(before: BurstProbeResult, after: BurstProbeResult): string[] {
   const label = (x: BurstProbeResult): string =>
     `${x.commit ?? 'unknown commit'}${x.node !== undefined ? ` on Node ${x.node}` : ''}${x.date !== undefined ? `, ${x.date.slice(0, 16).replace('T', ' ')} UTC` : ''}, load ${x.load[0]?.[0] ?? '?'}→${x.load[1]?.[0] ?? '?'}`;
-  const total = (m: Record<string, number>): number => Object.values(m).reduce((a, b) => a + b, 0);
   const change = (b: number | undefined, a: number | undefined): string => {
     if (b === undefined || a === undefined || b === 0) return '—';
     const p = Math.round((100 * (a - b)) / b);
@@ -332,13 +340,11 @@ if (burstRow !== undefined && burstRow.data['cpuMsPerPod'] !== undefined) {
       '',
     );
     // The messages and nats-server's CPU of one run (the burst probe's), so the price per message is that run's.
-    const probe = existsSync(profilePath) ? (JSON.parse(readFileSync(profilePath, 'utf8')) as BurstProbeResult) : undefined;
-    const messages = probe === undefined ? undefined : Object.values(probe.messagesPerPod).reduce((a, b) => a + b, 0);
     const nats = probe?.cpuMsPerPod['nats-server'];
-    if (probe !== undefined && nats !== undefined && messages !== undefined && messages > 0) {
+    if (probe !== undefined && nats !== undefined && probeMessages !== undefined && probeMessages > 0) {
       lines.push(
-        `In the burst probe (${probe.pods} pods at ${probe.commit ?? 'an unknown commit'}, below) nats-server used ${nats.toFixed(1)} CPU ms per pod for ${messages.toFixed(0)} bus messages per pod (every publish, delivery, ack and reply), ` +
-          `about ${((1000 * nats) / messages).toFixed(0)} µs of CPU per message. At that price the messages a pod needs bound the node to ` +
+        `In the burst probe (${probe.pods} pods at ${probe.commit ?? 'an unknown commit'}, below) nats-server used ${nats.toFixed(1)} CPU ms per pod for ${probeMessages.toFixed(0)} bus messages per pod (every publish, delivery, ack and reply), ` +
+          `about ${((1000 * nats) / probeMessages).toFixed(0)} µs of CPU per message. At that price the messages a pod needs bound the node to ` +
           `${((cores * 1000) / nats).toFixed(0)} pods/s even if every splitlet process cost nothing: 300 pods/s needs both far fewer messages per pod and far cheaper processes.`,
         '',
       );
@@ -388,13 +394,11 @@ if (steady !== undefined && steady.data['curve'] !== undefined) {
     );
     if (roundTrip !== undefined) {
       const burstCpu = (r.rows.find((x) => x.id === 'burst')?.data as { cpuMsPerPodTotal?: number } | undefined)?.cpuMsPerPodTotal;
-      const probe = existsSync(profilePath) ? (JSON.parse(readFileSync(profilePath, 'utf8')) as BurstProbeResult) : undefined;
-      const messages = probe === undefined ? undefined : Object.values(probe.messagesPerPod).reduce((a, b) => a + b, 0);
       lines.push(
         `A pod costs more CPU the slower pods arrive (${low.cpuMsPerPodTotal} ms at ${low.rate} pods/s${burstCpu !== undefined ? `, ${burstCpu} ms in the burst` : ''}), and the machine says why: ` +
           `a 1 KiB message between two processes over loopback, written back, costs them ${roundTrip.busyMicros.toFixed(0)} µs of CPU when they stay busy and ` +
           `${roundTrip.idleMicros.toFixed(0)} µs when they go idle between messages (${roundTrip.gapMs} ms apart, ${(roundTrip.idleMicros / roundTrip.busyMicros).toFixed(1)}×) — waking a process on this machine is dear. ` +
-          `A pod's path is ${messages === undefined ? 'many' : `about ${messages.toFixed(0)}`} bus messages (the burst probe's count), and at a steady arrival nearly every one of them wakes an idle process, where a burst keeps them busy.`,
+          `A pod's path is ${probeMessages === undefined ? 'many' : `about ${probeMessages.toFixed(0)}`} bus messages (the burst probe's count), and at a steady arrival nearly every one of them wakes an idle process, where a burst keeps them busy.`,
         '',
       );
     }
@@ -432,12 +436,11 @@ if (del !== undefined && del.data['cpuMsPerPod'] !== undefined) {
     '',
   );
 }
-if (existsSync(profilePath)) {
-  const p = JSON.parse(readFileSync(profilePath, 'utf8')) as BurstProbeResult;
-  if (existsSync(beforePath)) lines.push(...beforeAfter(JSON.parse(readFileSync(beforePath, 'utf8')) as BurstProbeResult, p));
-  if (p.profile !== undefined) {
+if (probe !== undefined) {
+  if (existsSync(beforePath)) lines.push(...beforeAfter(JSON.parse(readFileSync(beforePath, 'utf8')) as BurstProbeResult, probe));
+  if (probe.profile !== undefined) {
     lines.push(
-      `## CPU profile of a burst (${p.pods} pods, ${p.workers} pod-workers, simulator ${p.latencyMs} ms per call${p.date !== undefined ? `, ${p.date.slice(0, 16).replace('T', ' ')} UTC` : ''})`,
+      `## CPU profile of a burst (${probe.pods} pods, ${probe.workers} pod-workers, simulator ${probe.latencyMs} ms per call${probe.date !== undefined ? `, ${probe.date.slice(0, 16).replace('T', ' ')} UTC` : ''})`,
       '',
       `Sampled with \`--cpu-prof\` in every process (\`${relative(root, profilePath)}\`, from \`test/bench/burst-probe.ts\`), CPU ms per pod: each process's total, the files it went to and its busiest functions (self time). These are the main thread's samples, each counted for at most the profiler's interval (a longer gap between samples is time the process waited for a core); the GC's helper threads and libuv's pool are not sampled, so a process's total is below its measured CPU.`,
       '',
@@ -449,7 +452,7 @@ if (existsSync(profilePath)) {
         .slice(0, n)
         .map((x) => `${cell(x.name)} ${x.msPerPod.toFixed(2)}`)
         .join('<br>');
-    for (const x of p.profile) lines.push(`| ${x.process} | ${x.msPerPod.toFixed(2)} | ${list(x.files, 4)} | ${list(x.functions, 4)} |`);
+    for (const x of probe.profile) lines.push(`| ${x.process} | ${x.msPerPod.toFixed(2)} | ${list(x.files, 4)} | ${list(x.functions, 4)} |`);
     lines.push('');
   }
 }
