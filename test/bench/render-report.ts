@@ -24,11 +24,23 @@ if (args.values.profile !== undefined && !existsSync(profilePath)) throw new Err
 const beforePath = resolve(args.values.before ?? join(root, 'docs', 'benchmarks-profile-before.json'));
 if (args.values.before !== undefined && !existsSync(beforePath)) throw new Error(`--before: no such file: ${beforePath}`);
 /** The burst probe's result, when there is one: read once for every section that quotes it. */
-const probe = existsSync(profilePath) ? (JSON.parse(readFileSync(profilePath, 'utf8')) as BurstProbeResult) : undefined;
+const probe = existsSync(profilePath) ? readJson<BurstProbeResult>(profilePath) : undefined;
 /** The probe's bus messages per pod, every subject together. */
 const probeMessages = probe === undefined ? undefined : total(probe.messagesPerPod);
 const docs = join(root, 'docs');
 const chartsDir = join(docs, 'benchmarks');
+
+/**
+ * The JSON a bench or probe wrote at `path`.
+ * @throws Error naming the file when it is not JSON.
+ */
+function readJson<T>(path: string): T {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as T;
+  } catch (e) {
+    throw new Error(`${path}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+}
 
 /** The sum of a record's values. */
 function total(m: Record<string, number>): number {
@@ -128,7 +140,7 @@ function lineChart(
   return `${parts.join('\n')}\n`;
 }
 
-const r = JSON.parse(readFileSync(input, 'utf8')) as BenchResult;
+const r = readJson<BenchResult>(input);
 const caption = `${r.machine.cpus} × ${r.machine.model}, ${r.date.slice(0, 16).replace('T', ' ')} UTC, load ${r.loadBefore[0]}→${r.loadAfter[0]}, commit ${r.commit}${r.quick ? ', --quick' : ''}`;
 mkdirSync(chartsDir, { recursive: true });
 const charts: string[] = [];
@@ -437,7 +449,7 @@ if (del !== undefined && del.data['cpuMsPerPod'] !== undefined) {
   );
 }
 if (probe !== undefined) {
-  if (existsSync(beforePath)) lines.push(...beforeAfter(JSON.parse(readFileSync(beforePath, 'utf8')) as BurstProbeResult, probe));
+  if (existsSync(beforePath)) lines.push(...beforeAfter(readJson<BurstProbeResult>(beforePath), probe));
   if (probe.profile !== undefined) {
     lines.push(
       `## CPU profile of a burst (${probe.pods} pods, ${probe.workers} pod-workers, simulator ${probe.latencyMs} ms per call${probe.date !== undefined ? `, ${probe.date.slice(0, 16).replace('T', ' ')} UTC` : ''})`,
