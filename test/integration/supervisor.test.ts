@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, describe, test } from 'node:test';
 import { GrpcRuntimeService } from '@splitlet/cri';
-import { freePort } from '../../services/cli/src/up/nats-server.ts';
+import { freePort } from '@splitlet/testkit';
 import { podNamed, repoRoot, startSplitlet, waitFor, waitReady } from './harness.ts';
 import type { Instance } from './harness.ts';
 

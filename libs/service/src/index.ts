@@ -15,6 +15,7 @@ export type { HealthCheck, HealthCheckOptions, HealthFailure, HealthReport, Heal
 export { ProgressMonitor } from './progress-monitor.js';
 export type { ProgressMonitorOptions } from './progress-monitor.js';
 export { KeyedMutex } from './keyed-mutex.js';
+export { ephemeralPortRange, freePort, portsOutside } from './free-port.js';
 export { exposedGc, startHeapTrimmer } from './heap-trimmer.js';
 export type { ExposedGc, HeapTrim, HeapTrimmerOptions } from './heap-trimmer.js';
 export { realClock, sleep } from './clock.js';

@@ -3,11 +3,10 @@
  * process, until Ctrl-C or SIGTERM.
  */
 import { existsSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { nodeToken } from '@splitlet/api';
-import { kubeletConfigEnv, type KubeletConfig, type KubeletConfigProcess } from '@splitlet/service';
+import { freePort, kubeletConfigEnv, type KubeletConfig, type KubeletConfigProcess } from '@splitlet/service';
 import type { StateDir } from '../state-dir.js';
 import { CliError, ensureStateDir, isAlive, removeInstance, writeInstance } from '../state-dir.js';
 import { readFileSync } from 'node:fs';
@@ -264,7 +263,7 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
       }
     }
     // One port for the API server's whole life: a restarted apiserver keeps the kubeconfig valid.
-    const specs = processSpecs(s, url, specOptions, embeddedApi ? await freeLoopbackPort() : 0, credentials);
+    const specs = processSpecs(s, url, specOptions, embeddedApi ? await freePort() : 0, credentials);
     for (const p of specs) sup.start(p);
     out.write(`splitlet up: node ${o.nodeName}, ${specs.length} processes, state dir ${s.root}\n`);
     out.write(`manifests: ${s.manifests}  (splitlet apply -f FILE; splitlet get pods)\n`);
@@ -340,16 +339,4 @@ async function announceReady(
 /** The node's processes, each with a health port: all but `nats` / `nats-<i>` (the guards of the spawned nats-servers). */
 function nodeProcesses(sup: Supervisor): ReturnType<Supervisor['snapshot']> {
   return sup.snapshot().filter((p) => !/^nats(-\d+)?$/.test(p.name));
-}
-
-/** A TCP port free on 127.0.0.1 now. */
-function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }

@@ -11,7 +11,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { freePort } from './nats-server.js';
+import { freePort } from '@splitlet/service';
 import type { ProcessSpec } from './supervisor.js';
 import type { Identity, NatsCredential } from '@splitlet/bus';
 import { generateCredentials, renderNatsServerConfig, writeCredentials, writePrivateFile } from './nats-config.js';

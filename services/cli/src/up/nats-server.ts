@@ -2,25 +2,13 @@
  * The nats-server of `splitlet up` (when NATS_URL is not given), as a supervised process.
  */
 import { spawnSync } from 'node:child_process';
-import { createServer, connect } from 'node:net';
+import { connect } from 'node:net';
+import { freePort } from '@splitlet/service';
 import { fileURLToPath } from 'node:url';
 import { CliError } from '../state-dir.js';
 import type { ProcessSpec } from './supervisor.js';
 import type { Identity, NatsCredential } from '@splitlet/bus';
 import { writeNatsAuthConfig } from './nats-config.js';
-
-/** A free TCP port on 127.0.0.1 (bound then released). */
-export function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolvePort(port));
-    });
-  });
-}
 
 function canConnect(port: number): Promise<boolean> {
   return new Promise((res) => {
