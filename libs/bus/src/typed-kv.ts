@@ -163,32 +163,38 @@ export class TypedKv<T> implements KvBucket<T> {
     const w = await this.raw.watch(filter, opts.updatesOnly ? 'updates' : 'last');
     signal.addEventListener('abort', () => w.stop(), { once: true });
     let caughtUp = false;
-    /** Keys the replay delivered (until caught up). */
-    const delivered = new Set<string>();
     const markCaughtUp = (): void => {
       if (!caughtUp) {
         caughtUp = true;
-        delivered.clear();
+        pending.clear();
         opts.onCaughtUp?.();
       }
     };
-    if (opts.updatesOnly || (await this.keys(filter)).length === 0) markCaughtUp();
-    // The replay's last entry normally says nothing is pending (delta 0). It may not: on nats-server
-    // 2.9 a key overwritten, expired or compacted between the consumer's pending count and its
-    // delivery leaves the count one too high, and then only the bucket's next write ends the replay
-    // (a sync-loop leader waited 4 minutes for one). So, until caught up, every WATCH_RECHECK_MS:
-    // caught up once every key stored now has been delivered at least once.
+    // The replay is complete once every key stored when the watch began, and stored still, has
+    // been delivered. The replay's last entry normally says nothing is pending (delta 0), but on
+    // nats-server 2.9 a key overwritten, expired or compacted during the replay leaves the count
+    // wrong either way: one too high (and then only the bucket's next write ended the replay — a
+    // sync-loop leader waited 4 minutes for one) or 0 before every key came (a member store, asked
+    // at once after a heartbeat, did not list it). So delta 0 only prompts a check, and until caught
+    // up every WATCH_RECHECK_MS checks again; keys deleted since the watch began are not waited for.
+    const pending = new Set(opts.updatesOnly ? [] : await this.keys(filter));
+    if (pending.size === 0) markCaughtUp();
     let recheck: NodeJS.Timeout | undefined;
+    let checking = false;
     const started = Date.now();
     let nextWarnAt = WATCH_SLOW_WARN_MS;
     let lastDelta: number | undefined;
-    const scheduleRecheck = (): void => {
-      recheck = setTimeout(() => {
-        if (caughtUp || signal.aborted) return;
-        void this.keys(filter).then(
+    const check = (): void => {
+      clearTimeout(recheck);
+      if (caughtUp || signal.aborted || checking) return;
+      if (pending.size === 0) return markCaughtUp();
+      checking = true;
+      void this.keys(filter)
+        .then(
           (keys) => {
-            const missing = keys.filter((k) => !delivered.has(k));
-            if (missing.length === 0) return markCaughtUp();
+            const still = new Set(keys);
+            for (const k of [...pending]) if (!still.has(k)) pending.delete(k);
+            if (pending.size === 0) return markCaughtUp();
             const waited = Date.now() - started;
             if (waited >= nextWarnAt) {
               nextWarnAt += WATCH_SLOW_WARN_MS;
@@ -197,7 +203,7 @@ export class TypedKv<T> implements KvBucket<T> {
                 filter,
                 waitedMs: waited,
                 stored: keys.length,
-                missing: missing.slice(0, 5),
+                missing: [...pending].slice(0, 5),
                 lastDelta,
               });
             }
@@ -207,8 +213,12 @@ export class TypedKv<T> implements KvBucket<T> {
             this.#owner.logger.warn('could not re-count the keys of a watch', { bucket: this.bucket, filter, error: errorMessage(e) });
             scheduleRecheck();
           },
-        );
-      }, WATCH_RECHECK_MS);
+        )
+        .finally(() => (checking = false));
+    };
+    const scheduleRecheck = (): void => {
+      clearTimeout(recheck);
+      recheck = setTimeout(check, WATCH_RECHECK_MS);
     };
     if (!caughtUp) scheduleRecheck();
     signal.addEventListener('abort', () => clearTimeout(recheck), { once: true });
@@ -220,11 +230,11 @@ export class TypedKv<T> implements KvBucket<T> {
         } else {
           await onEntry({ key: e.key, value: d.value, revision: e.revision, created: e.created, delta: e.delta ?? 0 });
         }
-        if (!caughtUp) delivered.add(e.key);
-        lastDelta = e.delta;
-        if ((e.delta ?? 0) === 0) {
-          clearTimeout(recheck);
-          markCaughtUp();
+        if (!caughtUp) {
+          pending.delete(e.key);
+          lastDelta = e.delta;
+          if (pending.size === 0) markCaughtUp();
+          else if ((e.delta ?? 0) === 0) check();
         }
       }
     })();

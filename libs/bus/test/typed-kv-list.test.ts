@@ -112,4 +112,33 @@ describe('TypedKv.list and watch under concurrent writes', () => {
       await nc.close();
     }
   });
+
+  test('a watch is caught up only once it delivered every key stored when it began, also while keys are rewritten during its replay', async () => {
+    const w = await writer.kv('sl_worker', Value);
+    const kv = await bus.kv('sl_worker', Value);
+    for (let trial = 0; trial < 8; trial++) {
+      const prefix = `${NODE}.r${trial}`;
+      const key = (i: number): string => `${prefix}.uid-${i}`;
+      for (let i = 0; i < 300; i++) await w.put(key(i), { type: 'test.Value.v1', n: 0 });
+      let stop = false;
+      let n = 0;
+      const churn = (async () => {
+        while (!stop) await w.put(key(n++ % 300), { type: 'test.Value.v1', n });
+      })();
+      const ac = new AbortController();
+      const seen = new Set<string>();
+      let missingAtCaughtUp: string[] | undefined;
+      const { done } = await kv.watch(`${prefix}.>`, ac.signal, (e) => void seen.add(e.key), {
+        onCaughtUp: () => (missingAtCaughtUp = Array.from({ length: 300 }, (_, i) => key(i)).filter((k) => !seen.has(k))),
+      });
+      const deadline = Date.now() + 30_000;
+      while (missingAtCaughtUp === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      stop = true;
+      await churn;
+      ac.abort();
+      await done;
+      assert.ok(missingAtCaughtUp !== undefined, `trial ${trial}: the watch never caught up`);
+      assert.deepEqual(missingAtCaughtUp.slice(0, 5), [], `trial ${trial}: caught up with ${missingAtCaughtUp.length} stored keys not yet delivered (${n} writes meanwhile)`);
+    }
+  });
 });
