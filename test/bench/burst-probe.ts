@@ -3,7 +3,9 @@
  * on a fresh node and prints, per pod, the bus messages by subject (every core message, JetStream
  * publish, KV write, ack and request/reply the nats-server carried), the RPCs with their median and
  * p90 latency, the CPU milliseconds of each process, and the median time from the pod's creation
- * to the first occurrence of each subject (the pipeline's stages in order).
+ * to the first occurrence of each subject (the pipeline's stages in order). Then, the node stopped,
+ * the bus floor: what one stream hop costs when nothing else runs (lib/bus-hop-cost.ts), times the
+ * pod's messages.
  *
  * With `--cpu-prof DIR`, every process profiles itself (lib/cpu-prof-preload.cjs) and the profiles are summarized over
  * the burst: each process's busiest functions and files, in CPU ms per pod.
@@ -19,6 +21,7 @@
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { busHopCost, type HopPrice } from './lib/bus-hop-cost.ts';
 import { BusSpy } from './lib/bus-spy.ts';
 import { monotonicMicros } from './lib/cpu-profiles.ts';
 import {
@@ -37,7 +40,7 @@ import {
 import { NodeUnderTest } from './lib/node-under-test.ts';
 import type { BurstProbeResult } from './lib/result.ts';
 import { printSpanSummary } from './lib/span-summary.ts';
-import { cpuMeter, fmt, loadAverage, pct, rssMiB } from './lib/stats.ts';
+import { cpuMeter, fmt, loadAverage, machine, pct, rssMiB } from './lib/stats.ts';
 
 const { values } = parseArgs({
   options: {
@@ -249,6 +252,22 @@ async function main(): Promise<void> {
   } finally {
     await spy.close();
     await node.stop();
+  }
+  if (summary !== undefined) {
+    // With the node stopped, so that neither slows the other.
+    const hop = await busHopCost();
+    const messages = Object.values(summary.messagesPerPod).reduce((a, x) => a + x, 0);
+    const floorMs = (messages * hop.pipelined.microsPerMessage) / 1000;
+    const nats = summary.cpuMsPerPod['nats-server'];
+    const price = (p: HopPrice): string =>
+      `${fmt(p.microsPerHop.total)} µs of CPU (publisher ${fmt(p.microsPerHop.publisher)}, consumer ${fmt(p.microsPerHop.consumer)}, nats-server ${fmt(p.microsPerHop.natsServer)}), ${fmt(p.microsPerMessage)} µs per message`;
+    console.log(
+      `\nthe bus floor: a stream hop (a JetStream publish, its ack, the delivery, its ack: ${hop.messagesPerHop} messages of ${hop.payloadBytes} bytes) on a nats-server of its own costs, ` +
+        `pipelined ${price(hop.pipelined)}; one at a time ${price(hop.sequential)}. ` +
+        `At the pipelined price the burst's ${fmt(messages)} messages per pod cost ${fmt(floorMs, 2)} CPU ms per pod, which bounds ${machine().cpus} cores to ${fmt((machine().cpus * 1000) / floorMs, 0)} pods/s` +
+        (nats === undefined ? '' : `; nats-server used ${fmt(nats)} ms per pod in the burst, ${fmt((1000 * nats) / messages)} µs per message`),
+    );
+    summary = { ...summary, busHop: hop };
   }
   if (profDir !== undefined && window !== undefined) {
     const top = Number(values.top);

@@ -354,10 +354,21 @@ if (burstRow !== undefined && burstRow.data['cpuMsPerPod'] !== undefined) {
     // The messages and nats-server's CPU of one run (the burst probe's), so the price per message is that run's.
     const nats = probe?.cpuMsPerPod['nats-server'];
     if (probe !== undefined && nats !== undefined && probeMessages !== undefined && probeMessages > 0) {
+      const perMessage = (1000 * nats) / probeMessages;
+      const hop = probe.busHop;
       lines.push(
         `In the burst probe (${probe.pods} pods at ${probe.commit ?? 'an unknown commit'}, below) nats-server used ${nats.toFixed(1)} CPU ms per pod for ${probeMessages.toFixed(0)} bus messages per pod (every publish, delivery, ack and reply), ` +
-          `about ${((1000 * nats) / probeMessages).toFixed(0)} µs of CPU per message. At that price the messages a pod needs bound the node to ` +
-          `${((cores * 1000) / nats).toFixed(0)} pods/s even if every splitlet process cost nothing: 300 pods/s needs both far fewer messages per pod and far cheaper processes.`,
+          `about ${perMessage.toFixed(0)} µs of CPU per message.` +
+          (hop === undefined
+            ? ` At that price the messages a pod needs bound the node to ${((cores * 1000) / nats).toFixed(0)} pods/s even if every splitlet process cost nothing.`
+            : ` The same run then measured what carrying a message costs when nothing else runs: a JetStream publish, its ack, the delivery to a durable consumer and its ack (${hop.messagesPerHop} messages of ${hop.payloadBytes} bytes between two Node processes, on a nats-server of their own) ` +
+              `cost all three ${hop.pipelined.microsPerHop.total.toFixed(0)} µs of CPU pipelined (nats-server ${hop.pipelined.microsPerHop.natsServer.toFixed(0)}), ${hop.pipelined.microsPerMessage.toFixed(0)} µs per message, ` +
+              `and ${hop.sequential.microsPerHop.total.toFixed(0)} µs one at a time (nats-server ${hop.sequential.microsPerHop.natsServer.toFixed(0)}), ${hop.sequential.microsPerMessage.toFixed(0)} µs per message. ` +
+              `At the pipelined price a pod's ${probeMessages.toFixed(0)} messages cost ${((probeMessages * hop.pipelined.microsPerMessage) / 1000).toFixed(1)} CPU ms, which would allow ${((cores * 1e6) / (probeMessages * hop.pipelined.microsPerMessage)).toFixed(0)} pods/s, ` +
+              `and ${((probeMessages * hop.sequential.microsPerMessage) / 1000).toFixed(1)} ms one at a time, ${((cores * 1e6) / (probeMessages * hop.sequential.microsPerMessage)).toFixed(0)} pods/s: ` +
+              `Most of a pod's messages are handled one at a time, each step awaiting the one before, so the messages alone take the node near the price one at a time: 300 pods/s needs fewer messages per pod or messages carried in batches, ` +
+              `and then far cheaper handling of each one in the processes (decoding, validation, tracing, the work it starts), which is the rest of a pod's CPU. ` +
+              `nats-server's ${perMessage.toFixed(0)} µs per message in the burst is ${(perMessage / (hop.sequential.microsPerHop.natsServer / hop.messagesPerHop)).toFixed(1)}× its price one at a time here, where one stream and one consumer are all it serves.`),
         '',
       );
     }

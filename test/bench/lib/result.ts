@@ -1,6 +1,7 @@
 /**
  * The JSON a benchmark run writes (`--out`), read back by `render-report.ts`.
  */
+import type { BusHopCost } from './bus-hop-cost.ts';
 
 /** One row of issue 13's table, as measured. */
 export interface BenchRow {
@@ -56,6 +57,8 @@ export interface BurstProbeResult {
   /** CRI calls cri-adapter made per pod, by operation type (`list_podsandbox`, …). */
   readonly criCallsPerPod?: Record<string, number>;
   readonly rpc: Record<string, { perPod: number; p50: number; p90: number }>;
+  /** What one stream hop costs when nothing else runs, measured after the burst (absent in older files). */
+  readonly busHop?: BusHopCost;
   /** Per process, busiest first: sampled CPU ms per pod, and the files and functions it went to. */
   readonly profile?: ReadonlyArray<{
     readonly process: string;
