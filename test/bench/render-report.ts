@@ -14,6 +14,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { LONG_RUN_SAMPLES } from './lib/cpu-profiles.ts';
 import type { BenchResult, BurstProbeResult } from './lib/result.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
@@ -364,11 +365,11 @@ if (burstRow !== undefined && burstRow.data['cpuMsPerPod'] !== undefined) {
             : ` The same run then measured what carrying a message costs when nothing else runs: a JetStream publish, its ack, the delivery to a durable consumer and its ack (${hop.messagesPerHop} messages of ${hop.payloadBytes} bytes between two Node processes, on a nats-server of their own) ` +
               `cost all three ${hop.pipelined.microsPerHop.total.toFixed(0)} µs of CPU pipelined (nats-server ${hop.pipelined.microsPerHop.natsServer.toFixed(0)}), ${hop.pipelined.microsPerMessage.toFixed(0)} µs per message, ` +
               `and ${hop.sequential.microsPerHop.total.toFixed(0)} µs one at a time (nats-server ${hop.sequential.microsPerHop.natsServer.toFixed(0)}), ${hop.sequential.microsPerMessage.toFixed(0)} µs per message. ` +
-              `At the pipelined price a pod's ${probeMessages.toFixed(0)} messages cost ${((probeMessages * hop.pipelined.microsPerMessage) / 1000).toFixed(1)} CPU ms, which would allow ${((cores * 1e6) / (probeMessages * hop.pipelined.microsPerMessage)).toFixed(0)} pods/s, ` +
-              `and ${((probeMessages * hop.sequential.microsPerMessage) / 1000).toFixed(1)} ms one at a time, ${((cores * 1e6) / (probeMessages * hop.sequential.microsPerMessage)).toFixed(0)} pods/s: ` +
-              `Most of a pod's messages are handled one at a time, each step awaiting the one before, so the messages alone take the node near the price one at a time: 300 pods/s needs fewer messages per pod or messages carried in batches, ` +
-              `and then far cheaper handling of each one in the processes (decoding, validation, tracing, the work it starts), which is the rest of a pod's CPU. ` +
-              `nats-server's ${perMessage.toFixed(0)} µs per message in the burst is ${(perMessage / (hop.sequential.microsPerHop.natsServer / hop.messagesPerHop)).toFixed(1)}× its price one at a time here, where one stream and one consumer are all it serves.`),
+              `At the pipelined price a pod's ${probeMessages.toFixed(0)} messages cost ${((probeMessages * hop.pipelined.microsPerMessage) / 1000).toFixed(1)} CPU ms, which would allow ${((cores * 1e6) / (probeMessages * hop.pipelined.microsPerMessage)).toFixed(0)} pods/s; ` +
+              `one at a time ${((probeMessages * hop.sequential.microsPerMessage) / 1000).toFixed(1)} ms, ${((cores * 1e6) / (probeMessages * hop.sequential.microsPerMessage)).toFixed(0)} pods/s. ` +
+              `The burst paid the price one at a time: nats-server's ${perMessage.toFixed(0)} µs per message there is ${(perMessage / (hop.sequential.microsPerHop.natsServer / hop.messagesPerHop)).toFixed(1)}× its price one at a time here, although ${probe.pods} pods were in flight — ` +
+              `each of a pod's steps awaits the one before it, and each process handles its messages as they come. ` +
+              `So 300 pods/s needs fewer messages per pod or messages carried in batches, and then far cheaper handling of each message in the processes (decoding, validation, tracing, the work it starts), which is the rest of a pod's CPU.`),
         '',
       );
     }
@@ -465,7 +466,7 @@ if (probe !== undefined) {
     lines.push(
       `## CPU profile of a burst (${probe.pods} pods, ${probe.workers} pod-workers, simulator ${probe.latencyMs} ms per call${probe.date !== undefined ? `, ${probe.date.slice(0, 16).replace('T', ' ')} UTC` : ''})`,
       '',
-      `Sampled with \`--cpu-prof\` in every process (\`${relative(root, profilePath)}\`, from \`test/bench/burst-probe.ts\`), CPU ms per pod: each process's total, the files it went to and its busiest functions (self time). These are the main thread's samples, each counted for at most the profiler's interval (a longer gap between samples is time the process waited for a core); the GC's helper threads and libuv's pool are not sampled, so a process's total is below its measured CPU.`,
+      `Sampled with \`--cpu-prof\` in every process (\`${relative(root, profilePath)}\`, from \`test/bench/burst-probe.ts\`), CPU ms per pod: each process's total, the files it went to and its busiest functions (self time). These are the main thread's samples, each counted for at most the profiler's interval (a longer gap between samples is time the process waited for a core); the GC's helper threads and libuv's pool are not sampled, so a process's total is below its measured CPU. A function marked "one uninterrupted run" had ${LONG_RUN_SAMPLES} or more samples in a row at one stack: one call that long, usually a stall (page faults, the machine) rather than that function's work.`,
       '',
       '| process | ms per pod | files | busiest functions |',
       '|---|---|---|---|',

@@ -31,7 +31,10 @@ export interface ProfileSummary {
    * and the profiler's own thread are not sampled.
    */
   readonly busyMs: number;
-  /** Self milliseconds by `function file:line`, largest first. */
+  /**
+   * Self milliseconds by `function file:line`, largest first; a run of {@link LONG_RUN_SAMPLES} or
+   * more samples in a row at one stack is its own entry, marked `(one uninterrupted run of N ms)`.
+   */
   readonly functions: ReadonlyArray<{ readonly name: string; readonly ms: number }>;
   /** Self milliseconds by source file (node_modules packages grouped by package), largest first. */
   readonly files: ReadonlyArray<{ readonly name: string; readonly ms: number }>;
@@ -45,6 +48,12 @@ export function monotonicMicros(): number {
 }
 
 const IDLE = new Set(['(idle)', '(program)', '(garbage collector)']);
+/**
+ * This many samples in a row at one stack are one call that took that long: a function's own work
+ * is interrupted by its callers and callees within milliseconds, so such a run is usually a stall
+ * (page faults, the machine) in whatever ran then, and it is named apart from the function's time.
+ */
+export const LONG_RUN_SAMPLES = 20;
 
 /** A short name for a script URL: the package for node_modules, else the path from the repo's services/ or libs/. */
 function fileOf(url: string): string {
@@ -67,25 +76,39 @@ export function summarizeProfile(profile: CpuProfile, pid: number, fromUs: numbe
   const own = new Map<string, number>();
   const fn = new Map<string, number>();
   const files = new Map<string, number>();
-  let t = profile.startTime;
-  let busy = 0;
   const interval = typicalInterval(profile.timeDeltas);
+  // The samples in the window: each stands for the gap to the next sample, but for at most the
+  // profiler's typical interval: a longer gap is time the process spent descheduled (on a loaded
+  // machine the sampler's thread waits for a core too), not CPU spent in the sampled function.
+  // Weighting by the raw gap made a busy process's profile 2× its measured CPU on a 2-core burst.
+  const inWindow: Array<{ node: ProfileNode; ms: number }> = [];
+  let t = profile.startTime;
   for (let i = 0; i < profile.samples.length; i++) {
     const dt = profile.timeDeltas[i] ?? 0;
     t += dt;
     if (t < fromUs || t > toUs) continue;
     const node = byId.get(profile.samples[i]!);
-    if (node === undefined) continue;
+    if (node !== undefined) inWindow.push({ node, ms: Math.min(profile.timeDeltas[i + 1] ?? dt, interval) / 1000 });
+  }
+  // Each sample's run: the samples in a row at its stack, and their milliseconds.
+  const run: Array<{ length: number; ms: number }> = [];
+  for (let i = 0; i < inWindow.length;) {
+    let j = i;
+    let ms = 0;
+    while (j < inWindow.length && inWindow[j]!.node === inWindow[i]!.node) ms += inWindow[j++]!.ms;
+    for (let k = i; k < j; k++) run.push({ length: j - i, ms });
+    i = j;
+  }
+  let busy = 0;
+  for (const [i, { node, ms }] of inWindow.entries()) {
     const name = node.callFrame.functionName || '(anonymous)';
-    // The sample stands for the gap to the next sample, but for at most the profiler's typical
-    // interval: a longer gap is time the process spent descheduled (on a loaded machine the
-    // sampler's thread waits for a core too), not CPU spent in the sampled function. Weighting by
-    // the raw gap made a busy process's profile 2× its measured CPU on a 2-core burst.
-    const ms = Math.min(profile.timeDeltas[i + 1] ?? dt, interval) / 1000;
     const gc = name === '(garbage collector)';
     if (IDLE.has(name) && !gc) continue;
     busy += ms;
-    const key = gc ? name : `${name} ${fileOf(node.callFrame.url)}:${node.callFrame.lineNumber + 1}`;
+    const r = run[i]!;
+    const key =
+      (gc ? name : `${name} ${fileOf(node.callFrame.url)}:${node.callFrame.lineNumber + 1}`) +
+      (r.length >= LONG_RUN_SAMPLES && !gc ? ` (one uninterrupted run of ${r.ms.toFixed(0)} ms)` : '');
     fn.set(key, (fn.get(key) ?? 0) + ms);
     const f = gc ? '(gc)' : fileOf(node.callFrame.url);
     files.set(f, (files.get(f) ?? 0) + ms);
