@@ -466,7 +466,7 @@ if (probe !== undefined) {
     lines.push(
       `## CPU profile of a burst (${probe.pods} pods, ${probe.workers} pod-workers, simulator ${probe.latencyMs} ms per call${probe.date !== undefined ? `, ${probe.date.slice(0, 16).replace('T', ' ')} UTC` : ''})`,
       '',
-      `Sampled with \`--cpu-prof\` in every process (\`${relative(root, profilePath)}\`, from \`test/bench/burst-probe.ts\`), CPU ms per pod: each process's total, the files it went to and its busiest functions (self time). These are the main thread's samples, each counted for at most the profiler's interval (a longer gap between samples is time the process waited for a core); the GC's helper threads and libuv's pool are not sampled, so a process's total is below its measured CPU. A function marked "one uninterrupted run" had ${LONG_RUN_SAMPLES} or more samples in a row at one stack: one call that long, usually a stall (page faults, the machine) rather than that function's work.`,
+      `Sampled with \`--cpu-prof\` in every process (\`${relative(root, profilePath)}\`, from \`test/bench/burst-probe.ts\`), CPU ms per pod: each process's total, the files it went to and its busiest functions (self time). These are the main thread's samples, each counted for at most the profiler's interval (a longer gap between samples is time the process waited for a core); the GC's helper threads and libuv's pool are not sampled, so a process's total is below its measured CPU. A function marked "one uninterrupted run" had ${LONG_RUN_SAMPLES} or more samples in a row at one stack: one call that long, usually a stall of the process or the machine rather than that function's work.`,
       '',
       '| process | ms per pod | files | busiest functions |',
       '|---|---|---|---|',

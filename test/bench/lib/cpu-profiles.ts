@@ -51,7 +51,7 @@ const IDLE = new Set(['(idle)', '(program)', '(garbage collector)']);
 /**
  * This many samples in a row at one stack are one call that took that long: a function's own work
  * is interrupted by its callers and callees within milliseconds, so such a run is usually a stall
- * (page faults, the machine) in whatever ran then, and it is named apart from the function's time.
+ * of the process or the machine in whatever ran then, and it is named apart from the function's time.
  */
 export const LONG_RUN_SAMPLES = 20;
 
