@@ -144,8 +144,7 @@ export class TypedKv<T> implements KvBucket<T> {
           byKey.set(e.key, d.ok && d.value !== null ? { key: e.key, value: d.value, revision: e.revision, created: e.created, delta: e.delta ?? 0 } : null);
           if (pending.size === 0) break;
           if ((e.delta ?? 0) === 0) {
-            const still = new Set(await this.keys(filter));
-            for (const k of [...pending]) if (!still.has(k)) pending.delete(k);
+            await this.#forgetDeleted(pending, filter);
             if (pending.size === 0) break;
           }
         }
@@ -157,6 +156,14 @@ export class TypedKv<T> implements KvBucket<T> {
     } finally {
       w.stop();
     }
+  }
+
+  /** Removes from `pending` the keys of `filter` no longer stored (a replay does not wait for them); returns the stored keys. */
+  async #forgetDeleted(pending: Set<string>, filter: string): Promise<string[]> {
+    const keys = await this.keys(filter);
+    const still = new Set(keys);
+    for (const k of [...pending]) if (!still.has(k)) pending.delete(k);
+    return keys;
   }
 
   async watch(filter: string, signal: AbortSignal, onEntry: (e: TypedEntry<T>) => void | Promise<void>, opts: KvWatchOptions = {}): Promise<{ done: Promise<void> }> {
@@ -189,11 +196,9 @@ export class TypedKv<T> implements KvBucket<T> {
       if (caughtUp || signal.aborted || checking) return;
       if (pending.size === 0) return markCaughtUp();
       checking = true;
-      void this.keys(filter)
+      void this.#forgetDeleted(pending, filter)
         .then(
           (keys) => {
-            const still = new Set(keys);
-            for (const k of [...pending]) if (!still.has(k)) pending.delete(k);
             if (pending.size === 0) return markCaughtUp();
             const waited = Date.now() - started;
             if (waited >= nextWarnAt) {
