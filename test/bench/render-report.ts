@@ -357,6 +357,11 @@ if (burstRow !== undefined && burstRow.data['cpuMsPerPod'] !== undefined) {
     if (probe !== undefined && nats !== undefined && probeMessages !== undefined && probeMessages > 0) {
       const perMessage = (1000 * nats) / probeMessages;
       const hop = probe.busHop;
+      // A pod's messages at a hop's price: CPU ms per pod, and the pods/s the cores allow at it.
+      const atPrice = (microsPerMessage: number): string => {
+        const ms = (probeMessages * microsPerMessage) / 1000;
+        return `${ms.toFixed(1)} CPU ms, ${((cores * 1000) / ms).toFixed(0)} pods/s`;
+      };
       lines.push(
         `In the burst probe (${probe.pods} pods at ${probe.commit ?? 'an unknown commit'}, below) nats-server used ${nats.toFixed(1)} CPU ms per pod for ${probeMessages.toFixed(0)} bus messages per pod (every publish, delivery, ack and reply), ` +
           `about ${perMessage.toFixed(0)} µs of CPU per message.` +
@@ -365,8 +370,7 @@ if (burstRow !== undefined && burstRow.data['cpuMsPerPod'] !== undefined) {
             : ` The same run then measured what carrying a message costs when nothing else runs: a JetStream publish, its ack, the delivery to a durable consumer and its ack (${hop.messagesPerHop} messages of ${hop.payloadBytes} bytes between two Node processes, on a nats-server of their own) ` +
               `cost all three ${hop.pipelined.microsPerHop.total.toFixed(0)} µs of CPU pipelined (nats-server ${hop.pipelined.microsPerHop.natsServer.toFixed(0)}), ${hop.pipelined.microsPerMessage.toFixed(0)} µs per message, ` +
               `and ${hop.sequential.microsPerHop.total.toFixed(0)} µs one at a time (nats-server ${hop.sequential.microsPerHop.natsServer.toFixed(0)}), ${hop.sequential.microsPerMessage.toFixed(0)} µs per message. ` +
-              `At the pipelined price a pod's ${probeMessages.toFixed(0)} messages cost ${((probeMessages * hop.pipelined.microsPerMessage) / 1000).toFixed(1)} CPU ms, which would allow ${((cores * 1e6) / (probeMessages * hop.pipelined.microsPerMessage)).toFixed(0)} pods/s; ` +
-              `one at a time ${((probeMessages * hop.sequential.microsPerMessage) / 1000).toFixed(1)} ms, ${((cores * 1e6) / (probeMessages * hop.sequential.microsPerMessage)).toFixed(0)} pods/s. ` +
+              `A pod's ${probeMessages.toFixed(0)} messages cost at the pipelined price ${atPrice(hop.pipelined.microsPerMessage)}; one at a time ${atPrice(hop.sequential.microsPerMessage)}. ` +
               `The burst paid the price one at a time: nats-server's ${perMessage.toFixed(0)} µs per message there is ${(perMessage / (hop.sequential.microsPerHop.natsServer / hop.messagesPerHop)).toFixed(1)}× its price one at a time here, although ${probe.pods} pods were in flight — ` +
               `each of a pod's steps awaits the one before it, and each process handles its messages as they come. ` +
               `So 300 pods/s needs fewer messages per pod or messages carried in batches, and then far cheaper handling of each message in the processes (decoding, validation, tracing, the work it starts), which is the rest of a pod's CPU.`),

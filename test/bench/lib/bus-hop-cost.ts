@@ -15,7 +15,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { jetstreamManager, AckPolicy, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { startNatsServer } from '@splitlet/testkit';
+import { eventually, startNatsServer } from '@splitlet/testkit';
 import { cpuSeconds } from './stats.ts';
 
 /** The bus messages one stream hop is, as the burst probe counts them (publish, PubAck, delivery, ack). */
@@ -73,15 +73,6 @@ function child(role: 'pub' | 'sub', url: string, payloadBytes: number): Promise<
   }));
 }
 
-/** Polls `fn` every 20 ms until it is true; fails after `timeoutMs`. */
-async function until(what: string, fn: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await fn())) {
-    if (Date.now() > deadline) throw new Error(`bus hop cost: ${what} within ${timeoutMs / 1000} s`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /**
  * Measures {@link BusHopCost}: `warmup` hops first (JIT, buffers), then `hops` hops counted
  * pipelined and a tenth of them one at a time.
@@ -103,7 +94,11 @@ export async function busHopCost(hops = 20_000, warmup = 5000, payloadBytes = 10
     const run = async (n: number, inFlight: number): Promise<void> => {
       sent += n;
       await pub.ask<{ published: number }>(`${n}:${inFlight}`);
-      await until(`the consumer got ${sent} messages`, async () => (await sub.ask<{ n: number }>('cpu')).n >= sent, 60_000 + n * 5);
+      await eventually(async () => (await sub.ask<{ n: number }>('cpu')).n >= sent, {
+        timeoutMs: 60_000 + n * 5,
+        intervalMs: 20,
+        message: `bus hop cost: the consumer got ${sent} messages`,
+      });
     };
     const price = async (n: number, inFlight: number): Promise<HopPrice> => {
       const [pub0, sub0, nats0] = [(await pub.ask<{ cpu: number }>('cpu')).cpu, (await sub.ask<{ cpu: number }>('cpu')).cpu, cpuSeconds(server.pid)];
