@@ -128,6 +128,36 @@ describe('GenericPleg.relist', () => {
     assert.deepEqual(t.sink.take(), ['p/ContainerStarted/c']);
   });
 
+  it('before the runtime first answered, failures are the node starting: one info line, errors only after the threshold', async () => {
+    const t = setup();
+    t.lister.error = new Error('no responder for sl.n.rpc.runtime.relist');
+    for (let i = 0; i < 5; i++) {
+      assert.equal((await t.pleg.relist()).ok, false);
+      t.clock.advance(1000);
+    }
+    const waiting = t.logger.lines.filter((l) => l.includes('waiting for the runtime to answer its first relist'));
+    assert.equal(waiting.length, 1);
+    assert.match(waiting[0] ?? '', /"level":"info".*no responder for sl\.n\.rpc\.runtime\.relist/);
+    assert.ok(!t.logger.lines.some((l) => l.includes('Unable to retrieve pods')));
+    assert.equal(await metricValue(t.registry, 'splitlet_pleg_relist_errors_total'), 5);
+    // Still no answer a relist threshold after the first try: an error.
+    t.clock.advance(180_000);
+    await t.pleg.relist();
+    assert.ok(t.logger.lines.some((l) => /"level":"error".*GenericPLEG: Unable to retrieve pods/.test(l)));
+  });
+
+  it('once the runtime answered, the next failure is an error at once', async () => {
+    const t = setup();
+    t.lister.error = new Error('no responder');
+    await t.pleg.relist();
+    t.lister.error = undefined;
+    assert.equal((await t.pleg.relist()).ok, true);
+    t.lister.error = new Error('request timed out');
+    t.clock.advance(1000);
+    await t.pleg.relist();
+    assert.ok(t.logger.lines.some((l) => /"level":"error".*Unable to retrieve pods.*request timed out/.test(l)));
+  });
+
   it('starts from the cache: a restart does not replay events', async () => {
     const t = setup();
     t.lister.pods = [pod('p', [container('c', 'CONTAINER_RUNNING')], [sandbox('s', true)])];

@@ -154,6 +154,12 @@ export class GenericPleg {
   #lastFullAt: number | undefined;
   /** Relists, reports and mark updates run one at a time, in call order. */
   #serial: Promise<unknown> = Promise.resolve();
+  /** When the first failed relist was tried, while none has succeeded. */
+  #waitingSince: number | undefined;
+  /** Whether a relist has succeeded since this instance started. */
+  #answered = false;
+  /** Whether the wait for the runtime's first answer was logged. */
+  #toldWaiting = false;
 
   constructor(options: GenericPlegOptions) {
     this.#o = options;
@@ -252,20 +258,40 @@ export class GenericPleg {
   }
 
   /**
+   * Logs a failed relist. Until the runtime first answered, and for at most the relist threshold
+   * after the first try, a failure is the node starting (pleg's first relist can come before
+   * cri-adapter subscribed): it is logged once, at info, not as an error each second. After that
+   * every failure is an error, as in the kubelet.
+   */
+  #logFailure(timestamp: number, e: unknown): void {
+    const { logger, relistThresholdMs } = this.#o;
+    if (!this.#answered) {
+      this.#waitingSince ??= timestamp;
+      if (timestamp - this.#waitingSince < relistThresholdMs) {
+        if (!this.#toldWaiting) logger.info('GenericPLEG: waiting for the runtime to answer its first relist', { err: errorMessage(e), thresholdMs: relistThresholdMs });
+        this.#toldWaiting = true;
+        return;
+      }
+    }
+    logger.error('GenericPLEG: Unable to retrieve pods', { err: errorMessage(e) });
+  }
+
+  /**
    * The relist proper; `inSpan` when a poke's `relist` span is active; the trace ids of the sampled
    * pokes it serves; `uids` for a targeted relist.
    */
   async #relist(timestamp: number, inSpan: boolean, triggerTraceIds: ReadonlySet<string>, uids: readonly string[] | undefined): Promise<RelistResult> {
-    const { metrics, logger } = this.#o;
+    const { metrics } = this.#o;
     let pods: readonly RuntimePodStatus[];
     try {
       pods = inSpan ? await this.#o.lister.relist(uids) : await context.with(unsampledContext(), () => this.#o.lister.relist(uids));
     } catch (e) {
       metrics.relistErrors.inc();
-      logger.error('GenericPLEG: Unable to retrieve pods', { err: errorMessage(e) });
+      this.#logFailure(timestamp, e);
       if (inSpan) trace.getActiveSpan()?.recordException(e instanceof Error ? e : errorMessage(e));
       return { ok: false, events: 0, changedPods: 0 };
     }
+    this.#answered = true;
     if (uids === undefined) {
       this.#relistTime = timestamp;
       metrics.lastSeen.set(Math.floor(timestamp / 1000));
