@@ -29,6 +29,7 @@ import {
   envArgs,
   criCallsPerPod,
   printCpuMs,
+  printKernelCounts,
   printCriCalls,
   printMessages,
   printProfiles,
@@ -39,8 +40,9 @@ import {
 } from './lib/probe-report.ts';
 import { NodeUnderTest } from './lib/node-under-test.ts';
 import type { BurstProbeResult } from './lib/result.ts';
+import type { KernelCounts } from './lib/stats.ts';
 import { printSpanSummary } from './lib/span-summary.ts';
-import { cpuMeter, fmt, loadAverage, machine, pct, rssMiB } from './lib/stats.ts';
+import { cpuMeter, fmt, loadAverage, machine, pct, rssMiB, kernelCountsMeter } from './lib/stats.ts';
 
 const { values } = parseArgs({
   options: {
@@ -110,6 +112,7 @@ async function main(): Promise<void> {
     const idleCpuMsPerS = (1000 * idle.totalS) / idle.wallS;
     const rssIdle = procs.map((p) => rssMiB(p.pid));
     const burstCpu = cpuMeter(procs);
+    const burstKernel = kernelCountsMeter(procs);
     const cri0 = await node.criCalls();
     spy.recording = true;
     const mono0 = monotonicMicros();
@@ -138,6 +141,8 @@ async function main(): Promise<void> {
     window = { from: mono0, to: mono1, names: new Map(procs.map((p) => [p.pid, p.name])) };
     const cpuMs: Record<string, number> = {};
     for (const [name, s] of Object.entries(burstCpu().byProcess)) cpuMs[name] = (1000 * s) / PODS;
+    const kernelPerPod: Record<string, KernelCounts> = {};
+    for (const [name, n] of Object.entries(burstKernel())) kernelPerPod[name] = { reads: n.reads / PODS, writes: n.writes / PODS, majorFaults: n.majorFaults / PODS };
     const podsPerSec = (PODS * 1000) / (tRunning - t0);
     const lat = names.map((n) => node.runningAt.get(n)! - node.createdAt.get(n)!);
 
@@ -158,6 +163,8 @@ async function main(): Promise<void> {
     console.log(
       `  the idle node spends ${fmt(idleCpuMsPerS)} CPU ms/s (measured over ${IDLE_SECONDS} s before the burst): ${fmt(idleShare)} of them per pod over the ${fmt(windowS)} s counted`,
     );
+
+    printKernelCounts(`read and write system calls (sockets, pipes and files) and major page faults per pod by process, counted as the CPU in all:`, kernelPerPod);
 
     console.log(`\nRSS by process (MiB): idle before the burst, once the node drained after it:`);
     procs.forEach((p, i) => console.log(`  ${p.name.padEnd(18)} ${fmt(rssIdle[i]!, 1).padStart(7)} ${fmt(rssAfter[i]!, 1).padStart(7)}`));
@@ -242,6 +249,7 @@ async function main(): Promise<void> {
       load: [load0, loadAverage()],
       cpuMsPerPod: cpuMs,
       cpuMsPerPodToRunning: toRunningMs,
+      kernelPerPod,
       idleCpuMsPerS,
       countedSeconds: windowS,
       rssMiB: Object.fromEntries(procs.map((p, i) => [p.name, { idle: rssIdle[i]!, afterBurst: rssAfter[i]! }])),

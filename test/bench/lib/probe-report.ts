@@ -7,7 +7,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { BusSpy } from './bus-spy.ts';
 import { readProfiles, summarizeProfile, type ProfileSummary } from './cpu-profiles.ts';
-import { fmt, gitCommit, pct } from './stats.ts';
+import { fmt, gitCommit, pct, type KernelCounts } from './stats.ts';
 
 /**
  * With a directory: empties it and returns the environment under which every process of the node
@@ -41,6 +41,18 @@ export function printCpuMs(heading: string, cpuMs: Readonly<Record<string, numbe
       2,
     ).padStart(7)}`,
   );
+}
+
+/** Prints read and write system calls and major page faults per pod by process, most calls first, with their sums. */
+export function printKernelCounts(heading: string, perPod: Readonly<Record<string, KernelCounts>>): void {
+  console.log(`\n${heading}`);
+  console.log(`  ${''.padEnd(18)} ${'reads'.padStart(7)} ${'writes'.padStart(7)} ${'major faults'.padStart(13)}`);
+  const rows = Object.entries(perPod).sort((a, b) => b[1].reads + b[1].writes - (a[1].reads + a[1].writes));
+  const line = (name: string, v: KernelCounts): void =>
+    console.log(`  ${name.padEnd(18)} ${fmt(v.reads, 1).padStart(7)} ${fmt(v.writes, 1).padStart(7)} ${fmt(v.majorFaults, 2).padStart(13)}`);
+  for (const [k, v] of rows) line(k, v);
+  const sum = (f: keyof KernelCounts): number => rows.reduce((a, [, v]) => a + v[f], 0);
+  line('total', { reads: sum('reads'), writes: sum('writes'), majorFaults: sum('majorFaults') });
 }
 
 /** Prints the spy's messages per pod by subject (those of at least 0.05 per pod), with their mean size. */

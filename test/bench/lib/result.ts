@@ -54,6 +54,8 @@ export interface BurstProbeResult {
   /** Per process: RSS in MiB when idle before the burst and when the burst has settled. */
   readonly rssMiB?: Record<string, { readonly idle: number; readonly afterBurst: number }>;
   readonly messagesPerPod: Record<string, number>;
+  /** Read and write system calls and major page faults per pod by process, counted as `cpuMsPerPod` (absent in older files). */
+  readonly kernelPerPod?: Record<string, { readonly reads: number; readonly writes: number; readonly majorFaults: number }>;
   /** CRI calls cri-adapter made per pod, by operation type (`list_podsandbox`, …). */
   readonly criCallsPerPod?: Record<string, number>;
   readonly rpc: Record<string, { perPod: number; p50: number; p90: number }>;

@@ -85,6 +85,45 @@ export function cpuMeter(procs: ReadonlyArray<{ readonly name: string; readonly 
   };
 }
 
+/**
+ * What a process asked of the kernel so far: read and write system calls (of the read and write
+ * families: sockets, pipes, files) and major page faults (a page read back from disk: code or data
+ * the kernel had evicted).
+ */
+export interface KernelCounts {
+  readonly reads: number;
+  readonly writes: number;
+  readonly majorFaults: number;
+}
+
+/** A process's {@link KernelCounts} so far, from `/proc/<pid>/io` (`syscr`, `syscw`) and `/proc/<pid>/stat` (`majflt`); NaN when it is gone. */
+export function kernelCounts(pid: number): KernelCounts {
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const field = (name: string): number => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(io)?.[1] ?? NaN);
+    // Fields after the command name: state is field 3, majflt 12.
+    const majflt = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[9]);
+    return { reads: field('syscr'), writes: field('syscw'), majorFaults: majflt };
+  } catch {
+    return { reads: NaN, writes: NaN, majorFaults: NaN };
+  }
+}
+
+/** Starts counting the {@link KernelCounts} of `procs`; each call of the returned function reads them by process since the start. */
+export function kernelCountsMeter(procs: ReadonlyArray<{ readonly name: string; readonly pid: number }>): () => Record<string, KernelCounts> {
+  const c0 = procs.map((p) => kernelCounts(p.pid));
+  return () => {
+    const out: Record<string, KernelCounts> = {};
+    procs.forEach((p, i) => {
+      const now = kernelCounts(p.pid);
+      const then = c0[i]!;
+      out[p.name] = { reads: now.reads - then.reads, writes: now.writes - then.writes, majorFaults: now.majorFaults - then.majorFaults };
+    });
+    return out;
+  };
+}
+
 /** The short commit of the checkout at `dir` (the build under test), or `unknown` outside git. */
 export function gitCommit(dir: string): string {
   try {
