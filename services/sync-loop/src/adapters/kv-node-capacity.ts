@@ -22,8 +22,8 @@ export interface NodeCapacityView {
 
 /**
  * Watches the node's capacity record until `signal` aborts. While it is missing (the node-local
- * side has not started yet), a warning names the bucket and key, at the first caught-up replay and
- * every 30 s after; arrivals and changes are logged once each.
+ * side has not started yet), the log names the bucket and key: at info at the first caught-up
+ * replay, then a warning every 30 s; arrivals and changes are logged once each.
  */
 export async function watchNodeCapacity(bus: Pick<Bus, 'kv'>, node: string, logger: Logger, signal: AbortSignal): Promise<NodeCapacityView> {
   const kv = await bus.kv(Buckets.nodeCapacity, NodeCapacity);
@@ -57,7 +57,8 @@ export async function watchNodeCapacity(bus: Pick<Bus, 'kv'>, node: string, logg
     {
       onCaughtUp: () => {
         if (latest !== undefined || signal.aborted) return;
-        logger.warn('waiting for the node capacity record; admission starts once it is published', waiting);
+        // The node starting (volume-manager publishes the record a moment later) is not a warning; still missing 30 s on is.
+        logger.info('waiting for the node capacity record; admission starts once it is published', waiting);
         waitingTimer = setInterval(() => logger.warn('still waiting for the node capacity record', waiting), WAITING_LOG_EVERY_MS);
       },
     },
