@@ -107,14 +107,16 @@ export interface ProbeResultsSource {
 
 /** cri-adapter's request/reply endpoints. */
 export interface RuntimeClient {
-  syncPod(req: RuntimeSyncPodRequest, timeoutMs: number): Promise<RuntimeSyncPodReply>;
-  killPod(req: RuntimeKillPodRequest, timeoutMs: number): Promise<RuntimeKillPodReply>;
+  /** Waits up to `timeoutMs` for cri-adapter, also while it is not serving yet; `signal` ends the wait. */
+  syncPod(req: RuntimeSyncPodRequest, timeoutMs: number, signal?: AbortSignal): Promise<RuntimeSyncPodReply>;
+  killPod(req: RuntimeKillPodRequest, timeoutMs: number, signal?: AbortSignal): Promise<RuntimeKillPodReply>;
 }
 
 /** volume-manager's request/reply endpoints. */
 export interface VolumeClient {
-  mount(req: VolumeMountRequest, timeoutMs: number): Promise<VolumeMountReply>;
-  unmount(req: VolumeUnmountRequest, timeoutMs: number): Promise<VolumeUnmountReply>;
+  /** Waits up to `timeoutMs` for volume-manager, also while it is not serving yet; `signal` ends the wait. */
+  mount(req: VolumeMountRequest, timeoutMs: number, signal?: AbortSignal): Promise<VolumeMountReply>;
+  unmount(req: VolumeUnmountRequest, timeoutMs: number, signal?: AbortSignal): Promise<VolumeUnmountReply>;
 }
 
 /** statusManager.SetPodStatus / TerminatePod / RemovePod, as messages to status-manager. */

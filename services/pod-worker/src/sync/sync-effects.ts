@@ -162,6 +162,7 @@ export class SyncEffects {
             fence: guard.fence(),
           },
           graceMs + 30_000,
+          ctl.stopSignal,
         ),
         ctl.stopSignal,
       );

@@ -195,7 +195,7 @@ async function syncPodAfterStatus(
   try {
     ({ volumes, podDir } = await fx.step('makePodDataDirs+waitForAttachAndMount', ctx, async () => {
       guard.assertHeld();
-      return abortable(o.volumes.mount({ type: 'kubelet.volume.MountRequest.v1', pod, fence: guard.fence() }, o.volumeTimeoutMs), ctl.signal);
+      return abortable(o.volumes.mount({ type: 'kubelet.volume.MountRequest.v1', pod, fence: guard.fence() }, o.volumeTimeoutMs, ctl.signal), ctl.signal);
     }));
   } catch (e) {
     if (isFatalToSync(e)) throw e;
@@ -229,6 +229,7 @@ async function syncPodAfterStatus(
             fence: guard.fence(),
           },
           o.runtimeSyncTimeoutMs,
+          ctl.stopSignal,
         ),
         ctl.stopSignal,
       );

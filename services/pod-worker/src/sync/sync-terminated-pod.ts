@@ -47,6 +47,7 @@ async function syncTerminatedPod(fx: SyncEffects, ctx: SyncCtx, rec: WorkerRecor
         o.volumes.unmount(
           { type: 'kubelet.volume.UnmountRequest.v1', uid: ctx.uid, removeContent: rec.deleted === true || rec.evicted === true, fence: guard.fence() },
           o.volumeTimeoutMs,
+          ctl.stopSignal,
         ),
         ctl.stopSignal,
       );

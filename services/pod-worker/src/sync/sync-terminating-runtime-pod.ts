@@ -39,7 +39,10 @@ export async function runSyncTerminatingRuntimePod(
     spanCtx = context.active();
     try {
       guard.assertHeld();
-      await abortable(o.runtime.killPod({ type: 'kubelet.runtime.KillPodRequest.v1', runningPod: running, gracePeriodOverride: 1, fence: guard.fence() }, 31_000), ctl.stopSignal);
+      await abortable(
+        o.runtime.killPod({ type: 'kubelet.runtime.KillPodRequest.v1', runningPod: running, gracePeriodOverride: 1, fence: guard.fence() }, 31_000, ctl.stopSignal),
+        ctl.stopSignal,
+      );
       return undefined;
     } catch (e) {
       if (isFatalToSync(e)) throw e;
