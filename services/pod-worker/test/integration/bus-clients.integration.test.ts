@@ -78,7 +78,7 @@ describe('bus clients on a real nats-server', () => {
     const volumes = busVolumeClient(client, NODE);
     await assert.rejects(volumes.unmount(unmount('uid-never'), 1500), (e: unknown) => {
       assert.ok(isBusError(e, 'NoResponders'), String(e));
-      assert.match((e).message, /^no responder for sl\.node-1_example\.rpc\.volume\.unmount: .* \(asked [2-9]\d* times in \d+ ms\)$/);
+      assert.match(e.message, /^no responder for sl\.node-1_example\.rpc\.volume\.unmount: .* \(asked [2-9]\d* times in \d+ ms\)$/);
       return true;
     });
   });
