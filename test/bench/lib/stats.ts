@@ -55,12 +55,20 @@ export function rssMiB(pid: number): number {
 /** USER_HZ: the unit of utime/stime in /proc/<pid>/stat (100 on Linux everywhere that matters). */
 const CLOCK_TICKS_PER_SECOND = 100;
 
+/**
+ * `/proc/<pid>/stat` as the fields after the command name (which may hold spaces): index 0 is field
+ * 3 (state), so field N is at index N − 3. Throws when the process is gone.
+ */
+function statFields(pid: number): string[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
 /** User + system CPU seconds a process used so far; NaN when it is gone. */
 export function cpuSeconds(pid: number): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const rest = statFields(pid);
+    // utime is field 14, stime 15.
     return (Number(rest[11]) + Number(rest[12])) / CLOCK_TICKS_PER_SECOND;
   } catch {
     return NaN;
@@ -100,11 +108,9 @@ export interface KernelCounts {
 export function kernelCounts(pid: number): KernelCounts {
   try {
     const io = readFileSync(`/proc/${pid}/io`, 'utf8');
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const field = (name: string): number => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(io)?.[1] ?? NaN);
-    // Fields after the command name: state is field 3, majflt 12.
-    const majflt = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[9]);
-    return { reads: field('syscr'), writes: field('syscw'), majorFaults: majflt };
+    // majflt is field 12.
+    return { reads: field('syscr'), writes: field('syscw'), majorFaults: Number(statFields(pid)[9]) };
   } catch {
     return { reads: NaN, writes: NaN, majorFaults: NaN };
   }
