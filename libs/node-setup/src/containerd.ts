@@ -276,10 +276,8 @@ async function lockStart(p: ContainerdPaths, timeoutMs: number): Promise<() => v
 }
 
 function isOurContainerd(pid: number, p: ContainerdPaths): boolean {
+  if (!alive(pid)) return false;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    if (state === 'Z' || state === 'X') return false;
     const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
     return (argv[0] ?? '').endsWith('containerd') && argv.includes(p.config);
   } catch {
@@ -493,6 +491,7 @@ function ourShims(p: ContainerdPaths): number[] {
   return pids;
 }
 
+/** Whether process `pid` exists and is neither a zombie nor dead (its state in `/proc/<pid>/stat`). */
 function alive(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
