@@ -9,7 +9,10 @@
  * With an earlier burst (`--before`, default docs/benchmarks-profile-before.json: the same probe run
  * on the build before a change), the report puts the two side by side, process by process.
  *
- * Usage: npm run bench:report [-- results.json] [--profile burst-profile.json] [--before burst-profile.json]
+ * With `--out DIR`, the report and its charts are written there (DIR/benchmarks.md, DIR/benchmarks/*.svg)
+ * instead of docs/: the containerd outputs and the profiles are still read from docs/.
+ *
+ * Usage: npm run bench:report [-- results.json] [--profile burst-profile.json] [--before burst-profile.json] [--out DIR]
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
@@ -18,7 +21,7 @@ import { LONG_RUN_SAMPLES } from './lib/cpu-profiles.ts';
 import type { BenchResult, BurstProbeResult } from './lib/result.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
-const args = parseArgs({ allowPositionals: true, options: { profile: { type: 'string' }, before: { type: 'string' } } });
+const args = parseArgs({ allowPositionals: true, options: { profile: { type: 'string' }, before: { type: 'string' }, out: { type: 'string' } } });
 const input = resolve(args.positionals[0] ?? join(root, 'docs', 'benchmarks.json'));
 const profilePath = resolve(args.values.profile ?? join(root, 'docs', 'benchmarks-profile.json'));
 if (args.values.profile !== undefined && !existsSync(profilePath)) throw new Error(`--profile: no such file: ${profilePath}`);
@@ -29,7 +32,9 @@ const probe = existsSync(profilePath) ? readJson<BurstProbeResult>(profilePath) 
 /** The probe's bus messages per pod, every subject together. */
 const probeMessages = probe === undefined ? undefined : total(probe.messagesPerPod);
 const docs = join(root, 'docs');
-const chartsDir = join(docs, 'benchmarks');
+/** Where the report and its charts go. */
+const outDir = args.values.out === undefined ? docs : resolve(args.values.out);
+const chartsDir = join(outDir, 'benchmarks');
 
 /**
  * The JSON a bench or probe wrote at `path`.
@@ -512,5 +517,5 @@ if (cpu !== undefined) {
   lines.push('');
 }
 if (charts.length > 0) lines.push('## Charts', '', ...charts.flatMap((c) => [c, '']));
-writeFileSync(join(docs, 'benchmarks.md'), lines.join('\n'));
-console.log(`wrote ${relative(root, join(docs, 'benchmarks.md'))} and ${charts.length} chart(s) from ${relative(root, input)}`);
+writeFileSync(join(outDir, 'benchmarks.md'), lines.join('\n'));
+console.log(`wrote ${relative(root, join(outDir, 'benchmarks.md'))} and ${charts.length} chart(s) from ${relative(root, input)}`);
