@@ -8,10 +8,10 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { spawnProcess } from '@splitlet/testkit';
 import type { BenchResult } from '../bench/lib/result.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
@@ -22,36 +22,27 @@ const ROWS = ['bound', 'steady', 'burst', 'memory', 'cpu', 'delete', 'scale-out'
 const WITH_REFERENCE = ['steady', 'burst', 'memory', 'delete', 'scale-out'];
 
 /**
- * Runs `node --import tsx <script> …args` in the repository; resolves with its exit code and output.
- * Past `deadlineMs` it is sent SIGTERM (the bench then stops its node and exits), SIGKILL a minute
- * later if still there, and the run rejects once it has exited.
+ * Runs `node --import tsx <script> …args` in the repository (testkit's spawnProcess: its lines kept,
+ * SIGKILLed if this test process exits first); resolves with its exit code and output. Past
+ * `deadlineMs` it is stopped — SIGTERM (the bench then stops its node and exits), SIGKILL a minute
+ * later if still there — and the run rejects with its output.
  */
-function run(script: string, args: readonly string[], deadlineMs: number): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolveRun, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, script), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let late = false;
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    let kill: NodeJS.Timeout | undefined;
-    const timer = setTimeout(() => {
-      late = true;
-      child.kill('SIGTERM');
-      kill = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    }, deadlineMs);
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      clearTimeout(kill);
-      if (late) reject(new Error(`${script} did not finish within ${deadlineMs} ms; its output:\n${out}`));
-      else resolveRun({ code, out });
-    });
-  });
+async function run(script: string, args: readonly string[], deadlineMs: number): Promise<{ code: number; out: string }> {
+  const p = await spawnProcess({ cmd: process.execPath, args: ['--import', 'tsx', join(root, script), ...args], cwd: root, name: script });
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), deadlineMs)));
+  const first = await Promise.race([p.exited, late]);
+  clearTimeout(timer);
+  if (first === 'late') {
+    await p.stop('SIGTERM', 60_000);
+    throw new Error(`${script} did not finish within ${deadlineMs} ms; its output:\n${p.lines.join('\n')}`);
+  }
+  return { code: first.exitCode, out: p.lines.join('\n') };
 }
 
 describe('npm run bench -- --quick, then npm run bench:report (issue 13)', { timeout: BENCH_DEADLINE_MS + 120_000 }, () => {
   let dir: string;
-  let bench: { code: number | null; out: string };
+  let bench: { code: number; out: string };
   let result: BenchResult;
 
   before(async () => {
