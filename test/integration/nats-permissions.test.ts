@@ -9,12 +9,13 @@
  *   killed and its guard restarted it with the same config.
  */
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { connect } from '@nats-io/transport-node';
 import { IDENTITIES } from '@splitlet/bus';
+import { liveProcesses } from '@splitlet/testkit';
 import { run } from '../reliability/suites/permissions.ts';
 import { startSplitlet, waitFor } from './harness.ts';
 import type { Instance } from './harness.ts';
@@ -56,16 +57,7 @@ function natsUserOf(pid: number): string | undefined {
 
 /** The pid of the nats-server running with `conf`. */
 function natsServerPid(conf: string): number | undefined {
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const args = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
-      if (args[0]?.endsWith('nats-server') && args.includes(conf)) return Number(d);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return undefined;
+  return liveProcesses().find((p) => (p.argv[0] ?? '').endsWith('nats-server') && p.argv.includes(conf))?.pid;
 }
 
 describe('NATS permissions', { timeout: 300_000 }, () => {

@@ -7,13 +7,13 @@
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, describe, test } from 'node:test';
 import { GrpcRuntimeService } from '@splitlet/cri';
-import { freePort } from '@splitlet/testkit';
+import { freePort, liveProcesses } from '@splitlet/testkit';
 import { podNamed, repoRoot, startSplitlet, waitFor, waitReady } from './harness.ts';
 import type { Instance } from './harness.ts';
 
@@ -22,20 +22,9 @@ const cliBin = join(repoRoot, 'services', 'cli', 'bin', 'splitlet.js');
 
 /** Pids of every process whose command line or environment names `stateDir` (never this one). */
 function processesOf(stateDir: string): { pid: number; cmd: string }[] {
-  const out: { pid: number; cmd: string }[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d) || Number(d) === process.pid) continue;
-    try {
-      const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
-      const env = readFileSync(`/proc/${d}/environ`, 'utf8');
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) continue; // a zombie is gone
-      if (cmd.includes(stateDir) || env.includes(stateDir)) out.push({ pid: Number(d), cmd });
-    } catch {
-      // exited meanwhile, or not ours to read
-    }
-  }
-  return out;
+  return liveProcesses({ environ: true })
+    .filter((p) => p.argv.some((a) => a.includes(stateDir)) || (p.environ ?? []).some((e) => e.includes(stateDir)))
+    .map((p) => ({ pid: p.pid, cmd: p.argv.join(' ') }));
 }
 
 /** Waits until no process of `stateDir` is left; resolves the time it took (ms), or throws listing them. */

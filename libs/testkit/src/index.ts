@@ -11,6 +11,8 @@ export { eventually } from './eventually.js';
 export { logRecords } from './log-records.js';
 export type { EventuallyOptions } from './eventually.js';
 export { freePort } from './free-port.js';
+export { liveProcesses, procStat } from './procfs.js';
+export type { ProcessEntry } from './procfs.js';
 export { makeTempDir } from './temp-dir.js';
 export { selfSignedCert } from './self-signed-cert.js';
 export type { SelfSignedCert } from './self-signed-cert.js';

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { eventually, freePort, isTestkitError, logRecords, makeTempDir, spawnProcess } from '../src/index.js';
+import { eventually, freePort, isTestkitError, liveProcesses, logRecords, makeTempDir, procStat, spawnProcess } from '../src/index.js';
 
 describe('eventually', () => {
   it('resolves with the first truthy value, retrying throws and falsy values', async () => {
@@ -138,5 +138,34 @@ describe('logRecords', () => {
     assert.deepEqual(logRecords(lines, 'sync start'), [{ msg: 'sync start', uid: 'a' }]);
     assert.equal(logRecords(lines).length, 3);
     assert.deepEqual(logRecords(lines, 'sync'), []);
+  });
+});
+
+describe('liveProcesses / procStat', () => {
+  it('finds a process by its argv and environment, leaves out zombies and itself', async () => {
+    const marker = `procfs-${process.pid}-${Date.now()}`;
+    // sh starts a child it never waits for and becomes `sleep`: the child, once exited, stays a zombie.
+    const p = await spawnProcess({ cmd: 'sh', args: ['-c', 'sleep 0 & exec sleep 300', marker], env: { PROCFS_MARKER: marker } });
+    try {
+      const found = await eventually(() => liveProcesses({ environ: true }).find((e) => e.pid === p.pid && e.argv[0] === 'sleep'), { message: 'the sleep in liveProcesses' });
+      assert.deepEqual(found.argv, ['sleep', '300']);
+      assert.ok(found.environ?.includes(`PROCFS_MARKER=${marker}`));
+      assert.equal(liveProcesses().find((e) => e.pid === p.pid)?.environ, undefined, 'no environment unless asked for');
+      assert.match(procStat(p.pid)[0] ?? '', /^[RS]$/);
+      assert.equal(Number(procStat(p.pid)[1]), process.pid, 'field 4 is the parent pid');
+      const zombie = await eventually(
+        () => {
+          const kids = readFileSync(`/proc/${p.pid}/task/${p.pid}/children`, 'utf8').trim().split(' ').filter(Boolean).map(Number);
+          return kids.find((k) => procStat(k)[0] === 'Z');
+        },
+        { message: "sh's exited child, a zombie" },
+      );
+      const pids = liveProcesses().map((e) => e.pid);
+      assert.ok(!pids.includes(zombie), 'a zombie is not live');
+      assert.ok(!pids.includes(process.pid), 'the caller is left out');
+    } finally {
+      await p.stop();
+    }
+    assert.throws(() => procStat(p.pid), /ENOENT/);
   });
 });

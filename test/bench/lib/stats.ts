@@ -5,6 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
+import { procStat } from '@splitlet/testkit';
 
 /** The p-th percentile (nearest rank) of `xs`; NaN when empty. */
 export function pct(xs: readonly number[], p: number): number {
@@ -55,19 +56,10 @@ export function rssMiB(pid: number): number {
 /** USER_HZ: the unit of utime/stime in /proc/<pid>/stat (100 on Linux everywhere that matters). */
 const CLOCK_TICKS_PER_SECOND = 100;
 
-/**
- * `/proc/<pid>/stat` as the fields after the command name (which may hold spaces): index 0 is field
- * 3 (state), so field N is at index N − 3. Throws when the process is gone.
- */
-function statFields(pid: number): string[] {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-}
-
 /** User + system CPU seconds a process used so far; NaN when it is gone. */
 export function cpuSeconds(pid: number): number {
   try {
-    const rest = statFields(pid);
+    const rest = procStat(pid);
     // utime is field 14, stime 15.
     return (Number(rest[11]) + Number(rest[12])) / CLOCK_TICKS_PER_SECOND;
   } catch {
@@ -110,7 +102,7 @@ export function kernelCounts(pid: number): KernelCounts {
     const io = readFileSync(`/proc/${pid}/io`, 'utf8');
     const field = (name: string): number => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(io)?.[1] ?? NaN);
     // majflt is field 12.
-    return { reads: field('syscr'), writes: field('syscw'), majorFaults: Number(statFields(pid)[9]) };
+    return { reads: field('syscr'), writes: field('syscw'), majorFaults: Number(procStat(pid)[9]) };
   } catch {
     return { reads: NaN, writes: NaN, majorFaults: NaN };
   }

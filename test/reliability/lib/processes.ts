@@ -1,24 +1,14 @@
 /**
  * Finding the OS processes of a `splitlet up` to kill or pause them.
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { liveProcesses } from '@splitlet/testkit';
 import type { Instance } from '../../integration/harness.ts';
 
 /** The nats-server processes of `stateDir` (their `-sd` store dir is in it), with their command lines. */
 export function natsServers(stateDir: string): { pid: number; cmd: string[] }[] {
-  const out: { pid: number; cmd: string[] }[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0').filter(Boolean);
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) continue;
-      if ((cmd[0] ?? '').endsWith('nats-server') && cmd.some((a) => a.startsWith(stateDir))) out.push({ pid: Number(d), cmd });
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return out;
+  return liveProcesses()
+    .filter((p) => (p.argv[0] ?? '').endsWith('nats-server') && p.argv.some((a) => a.startsWith(stateDir)))
+    .map((p) => ({ pid: p.pid, cmd: p.argv }));
 }
 
 /**
