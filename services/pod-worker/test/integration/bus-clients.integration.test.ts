@@ -42,8 +42,12 @@ describe('bus clients on a real nats-server', () => {
     await server?.stop();
   });
 
-  /** Serves unmount with `handler` until the returned function is called; counts the requests. */
-  function serveUnmount(handler: (req: VolumeUnmountRequest) => Promise<VolumeUnmountReply>): { requests: string[]; stop: () => void } {
+  /**
+   * Serves unmount with `handler` until the returned `stop` resolves: then the server has the
+   * unsubscription (a request sent right after an abort alone may still reach the draining
+   * subscription and be answered). Counts the requests.
+   */
+  function serveUnmount(handler: (req: VolumeUnmountRequest) => Promise<VolumeUnmountReply>): { requests: string[]; stop: () => Promise<void> } {
     const ac = new AbortController();
     const requests: string[] = [];
     serving.serve(
@@ -56,7 +60,13 @@ describe('bus clients on a real nats-server', () => {
       },
       { queue: 'volume-manager', signal: ac.signal },
     );
-    return { requests, stop: () => ac.abort() };
+    return {
+      requests,
+      stop: async () => {
+        ac.abort();
+        await serving.flush();
+      },
+    };
   }
 
   it('a request made before volume-manager serves waits for it, and is answered once it does', { timeout: 60_000 }, async () => {
@@ -70,7 +80,7 @@ describe('bus clients on a real nats-server', () => {
       assert.deepEqual(server.requests, ['uid-early'], 'the responder saw the request once');
       assert.equal(outcomes.at(-1), 'ok');
     } finally {
-      server.stop();
+      await server.stop();
     }
   });
 
@@ -104,7 +114,7 @@ describe('bus clients on a real nats-server', () => {
       await assert.rejects(volumes.unmount(unmount('uid-failing'), 30_000), (e: unknown) => isBusError(e, 'Remote') && /device busy/.test((e as Error).message));
       assert.deepEqual(server.requests, ['uid-failing']);
     } finally {
-      server.stop();
+      await server.stop();
     }
   });
 });
