@@ -77,7 +77,7 @@ function counts(h: H): { mounts: number; runtime: number; sets: number } {
 }
 
 describe('PodSyncer: a settled pod', () => {
-  it('skips the mount, the runtime SyncPod, the status set and the worker record, and asks to sync again at the resync', async () => {
+  it('skips the mount, the runtime SyncPod, the status set and the worker record, and asks to sync again at the resync once sync-loop poked the stored one', async () => {
     const h = harness(tracing);
     const pod = aPod({ spec: { volumes: [{ name: 'scratch', emptyDir: {} }] } });
     await running(h, pod);
@@ -88,7 +88,7 @@ describe('PodSyncer: a settled pod', () => {
     const r = await h.sync(UID);
     assert.deepEqual(counts(h), before, 'nothing sent to volume-manager, cri-adapter or status-manager');
     assert.deepEqual(h.rec(UID), rec0, 'the worker record is not rewritten: only its sync times would change');
-    assert.deepEqual(r, { resyncAfterMs: 60_000 }, 'the pod workers sync it again at the resync (random 0), as sync-loop would have');
+    assert.deepEqual(r, {}, "the record's nextSyncAt is 58 s ahead: sync-loop's tick pokes it then, no second resync");
     assert.deepEqual(h.metrics.workerDuration, ['create', 'sync'], 'a sync all the same');
     assert.deepEqual(h.metrics.settled, [false], 'counted as settled, status not sent');
     const [span] = tracing.spansNamed('syncPod');
@@ -101,7 +101,12 @@ describe('PodSyncer: a settled pod', () => {
       .map((s) => s.name);
     assert.deepEqual(steps, ['generateAPIPodStatus']);
 
-    // And again: still settled (the worker record is the one it remembers).
+    // The tick's poke of the record's nextSyncAt: still settled (the worker record is the one it
+    // remembers), and from now on the pod workers resync it themselves.
+    h.clock.advance(58_000);
+    h.guard.renewed(h.clock.now());
+    assert.equal(h.clock.now(), rec0.nextSyncAt);
+    assert.deepEqual(await h.sync(UID), { resyncAfterMs: 60_000 }, 'the pod workers sync it again at the resync (random 0), as sync-loop would have');
     h.clock.advance(60_000);
     h.guard.renewed(h.clock.now());
     assert.deepEqual(await h.sync(UID), { resyncAfterMs: 60_000 });

@@ -73,11 +73,15 @@ export async function runSyncPod(fx: SyncEffects, ctx: SyncCtx, record: WorkerRe
   const out = fx.stamped(ctx, rec);
   const stored = fx.memory(ctx.guard).worker(ctx.uid);
   if (outcome.settled === true && stored != null && out.nextSyncAt !== undefined && onlySyncTimesChange(stored.value, out)) {
-    // A settled sync (a periodic resync) that would rewrite the record with new times only: no
-    // write (nor its delivery to sync-loop); the pod workers sync the pod again at `nextSyncAt`
-    // themselves, unless a poke comes first. sync-loop poked the stored `nextSyncAt` once already.
+    // A settled sync that would rewrite the record with new times only: no write (nor its delivery
+    // to sync-loop). While the stored `nextSyncAt` is ahead (this sync answered another poke: a
+    // probe result, a PLEG event), sync-loop's tick pokes it still, and that is the periodic resync.
+    // Once it has passed (sync-loop poked it, or is about to), the pod workers sync the pod again at
+    // the new `nextSyncAt` themselves, unless a poke comes first: one resync per period either way.
     rememberSettled(fx, ctx, outcome, stored.revision);
-    return { resyncAfterMs: Math.max(0, out.nextSyncAt - o.clock.now()) };
+    const now = o.clock.now();
+    if (stored.value.nextSyncAt !== undefined && stored.value.nextSyncAt > now) return {};
+    return { resyncAfterMs: Math.max(0, out.nextSyncAt - now) };
   }
   const revision = await fx.putWorker(ctx.guard, out);
   rememberSettled(fx, ctx, outcome, revision);
