@@ -179,7 +179,7 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
     restart: o.restart,
     color: Boolean((out as { isTTY?: boolean }).isTTY),
     format: o.logFormat ?? 'console',
-    onChange: () => saveInstance(),
+    onChange: () => refreshInstance(),
   });
   /** instance.json: what the CLI's other commands read to find this node and its processes. */
   const saveInstance = (): void =>
@@ -194,6 +194,18 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
       startedAt,
       processes: nodeProcesses(sup),
     });
+  /**
+   * Saves instance.json at each start of a process, and then every second until every running
+   * process has written its health port (it writes it once, after each start): nothing is polled
+   * while the node runs as it is.
+   */
+  let refresh: NodeJS.Timeout | undefined;
+  const refreshInstance = (): void => {
+    clearTimeout(refresh);
+    refresh = undefined;
+    saveInstance();
+    if (sup.portsPending()) refresh = setTimeout(refreshInstance, 1000);
+  };
   // The processes run in their own process groups; never leave them behind if we die on an error.
   process.once('exit', () => sup.killAll());
 
@@ -222,7 +234,6 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
   }, 500);
   const signalled = new Promise<void>((r) => stopped.signal.addEventListener('abort', () => r(), { once: true }));
 
-  let refresh: NodeJS.Timeout | undefined;
   const run = async (): Promise<void> => {
     if (spawned !== undefined) {
       sup.start(spawned.spec);
@@ -269,8 +280,6 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
     out.write(`manifests: ${s.manifests}  (splitlet apply -f FILE; splitlet get pods)\n`);
     if (embeddedApi) out.write(`kubeconfig: ${s.kubeconfig}  (kubectl --kubeconfig ${s.kubeconfig} get pods)\n`);
     else if (o.kubeconfig !== undefined) out.write(`cluster mode: node ${o.nodeName} registers with the API server of ${o.kubeconfig}\n`);
-    // Refresh health ports in instance.json once the processes wrote them.
-    refresh = setInterval(saveInstance, 1000);
     void announceReady(
       sup,
       {
@@ -289,7 +298,7 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
   });
   if (failure === undefined) await signalled;
   clearInterval(parentWatch);
-  clearInterval(refresh);
+  clearTimeout(refresh);
   // With NATS up, the processes drain one by one through it (up to 15 s); with NATS gone there is
   // nothing to drain through: all at once, SIGKILL after 3 s.
   const ordered = (await Promise.all(url.split(',').map((u) => natsReachable(u, 500)))).some(Boolean);

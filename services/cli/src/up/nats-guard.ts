@@ -6,9 +6,11 @@
  *   start, so a restarted server serves the same streams and buckets);
  * - passes SIGTERM/SIGINT on to the server and exits as it exits (the supervisor restarts the guard,
  *   hence the server, when it dies);
- * - when its parent is no longer `SPLITLET_SUPERVISOR_PID` (the supervisor was killed, even with
- *   SIGKILL), waits `NATS_GUARD_LINGER_MS` so the other processes, which notice the same, can drain
- *   through NATS, then stops the server (SIGKILL 2 s after SIGTERM).
+ * - once its supervisor `SPLITLET_SUPERVISOR_PID` is gone (killed, even with SIGKILL), waits
+ *   `NATS_GUARD_LINGER_MS` so the other processes, which notice the same, can drain through NATS,
+ *   then stops the server (SIGKILL 2 s after SIGTERM). It notices as they do: the end of its stdin
+ *   (`SPLITLET_SUPERVISOR_STDIN`: a pipe the supervisor never writes to, closed by the system when
+ *   the supervisor exits), or else its parent no longer being the supervisor, checked every 500 ms.
  *
  * nats-server has no parent-death option of its own; this guard is that option.
  */
@@ -42,16 +44,30 @@ function main(): void {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  if (supervisorPid > 1) {
-    const watch = setInterval(() => {
-      if (process.ppid === supervisorPid) return;
-      clearInterval(watch);
-      process.stderr.write(
-        `${JSON.stringify({ time: new Date().toISOString(), level: 'warn', service: 'nats-server', msg: 'supervisor is gone, stopping nats-server', lingerMs })}\n`,
-      );
-      setTimeout(stop, lingerMs);
-    }, CHECK_MS);
+  if (supervisorPid <= 1) return;
+  let gone = false;
+  const supervisorGone = (how: string): void => {
+    if (gone) return;
+    gone = true;
+    process.stderr.write(
+      `${JSON.stringify({ time: new Date().toISOString(), level: 'warn', service: 'nats-server', msg: 'supervisor is gone, stopping nats-server', how, lingerMs })}\n`,
+    );
+    setTimeout(stop, lingerMs);
+  };
+  if (process.env['SPLITLET_SUPERVISOR_STDIN'] === '1') {
+    const onEnd = (): void => supervisorGone('its stdin closed');
+    process.stdin.on('end', onEnd);
+    process.stdin.on('close', onEnd);
+    process.stdin.on('error', onEnd);
+    process.stdin.on('data', () => undefined); // nothing is written; reading is what sees the end
+    process.stdin.resume();
+    return;
   }
+  const watch = setInterval(() => {
+    if (process.ppid === supervisorPid) return;
+    clearInterval(watch);
+    supervisorGone(`its parent is now ${process.ppid}`);
+  }, CHECK_MS);
 }
 
 main();

@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { createWriteStream, readFileSync } from 'node:fs';
+import { createWriteStream, readFileSync, rmSync } from 'node:fs';
 import type { WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -18,7 +18,7 @@ export interface ProcessSpec {
   /** The service's main module (a path to a .js file). */
   main: string;
   env: Record<string, string>;
-  /** File the process writes its health port into. */
+  /** File the process writes its health port into (removed at each start: a port file is the current process's). */
   portFile?: string;
 }
 
@@ -62,6 +62,17 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
     // no such group any more: fall back to the process
   }
   child.kill(signal);
+}
+
+/** The health port the process wrote into its port file; undefined until it did. */
+function healthPortOf(r: Running): number | undefined {
+  if (r.spec.portFile === undefined) return undefined;
+  try {
+    const port = Number(readFileSync(r.spec.portFile, 'utf8').trim());
+    return Number.isInteger(port) && port > 0 ? port : undefined;
+  } catch {
+    return undefined; // not written yet
+  }
 }
 
 const COLORS = [31, 32, 33, 34, 35, 36, 91, 92, 93, 94, 95, 96];
@@ -119,6 +130,7 @@ export class Supervisor {
   }
 
   #launch(r: Running): void {
+    if (r.spec.portFile !== undefined) rmSync(r.spec.portFile, { force: true });
     // Each process in its own process group: a terminal's Ctrl-C reaches only the supervisor, which
     // then stops the processes one by one (a second signal would make them skip their drain).
     const child = spawn(this.#opts.nodeBin, [...(this.#opts.nodeFlags ?? []), r.spec.main], {
@@ -156,10 +168,7 @@ export class Supervisor {
         this.#note(r.spec.name, `restarting in ${delay / 1000}s`);
         r.restartTimer = setTimeout(() => {
           r.restartTimer = undefined;
-          if (!this.#stopping) {
-            this.#launch(r);
-            this.#opts.onChange?.();
-          }
+          if (!this.#stopping) this.#launch(r);
         }, delay);
       });
     });
@@ -170,16 +179,17 @@ export class Supervisor {
   snapshot(): { name: string; pid: number; healthPort?: number }[] {
     return this.#procs.map((r) => {
       const out: { name: string; pid: number; healthPort?: number } = { name: r.spec.name, pid: r.child?.pid ?? 0 };
-      if (r.spec.portFile) {
-        try {
-          const port = Number(readFileSync(r.spec.portFile, 'utf8').trim());
-          if (Number.isInteger(port) && port > 0) out.healthPort = port;
-        } catch {
-          // not written yet
-        }
-      }
+      const port = healthPortOf(r);
+      if (port !== undefined) out.healthPort = port;
       return out;
     });
+  }
+
+  /** Whether a running process has not written its health port yet since it started. */
+  portsPending(): boolean {
+    return this.#procs.some(
+      (r) => r.spec.portFile !== undefined && r.child !== undefined && r.child.exitCode === null && r.child.signalCode === null && healthPortOf(r) === undefined,
+    );
   }
 
   /** Last resort (a second signal, or the supervisor exiting abruptly): SIGKILL every process still running. */
