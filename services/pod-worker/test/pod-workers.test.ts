@@ -268,6 +268,35 @@ describe('PodWorkers', () => {
     assert.equal(old.workingCalls, 3);
   });
 
+  it('runs no timer while no delivery is held: the working pass is armed by a held delivery and stops once none is', async () => {
+    const s = controllableSync();
+    const clock = new FakeClock(0);
+    const { w } = workers(s.sync, { clock });
+    assert.equal(clock.pendingTimers, 0, 'an idle partition has no timer');
+    const d = new FakeDelivery();
+    w.poke('a', 'create', d);
+    await settle();
+    assert.equal(clock.pendingTimers, 1, 'the working pass, armed by the held delivery');
+    clock.advance(10_000);
+    assert.equal(d.workingCalls, 1);
+    s.calls[0]!.resolve({});
+    await settle();
+    assert.equal(d.acked, 1);
+    clock.advance(10_000); // the pass finds nothing held and is not armed again
+    assert.equal(d.workingCalls, 1);
+    assert.equal(clock.pendingTimers, 0, 'no timer once nothing is held');
+    const e = new FakeDelivery();
+    w.poke('a', 'update', e);
+    await settle();
+    assert.equal(clock.pendingTimers, 1, 'armed again by the next delivery');
+    clock.advance(10_000);
+    assert.equal(e.workingCalls, 1);
+    s.calls[1]!.resolve({});
+    await settle();
+    await w.stop({ drain: true, timeoutMs: 1 });
+    assert.equal(clock.pendingTimers, 0);
+  });
+
   it('retries after an unexpected sync failure, and keeps extending ack deadlines during a long sync', async () => {
     const s = controllableSync();
     const clock = new FakeClock(0);

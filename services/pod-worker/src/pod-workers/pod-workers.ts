@@ -96,7 +96,7 @@ export interface PodWorkersOptions {
   readonly random?: () => number;
   readonly onSyncEvent?: SyncEventHook;
   /**
-   * How often the held deliveries are looked at during long syncs: each one held (or last extended)
+   * How often the held deliveries are looked at during long syncs (only while some are held): each one held (or last extended)
    * at least half this long gets `working()`, so its ack deadline is extended at most 1.5× this
    * apart — well within the consumer's ack wait (30 s) — and a delivery a sync covers within
    * half the interval is never extended. @default 10000
@@ -143,7 +143,6 @@ export class PodWorkers {
     this.#o = options;
     this.partition = options.partition;
     this.#random = options.random ?? Math.random;
-    this.#armWorkingTimer();
   }
 
   /** Syncs started so far (for tests and progress). */
@@ -188,6 +187,7 @@ export class PodWorkers {
     if (delivery) {
       st.pendingDeliveries.push(delivery);
       this.#extendedAt.set(delivery, this.#o.clock.now());
+      if (this.#workingTimer === undefined) this.#armWorkingTimer();
     }
     st.lastKind = kind;
     const timer = this.#retryTimers.get(uid);
@@ -323,9 +323,11 @@ export class PodWorkers {
     this.#retryTimers.set(uid, h);
   }
 
+  /** Runs while deliveries are held: armed by the first one held, it stops at a pass that finds none (an idle partition has no timer). */
   #armWorkingTimer(): void {
     const every = this.#o.workingIntervalMs ?? 10_000;
     this.#workingTimer = this.#o.clock.setTimeout(() => {
+      this.#workingTimer = undefined;
       if (this.#stopping) return;
       // A JetStream `+WPI` is a message: only deliveries whose deadline is getting old get one
       // (in a burst most are acked within the interval, and every pass used to extend them all).
@@ -335,11 +337,13 @@ export class PodWorkers {
         d.working();
         this.#extendedAt.set(d, now);
       };
+      let held = false;
       for (const st of this.#states.values()) {
         for (const d of st.ackable) extend(d);
         for (const d of st.pendingDeliveries) extend(d);
+        held ||= st.ackable.length > 0 || st.pendingDeliveries.length > 0;
       }
-      this.#armWorkingTimer();
+      if (held) this.#armWorkingTimer();
     }, every);
   }
 
