@@ -2,7 +2,7 @@
  * The supervisor's health ports with real child processes: a port file is the current process's (a
  * stale one, from an earlier run or the process's previous life, is removed at each start), and
  * `portsPending()` says when instance.json still needs refreshing — from each start until the
- * process wrote its port, not while it runs or waits to be restarted.
+ * process wrote its port (in the snapshot that was saved), not while it runs or waits to be restarted.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -49,9 +49,11 @@ describe('Supervisor health ports', () => {
       const first = sup.snapshot()[0]!;
       assert.equal(first.healthPort, undefined, "the earlier run's port is not the process's");
       assert.equal(sup.portsPending(), true);
+      const saved = sup.snapshot(); // as instance.json saved it, before the port was written
       writeFileSync(`${portFile}.go`, '');
       await eventually(() => !sup.portsPending(), { ...wait, message: 'the port written' });
       assert.deepEqual(sup.snapshot(), [{ name: 'svc', pid: first.pid, healthPort: first.pid }]);
+      assert.equal(sup.portsPending(saved), true, 'pending in the snapshot saved before the port was written: the next pass saves it');
 
       // Killed: restarted after 1 s. Nothing is pending meanwhile, and then only until the new
       // process wrote its port; the previous process's is gone.

@@ -182,7 +182,7 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
     onChange: () => refreshInstance(),
   });
   /** instance.json: what the CLI's other commands read to find this node and its processes. */
-  const saveInstance = (): void =>
+  const saveInstance = (snap: ReturnType<Supervisor['snapshot']>): void =>
     writeInstance(s, {
       version: 1,
       nodeName: o.nodeName,
@@ -192,7 +192,7 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
       runtime: o.runtime,
       ...(o.partitions !== undefined ? { partitions: o.partitions } : {}),
       startedAt,
-      processes: nodeProcesses(sup),
+      processes: nodeProcesses(snap),
     });
   /**
    * Saves instance.json at each start of a process, and then every second until every running
@@ -203,8 +203,10 @@ export async function up(s: StateDir, o: UpOptions, env: NodeJS.ProcessEnv, out:
   const refreshInstance = (): void => {
     clearTimeout(refresh);
     refresh = undefined;
-    saveInstance();
-    if (sup.portsPending()) refresh = setTimeout(refreshInstance, 1000);
+    // Pending in what was saved: a port written since is saved by the next pass.
+    const snap = sup.snapshot();
+    saveInstance(snap);
+    if (sup.portsPending(snap)) refresh = setTimeout(refreshInstance, 1000);
   };
   // The processes run in their own process groups; never leave them behind if we die on an error.
   process.once('exit', () => sup.killAll());
@@ -327,7 +329,7 @@ async function announceReady(
   const t0 = performance.now();
   let nextNote = t0 + 30_000;
   while (!signal.aborted) {
-    const processes = nodeProcesses(sup);
+    const processes = nodeProcesses(sup.snapshot());
     const { ready, waiting } = await allReady(processes);
     if (signal.aborted) return;
     if (ready) {
@@ -346,6 +348,6 @@ async function announceReady(
 }
 
 /** The node's processes, each with a health port: all but `nats` / `nats-<i>` (the guards of the spawned nats-servers). */
-function nodeProcesses(sup: Supervisor): ReturnType<Supervisor['snapshot']> {
-  return sup.snapshot().filter((p) => !/^nats(-\d+)?$/.test(p.name));
+function nodeProcesses(snap: ReturnType<Supervisor['snapshot']>): ReturnType<Supervisor['snapshot']> {
+  return snap.filter((p) => !/^nats(-\d+)?$/.test(p.name));
 }

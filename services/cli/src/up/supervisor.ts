@@ -185,10 +185,18 @@ export class Supervisor {
     });
   }
 
-  /** Whether a running process has not written its health port yet since it started. */
-  portsPending(): boolean {
+  /**
+   * Whether a running process had not written its health port yet (since it started) in `snap`, a
+   * {@link snapshot}: the one just saved, so that a port written after it is not taken as saved.
+   */
+  portsPending(snap: readonly { name: string; healthPort?: number }[] = this.snapshot()): boolean {
     return this.#procs.some(
-      (r) => r.spec.portFile !== undefined && r.child !== undefined && r.child.exitCode === null && r.child.signalCode === null && healthPortOf(r) === undefined,
+      (r) =>
+        r.spec.portFile !== undefined &&
+        r.child !== undefined &&
+        r.child.exitCode === null &&
+        r.child.signalCode === null &&
+        snap.find((p) => p.name === r.spec.name)?.healthPort === undefined,
     );
   }
 
