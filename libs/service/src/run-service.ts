@@ -5,6 +5,7 @@ import type { Registry } from 'prom-client';
 import type { Logger } from '@splitlet/telemetry';
 import { HealthRegistry, type HealthReport } from './health-registry.js';
 import { ServiceError, ServiceErrorCodes } from './service-error.js';
+import { onSupervisorStdinEnd } from './supervisor-stdin.js';
 
 // node:http through process.getBuiltinModule, not an ESM import: Node builds an imported builtin's
 // namespace from every export, and node:http's lazy ones load fetch (undici) and http2 (~10 MiB of RSS).
@@ -314,17 +315,9 @@ export async function runService(options: RunServiceOptions): Promise<RunningSer
     };
     const stdin = options.supervisorStdin;
     if (stdin !== undefined) {
-      let gone = false;
-      const onEnd = (): void => {
-        if (gone || shuttingDown !== undefined) return;
-        gone = true;
-        supervisorGone({ parentPid: parentPid(), supervisorStdin: 'closed' });
-      };
-      stdin.on('end', onEnd);
-      stdin.on('close', onEnd);
-      stdin.on('error', onEnd);
-      stdin.on('data', ignore); // nothing is written; reading is what sees the end
-      stdin.resume();
+      onSupervisorStdinEnd(stdin, () => {
+        if (shuttingDown === undefined) supervisorGone({ parentPid: parentPid(), supervisorStdin: 'closed' });
+      });
     } else {
       const watch = setInterval(() => {
         if (shuttingDown !== undefined) {

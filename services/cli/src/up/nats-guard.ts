@@ -15,6 +15,7 @@
  * nats-server has no parent-death option of its own; this guard is that option.
  */
 import { spawn } from 'node:child_process';
+import { onSupervisorStdinEnd } from '@splitlet/service/supervisor-stdin';
 
 const CHECK_MS = 500;
 const KILL_AFTER_MS = 2000;
@@ -55,12 +56,7 @@ function main(): void {
     setTimeout(stop, lingerMs);
   };
   if (process.env['SPLITLET_SUPERVISOR_STDIN'] === '1') {
-    const onEnd = (): void => supervisorGone('its stdin closed');
-    process.stdin.on('end', onEnd);
-    process.stdin.on('close', onEnd);
-    process.stdin.on('error', onEnd);
-    process.stdin.on('data', () => undefined); // nothing is written; reading is what sees the end
-    process.stdin.resume();
+    onSupervisorStdinEnd(process.stdin, () => supervisorGone('its stdin closed'));
     return;
   }
   const watch = setInterval(() => {

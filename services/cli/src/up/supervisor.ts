@@ -64,6 +64,11 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   child.kill(signal);
 }
 
+/** Whether the process of `r` is running: started, and not exited or killed since. */
+function live(r: Running): r is Running & { child: ChildProcess } {
+  return r.child !== undefined && r.child.exitCode === null && r.child.signalCode === null;
+}
+
 /** The health port the process wrote into its port file; undefined until it did. */
 function healthPortOf(r: Running): number | undefined {
   if (r.spec.portFile === undefined) return undefined;
@@ -190,20 +195,13 @@ export class Supervisor {
    * {@link snapshot}: the one just saved, so that a port written after it is not taken as saved.
    */
   portsPending(snap: readonly { name: string; healthPort?: number }[] = this.snapshot()): boolean {
-    return this.#procs.some(
-      (r) =>
-        r.spec.portFile !== undefined &&
-        r.child !== undefined &&
-        r.child.exitCode === null &&
-        r.child.signalCode === null &&
-        snap.find((p) => p.name === r.spec.name)?.healthPort === undefined,
-    );
+    return this.#procs.some((r) => r.spec.portFile !== undefined && live(r) && snap.find((p) => p.name === r.spec.name)?.healthPort === undefined);
   }
 
   /** Last resort (a second signal, or the supervisor exiting abruptly): SIGKILL every process still running. */
   killAll(): void {
     this.#stopping = true;
-    for (const r of this.#procs) if (r.child && r.child.exitCode === null && r.child.signalCode === null) killGroup(r.child, 'SIGKILL');
+    for (const r of this.#procs) if (live(r)) killGroup(r.child, 'SIGKILL');
   }
 
   /**
@@ -215,7 +213,6 @@ export class Supervisor {
   async stopAll(opts: { graceMs: number; ordered: boolean }): Promise<void> {
     this.#stopping = true;
     const deadline = Date.now() + opts.graceMs;
-    const live = (r: Running): r is Running & { child: ChildProcess } => r.child !== undefined && r.child.exitCode === null && r.child.signalCode === null;
     for (const r of this.#procs) {
       if (r.restartTimer) clearTimeout(r.restartTimer);
       r.restartTimer = undefined;
