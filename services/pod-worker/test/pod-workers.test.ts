@@ -273,26 +273,21 @@ describe('PodWorkers', () => {
     const clock = new FakeClock(0);
     const { w } = workers(s.sync, { clock });
     assert.equal(clock.pendingTimers, 0, 'an idle partition has no timer');
-    const d = new FakeDelivery();
-    w.poke('a', 'create', d);
-    await settle();
-    assert.equal(clock.pendingTimers, 1, 'the working pass, armed by the held delivery');
-    clock.advance(10_000);
-    assert.equal(d.workingCalls, 1);
-    s.calls[0]!.resolve({});
-    await settle();
-    assert.equal(d.acked, 1);
-    clock.advance(10_000); // the pass finds nothing held and is not armed again
-    assert.equal(d.workingCalls, 1);
-    assert.equal(clock.pendingTimers, 0, 'no timer once nothing is held');
-    const e = new FakeDelivery();
-    w.poke('a', 'update', e);
-    await settle();
-    assert.equal(clock.pendingTimers, 1, 'armed again by the next delivery');
-    clock.advance(10_000);
-    assert.equal(e.workingCalls, 1);
-    s.calls[1]!.resolve({});
-    await settle();
+    // The first delivery arms the pass; once it is acked, the next one arms it again.
+    for (const [i, kind] of (['create', 'update'] as const).entries()) {
+      const d = new FakeDelivery();
+      w.poke('a', kind, d);
+      await settle();
+      assert.equal(clock.pendingTimers, 1, `the working pass, armed by held delivery ${i + 1}`);
+      clock.advance(10_000);
+      assert.equal(d.workingCalls, 1);
+      s.calls[i]!.resolve({});
+      await settle();
+      assert.equal(d.acked, 1);
+      clock.advance(10_000); // the pass finds nothing held and is not armed again
+      assert.equal(d.workingCalls, 1);
+      assert.equal(clock.pendingTimers, 0, 'no timer once nothing is held');
+    }
     await w.stop({ drain: true, timeoutMs: 1 });
     assert.equal(clock.pendingTimers, 0);
   });
